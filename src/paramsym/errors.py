@@ -1,0 +1,90 @@
+"""Named errors of paramsym.
+
+Every error says what argument was wrong, what was expected, what was received and what to do.
+Each class also subclasses the matching builtin (``ValueError``, ``KeyError``, ...) so that
+callers who catch builtins keep working.
+"""
+
+from __future__ import annotations
+
+
+class ParamsymError(Exception):
+    """Base class of every error raised by paramsym."""
+
+
+class ConfigError(ParamsymError, ValueError):
+    """An invalid configuration key or value (CLI ``--set``, a preset file, a dataclass)."""
+
+
+class ParameterNameError(ParamsymError, KeyError):
+    """A parameter name that the model does not have."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class MaskError(ParamsymError, ValueError):
+    """A parameter mask or index selection that does not fit the tensor it selects from."""
+
+
+class NonFiniteError(ParamsymError, ValueError):
+    """Parameters, inputs or outputs that contain NaN or infinity."""
+
+
+class DegenerateTargetError(ParamsymError, ValueError):
+    """A target whose output does not depend on the selected parameter block (s_F = 0)."""
+
+
+class ShapeError(ParamsymError, ValueError):
+    """A tensor or matrix of the wrong shape."""
+
+
+class GroupError(ParamsymError, ValueError):
+    """An invalid group, group element or generator set."""
+
+
+class RepresentationError(ParamsymError, ValueError):
+    """A map that is not a valid (orthogonal) group representation."""
+
+
+class TooLargeError(ParamsymError, ValueError):
+    """A problem too large to enumerate or to hold in memory with the chosen method."""
+
+
+class RunDirError(ParamsymError, RuntimeError):
+    """A run directory that is missing, incomplete or incompatible with the requested action."""
+
+
+class ConvergenceError(ParamsymError, RuntimeError):
+    """A numerical procedure that did not reach its stated tolerance."""
+
+
+def check_finite(name: str, value, hint: str = "") -> None:
+    """Raise :class:`NonFiniteError` if ``value`` (a tensor or array) has NaN or inf entries.
+
+    Args:
+        name: what the value is, as the user knows it (``"batch X"``, ``"parameter fc1.weight"``).
+        value: a ``torch.Tensor`` or ``numpy.ndarray``.
+        hint: what the user should do about it.
+    """
+    import numpy as np
+
+    try:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            bad = int((~torch.isfinite(value.detach())).sum())
+            total = value.numel()
+        else:
+            arr = np.asarray(value)
+            bad = int((~np.isfinite(arr)).sum())
+            total = arr.size
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        arr = np.asarray(value)
+        bad = int((~np.isfinite(arr)).sum())
+        total = arr.size
+    if bad:
+        msg = f"{name} has {bad} non-finite entries (NaN or inf) out of {total}; expected all finite."
+        if hint:
+            msg += " " + hint
+        raise NonFiniteError(msg)
