@@ -51,6 +51,10 @@ class TooLargeError(ParamsymError, ValueError):
     """A problem too large to enumerate or to hold in memory with the chosen method."""
 
 
+class UnsupportedLayerError(ParamsymError, ValueError):
+    """A layer that cannot be written in the requested form (e.g. an attention query bias in RMHSA)."""
+
+
 class RunDirError(ParamsymError, RuntimeError):
     """A run directory that is missing, incomplete or incompatible with the requested action."""
 
