@@ -1,0 +1,247 @@
+"""Counting components of the equivariance locus: ``c_{G,d}(V)``, Theorem 9, D4 closed forms.
+
+Definition 8 (spec §3). For a real G-representation ``V = ⊕_i m_i U_i`` over distinct real
+irreducibles ``U_i`` of dimension ``d_i``, a subrepresentation is, up to isomorphism, a
+multiplicity vector ``n`` with ``0 ≤ n ≤ m``; ``n ≤ n'`` componentwise iff the first embeds in the
+second. ``c_{G,d}(V)`` is the number of vectors ``n ≠ 0`` with ``Σ n_i d_i ≤ d`` that are
+**maximal**: no ``i`` with ``n_i < m_i`` and ``Σ n_j d_j + d_i ≤ d``.
+
+Theorem 9. With equal head dimension ``d = dim V / |H|``, a G-complete family of polynomially
+parameterised MHSA architectures has at least ``c_{G,d}(V)^{2|H|} / |H|!`` members
+(:func:`theorem9_bound`, an exact :class:`fractions.Fraction`).
+
+D4 (spec §3): ``V = R^C ⊗ R[D_4]``, ``R[D_4] = A1 ⊕ A2 ⊕ B1 ⊕ B2 ⊕ 2E1``, 8 heads, ``d = C``:
+``c = Σ_{e=0}^{⌊C/2⌋} binom(C − 2e + 3, 3)``; even C ``(C+2)(C+4)(C²+6C+6)/48``, odd C
+``(C+1)(C+3)²(C+5)/48``.
+
+Two independent algorithms compute ``c``: :func:`maximal_subrepresentations` lists the vectors
+(brute force, for checking), :func:`count_components` counts them by slack (fast, exact).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import ShapeError, TooLargeError
+
+__all__ = [
+    "maximal_subrepresentations",
+    "count_components",
+    "theorem9_bound",
+    "format_scientific",
+    "d4_components_sum",
+    "d4_components_closed_form",
+    "head_dimension",
+]
+
+
+def _validate(dims: Sequence[int], mults: Sequence[int], d: int) -> tuple[list[int], list[int]]:
+    dims = [int(x) for x in dims]
+    mults = [int(x) for x in mults]
+    if len(dims) != len(mults):
+        raise ShapeError(
+            f"irreducible dimensions {dims} and multiplicities {mults} must have the same length."
+        )
+    if any(x <= 0 for x in dims):
+        raise ShapeError(f"irreducible dimensions must be positive, received {dims}.")
+    if any(x < 0 for x in mults):
+        raise ShapeError(f"multiplicities must be non-negative, received {mults}.")
+    if int(d) < 0:
+        raise ShapeError(f"head dimension d must be non-negative, received {d}.")
+    keep = [i for i, m in enumerate(mults) if m > 0]
+    return [dims[i] for i in keep], [mults[i] for i in keep]
+
+
+def maximal_subrepresentations(
+    dims: Sequence[int], mults: Sequence[int], d: int, *, limit: int = 2_000_000
+) -> Iterator[tuple[int, ...]]:
+    """List the maximal subrepresentations of dimension ``≤ d`` as multiplicity vectors.
+
+    Brute force over all ``0 ≤ n ≤ m`` with ``Σ n_i d_i ≤ d`` (pruned by dimension); each ``n ≠ 0``
+    is tested for maximality directly. Irreducibles of multiplicity 0 are skipped, and the
+    yielded vectors are indexed like the irreducibles with ``m_i > 0``.
+
+    Args:
+        dims: dimensions ``d_i`` of the real irreducibles.
+        mults: multiplicities ``m_i`` in ``V``.
+        d: the dimension bound (the head dimension).
+        limit: most candidate vectors visited before :class:`~paramsym.errors.TooLargeError`.
+    """
+    dims, mults = _validate(dims, mults, d)
+    k = len(dims)
+    n = [0] * k
+    visited = 0
+
+    def rec(i: int, used: int) -> Iterator[tuple[int, ...]]:
+        nonlocal visited
+        if i == k:
+            visited += 1
+            if visited > limit:
+                raise TooLargeError(
+                    f"more than limit={limit} candidate subrepresentations; use count_components "
+                    "(which counts without listing) or raise `limit`."
+                )
+            if used == 0:
+                return
+            if all(n[j] == mults[j] or used + dims[j] > d for j in range(k)):
+                yield tuple(n)
+            return
+        for a in range(0, mults[i] + 1):
+            if used + a * dims[i] > d:
+                break
+            n[i] = a
+            yield from rec(i + 1, used + a * dims[i])
+        n[i] = 0
+
+    yield from rec(0, 0)
+
+
+def _geometric_times(P: np.ndarray, a: int, m: int) -> np.ndarray:
+    """``P(t) · (1 + t^a + ... + t^{m a})`` truncated to ``len(P)`` coefficients."""
+    N = len(P)
+    pad = (-N) % a
+    S = np.concatenate([P, np.zeros(pad, dtype=P.dtype)]).reshape(-1, a).cumsum(axis=0).reshape(-1)[:N]
+    shift = (m + 1) * a
+    if shift < N:
+        S[shift:] = S[shift:] - S[: N - shift]
+    return S
+
+
+def count_components(dims: Sequence[int], mults: Sequence[int], d: int) -> int:
+    """``c_{G,d}(V)``: the number of maximal subrepresentations ``0 < dim W ≤ d`` up to isomorphism.
+
+    Counting by slack ``r = d − Σ n_i d_i``: ``n`` is maximal iff every irreducible with
+    ``d_i ≤ r`` is used fully. For each ``r`` those are forced, the others range freely, so ``c`` is
+    ``Σ_r [t^{d-r-F_r}] Π_{free i} (1 + t^{d_i} + ... + t^{m_i d_i})`` with ``F_r`` the dimension of
+    the forced part, minus 1 when ``n = 0`` qualifies (every ``d_i > d``). Cost
+    ``O(#distinct dims · #irreducibles · d)``; exact (int64 when it cannot overflow, else Python
+    integers).
+
+    Args:
+        dims: dimensions ``d_i`` of the real irreducibles of ``V``.
+        mults: their multiplicities ``m_i``.
+        d: the dimension bound.
+    """
+    dims, mults = _validate(dims, mults, d)
+    d = int(d)
+    if not dims:
+        return 0
+    exact_bound = math.prod(m + 1 for m in mults)
+    dtype = np.int64 if exact_bound < 2**62 else object
+    cuts = sorted({x for x in dims if x <= d})
+    edges = [0] + cuts + [d + 1]
+    total = 0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        if lo >= hi:
+            continue
+        forced = [i for i in range(len(dims)) if dims[i] <= lo]
+        F = sum(mults[i] * dims[i] for i in forced)
+        s_hi = d - lo - F  # exponent for r = lo; it decreases by one per unit of slack
+        s_lo = max(d - (hi - 1) - F, 0)
+        if s_hi < s_lo:
+            continue
+        P = np.zeros(d + 1, dtype=dtype)
+        P[0] = 1
+        for i in range(len(dims)):
+            if i not in forced:
+                P = _geometric_times(P, dims[i], mults[i])
+        # slack r in [lo, hi): coefficient of t^(d - r - F) in the free product
+        total += int(P[s_lo : s_hi + 1].sum())
+    if all(x > d for x in dims):
+        total -= 1  # n = 0 satisfied the maximality test but has dimension 0
+    return total
+
+
+def head_dimension(dim_v: int, heads: int) -> int:
+    """``d = dim V / |H|``; raises :class:`~paramsym.errors.ShapeError` if ``|H|`` does not divide."""
+    if heads <= 0 or dim_v % heads:
+        divisors = [k for k in range(1, dim_v + 1) if dim_v % k == 0]
+        raise ShapeError(
+            f"{heads} heads do not divide dim V = {dim_v}; Theorem 9 needs equal head dimension. "
+            f"Use one of {divisors}."
+        )
+    return dim_v // heads
+
+
+def theorem9_bound(c: int, heads: int) -> Fraction:
+    """Theorem 9: at least ``c^{2|H|} / |H|!`` architectures, as an exact fraction."""
+    if heads <= 0:
+        raise ShapeError(f"number of heads must be positive, received {heads}.")
+    return Fraction(int(c) ** (2 * heads), math.factorial(heads))
+
+
+def format_scientific(value: Fraction | int, digits: int = 4) -> str:
+    """``value`` in scientific notation with ``digits`` significant digits, e.g. ``"1.631e96"``.
+
+    Exact for arbitrarily large fractions (no float overflow).
+    """
+    v = Fraction(value)
+    if v == 0:
+        return "0"
+    sign = "-" if v < 0 else ""
+    v = abs(v)
+    e = len(str(v.numerator)) - len(str(v.denominator))
+    while v >= Fraction(10) ** (e + 1):
+        e += 1
+    while v < Fraction(10) ** e:
+        e -= 1
+    mant = v / Fraction(10) ** e  # in [1, 10)
+    scaled = math.floor(mant * 10 ** (digits - 1) + Fraction(1, 2))  # round half up
+    if scaled >= 10**digits:  # rounding carried into a new digit
+        scaled //= 10
+        e += 1
+    s = str(scaled)
+    mantissa = s[0] + ("." + s[1:] if len(s) > 1 else "")
+    return f"{sign}{mantissa}e{e}"
+
+
+def d4_components_sum(C: int) -> int:
+    """``c_{D4,C}(R^C ⊗ R[D4]) = Σ_{e=0}^{⌊C/2⌋} binom(C − 2e + 3, 3)`` (solutions of
+    ``a1 + a2 + b1 + b2 + 2e = C``)."""
+    C = int(C)
+    if C < 1:
+        raise ShapeError(f"number of copies C must be at least 1, received {C}.")
+    return sum(math.comb(C - 2 * e + 3, 3) for e in range(C // 2 + 1))
+
+
+def d4_components_closed_form(C: int | np.ndarray) -> int | np.ndarray:
+    """Closed form of :func:`d4_components_sum`: even C ``(C+2)(C+4)(C²+6C+6)/48``, odd C
+    ``(C+1)(C+3)²(C+5)/48``. Vectorised over integer arrays (exact in int64 for C < 10^4)."""
+    if isinstance(C, np.ndarray):
+        C = C.astype(np.int64)
+        even = (C + 2) * (C + 4) * (C * C + 6 * C + 6) // 48
+        odd = (C + 1) * (C + 3) ** 2 * (C + 5) // 48
+        return np.where(C % 2 == 0, even, odd)
+    C = int(C)
+    if C < 1:
+        raise ShapeError(f"number of copies C must be at least 1, received {C}.")
+    if C % 2 == 0:
+        return (C + 2) * (C + 4) * (C * C + 6 * C + 6) // 48
+    return (C + 1) * (C + 3) ** 2 * (C + 5) // 48
+
+
+def parse_range(text: str) -> list[int]:
+    """Parse ``"1..12"``, ``"1,2,5"`` or ``"1..10,96"`` into a list of integers."""
+    out: list[int] = []
+    try:
+        for part in str(text).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if ".." in part:
+                a, b = part.split("..", 1)
+                out.extend(range(int(a), int(b) + 1))
+            else:
+                out.append(int(part))
+    except ValueError as exc:
+        raise ShapeError(
+            f"cannot read {text!r} as integers; use forms like '1..12', '1,2,5' or '1..10,96'."
+        ) from exc
+    if not out:
+        raise ShapeError(f"{text!r} names no integers; use forms like '1..12'.")
+    return out
+
