@@ -55,6 +55,11 @@ class UnsupportedLayerError(ParamsymError, ValueError):
     """A layer that cannot be written in the requested form (e.g. an attention query bias in RMHSA)."""
 
 
+class InputFileError(ParamsymError, ValueError):
+    """An input file (weights, representation, group) that is missing, unreadable or lacks the
+    expected entries."""
+
+
 class RunDirError(ParamsymError, RuntimeError):
     """A run directory that is missing, incomplete or incompatible with the requested action."""
 
