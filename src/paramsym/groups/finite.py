@@ -1,0 +1,638 @@
+"""Finite groups as multiplication tables.
+
+A :class:`FiniteGroup` of order ``n`` has elements ``0 .. n-1`` with the identity at ``0`` and a
+multiplication table ``table[a, b] = a*b``. Groups come from closed forms (:func:`cyclic`,
+:func:`dihedral`, :func:`symmetric`, :func:`alternating`, :func:`quaternion`,
+:func:`direct_product`), from generators (:func:`from_permutations`, :func:`from_matrices`) or by
+name (:func:`group_by_name`). Everything else (conjugacy classes, subgroups, homomorphisms to
+``S_n``) is computed from the table by enumeration, so orders are capped at :data:`MAX_ORDER`.
+
+Conventions: permutations and matrices compose like functions, ``(g*h)(p) = g(h(p))``;
+permutations act on ``{0, .., n-1}`` but are *labelled* in 1-based cycle notation, ``"(1 2 3)"``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Hashable, Sequence
+from functools import cached_property
+
+import numpy as np
+
+from ..errors import GroupError, TooLargeError
+
+#: Largest group order that is enumerated (the multiplication table has ``order**2`` entries).
+MAX_ORDER = 5040
+
+
+def _too_large(what: str, limit: int = MAX_ORDER) -> TooLargeError:
+    return TooLargeError(
+        f"{what} has more than {limit} elements, the enumeration limit "
+        f"(paramsym.groups.finite.MAX_ORDER = {MAX_ORDER}); finite groups are stored as full "
+        "multiplication tables. Use a smaller group or a subgroup, or, for a continuous group, "
+        "the matrix Lie group tools in paramsym.groups.lie."
+    )
+
+
+class FiniteGroup:
+    """A finite group given by its multiplication table.
+
+    Invariants (checked on construction): ``table`` is an ``(order, order)`` Latin square,
+    ``0`` is the identity, ``table[a, inverse[a]] == 0`` and the product is associative.
+    ``generators`` generate the group.
+
+    Attributes:
+        name: short name (``"D4"``, ``"C2xC3"``, ``"<3 perms>"``).
+        order: number of elements.
+        table: ``(order, order)`` int array, ``table[a, b]`` is the index of ``a*b``.
+        inverse: ``(order,)`` int array.
+        generators: element indices generating the group.
+        labels: human-readable element names, or ``None``.
+        family: ``("cyclic", n)``, ``("dihedral", n)``, ... for groups built in closed form
+            (used for conventional irrep names), else ``None``.
+        permutations: ``(order, m)`` images of the defining permutation action, if any.
+        matrices: ``(order, d, d)`` defining matrices, if the group came from matrices.
+    """
+
+    def __init__(
+        self,
+        table: np.ndarray,
+        *,
+        name: str = "G",
+        generators: Sequence[int] | None = None,
+        labels: Sequence[str] | None = None,
+        family: tuple | None = None,
+        permutations: np.ndarray | None = None,
+        matrices: np.ndarray | None = None,
+        validate: bool = True,
+    ) -> None:
+        table = np.asarray(table)
+        if table.ndim != 2 or table.shape[0] != table.shape[1] or table.shape[0] == 0:
+            raise GroupError(
+                f"multiplication table must be a non-empty square (n, n) array; got shape {table.shape}."
+            )
+        n = table.shape[0]
+        if n > MAX_ORDER:
+            raise _too_large(f"the group {name!r}")
+        self.table = table.astype(np.int64 if n > 32767 else np.int32)
+        self.order = n
+        self.name = name
+        self.family = family
+        self.labels = list(labels) if labels is not None else None
+        self.permutations = permutations
+        self.matrices = matrices
+        self._cache: dict = {}
+        if validate:
+            self._validate_table(generators)
+        self.inverse = np.argmin(self.table, axis=1).astype(self.table.dtype)  # row a has 0 at a^-1
+        self.generators = (
+            [int(g) for g in generators] if generators is not None else self._greedy_generators()
+        )
+        if validate and generators is not None and len(self.closure(self.generators)) != n:
+            raise GroupError(f"generators {self.generators} do not generate the group {name!r}.")
+
+    # ----------------------------------------------------------------- validation, basics
+    def _validate_table(self, generators: Sequence[int] | None) -> None:
+        t, n = self.table, self.order
+        if t.min() < 0 or t.max() >= n:
+            raise GroupError(f"table entries must lie in 0..{n - 1}.")
+        ar = np.arange(n)
+        if not (np.array_equal(t[0], ar) and np.array_equal(t[:, 0], ar)):
+            raise GroupError("element 0 must be the identity: table[0, b] == b and table[a, 0] == a.")
+        srt = np.sort(t, axis=1)
+        if not (np.all(srt == ar) and np.all(np.sort(t, axis=0) == ar[:, None])):
+            raise GroupError("table is not a Latin square, so it is not a group table.")
+        # associativity: (a*b)*c == a*(b*c); checking c in a generating set suffices (induction
+        # on word length); without generators every c is checked (order**3 work).
+        for c in (range(n) if generators is None else generators):
+            if not np.array_equal(t[t, c], t[:, t[:, c]]):
+                raise GroupError(f"table is not associative (fails for third factor {c}).")
+
+    def _greedy_generators(self) -> list[int]:
+        gens: list[int] = []
+        current = {0}
+        for g in np.argsort(-self.element_orders, kind="stable"):
+            if int(g) not in current:
+                gens.append(int(g))
+                current = self.closure(gens)
+            if len(current) == self.order:
+                break
+        return gens
+
+    def __repr__(self) -> str:
+        return f"FiniteGroup({self.name!r}, order={self.order})"
+
+    def __len__(self) -> int:
+        return self.order
+
+    def mul(self, a: int, b: int) -> int:
+        """Index of ``a*b``."""
+        return int(self.table[a, b])
+
+    def inv(self, a: int) -> int:
+        """Index of ``a^{-1}``."""
+        return int(self.inverse[a])
+
+    def label(self, a: int) -> str:
+        """Name of element ``a`` (its label, else ``"g<a>"``)."""
+        return self.labels[a] if self.labels is not None else f"g{a}"
+
+    def power(self, a: int, k: int) -> int:
+        """Index of ``a^k`` (``k`` may be negative)."""
+        x, base = 0, a if k >= 0 else int(self.inverse[a])
+        for _ in range(abs(k)):
+            x = int(self.table[x, base])
+        return x
+
+    @cached_property
+    def element_orders(self) -> np.ndarray:
+        """``(order,)`` array of element orders."""
+        n = self.order
+        orders = np.zeros(n, dtype=np.int64)
+        ar = np.arange(n)
+        p = ar.copy()
+        for k in range(1, n + 1):
+            hit = (p == 0) & (orders == 0)
+            orders[hit] = k
+            if orders.all():
+                break
+            p = self.table[p, ar]
+        return orders
+
+    def element_order(self, a: int) -> int:
+        """Smallest ``k >= 1`` with ``a^k = e``."""
+        return int(self.element_orders[a])
+
+    def is_abelian(self) -> bool:
+        return bool(np.array_equal(self.table, self.table.T))
+
+    def closure(self, elements: Sequence[int]) -> frozenset[int]:
+        """The subgroup generated by ``elements`` (right-multiplying by them from ``e``)."""
+        gens = np.unique(np.asarray(list(elements), dtype=np.int64))
+        members = np.zeros(self.order, dtype=bool)
+        members[0] = True
+        frontier = np.array([0])
+        while frontier.size and gens.size:
+            prods = self.table[np.ix_(frontier, gens)].ravel()
+            new = np.unique(prods[~members[prods]])
+            members[new] = True
+            frontier = new
+        return frozenset(np.flatnonzero(members).tolist())
+
+    # ------------------------------------------------------------------- conjugacy classes
+    def conjugates(self, a: int) -> np.ndarray:
+        """``g^{-1} a g`` for every ``g`` (an ``(order,)`` array, with repeats)."""
+        ar = np.arange(self.order)
+        return self.table[self.table[self.inverse, a], ar]
+
+    def conjugacy_classes(self) -> list[list[int]]:
+        """Conjugacy classes, each sorted, ordered by smallest element (``[0]`` first)."""
+        if "classes" not in self._cache:
+            seen = np.full(self.order, -1)
+            classes: list[list[int]] = []
+            for a in range(self.order):
+                if seen[a] < 0:
+                    cl = np.unique(self.conjugates(a))
+                    seen[cl] = len(classes)
+                    classes.append(cl.tolist())
+            self._cache["classes"] = classes
+            self._cache["class_of"] = seen
+        return self._cache["classes"]
+
+    @property
+    def class_of(self) -> np.ndarray:
+        """``(order,)`` array: index of each element's conjugacy class."""
+        self.conjugacy_classes()
+        return self._cache["class_of"]
+
+    def class_sizes(self) -> np.ndarray:
+        return np.array([len(c) for c in self.conjugacy_classes()])
+
+    def class_representatives(self) -> list[int]:
+        """The smallest element of each conjugacy class."""
+        return [c[0] for c in self.conjugacy_classes()]
+
+    def power_map(self, k: int) -> np.ndarray:
+        """Class of ``x^k`` for ``x`` in each class: ``(num_classes,)`` int array."""
+        return np.array([self.class_of[self.power(r, k)] for r in self.class_representatives()])
+
+    # ------------------------------------------------------------------------- subgroups
+    def subgroups(self) -> list[frozenset[int]]:
+        """All subgroups, sorted by (order, elements); ``{0}`` first and the group last."""
+        return self._subgroup_data()[0]
+
+    def subgroup_classes(self) -> list[list[frozenset[int]]]:
+        """Subgroups up to conjugacy: each class is a sorted list of conjugate subgroups.
+
+        Classes are ordered by (order, elements) of their first member; the trivial subgroup's
+        class comes first and the whole group's last.
+        """
+        return self._subgroup_data()[1]
+
+    def _conjugacy_class_of_subgroup(self, h: frozenset[int]) -> list[frozenset[int]]:
+        arr = np.fromiter(h, dtype=np.int64)
+        ar = np.arange(self.order)
+        conj = self.table[self.table[self.inverse[:, None], arr[None, :]], ar[:, None]]
+        return sorted({frozenset(row.tolist()) for row in conj}, key=lambda s: sorted(s))
+
+    def _subgroup_data(self) -> tuple[list[frozenset[int]], list[list[frozenset[int]]]]:
+        """Every subgroup is generated by its cyclic subgroups, so joining one cyclic subgroup
+        at a time reaches it; up to conjugacy it suffices to extend one representative per
+        class (``<H^g, c> = <H, c^{g^-1}>^g``)."""
+        if "subgroups" not in self._cache:
+            cyclic: dict[frozenset[int], int] = {}
+            for g in range(self.order):
+                cyclic.setdefault(self.closure([g]), g)
+            found: set[frozenset[int]] = set()
+            classes: list[list[frozenset[int]]] = []
+            layer: list[tuple[frozenset[int], list[int]]] = []
+
+            def add(h: frozenset[int], gens: list[int]) -> None:
+                if h not in found:
+                    cls = self._conjugacy_class_of_subgroup(h)
+                    found.update(cls)
+                    classes.append(cls)
+                    layer.append((h, gens))
+
+            for c, g in cyclic.items():
+                add(c, [g])
+            while layer:
+                current, layer = layer, []
+                for h, gens in current:
+                    for g in cyclic.values():
+                        if g not in h:
+                            add(self.closure(gens + [g]), gens + [g])
+            classes.sort(key=lambda cl: (len(cl[0]), sorted(cl[0])))
+            subs = sorted(found, key=lambda s: (len(s), sorted(s)))
+            self._cache["subgroups"] = (subs, classes)
+        return self._cache["subgroups"]
+
+    def conjugate_subgroup(self, h: frozenset[int], g: int) -> frozenset[int]:
+        """``g^{-1} H g``."""
+        arr = np.fromiter(h, dtype=np.int64)
+        return frozenset(self.table[self.table[self.inverse[g], arr], g].tolist())
+
+    def is_normal(self, h: frozenset[int]) -> bool:
+        return all(self.conjugate_subgroup(h, g) == h for g in self.generators)
+
+    def normalizer(self, h: frozenset[int]) -> frozenset[int]:
+        return frozenset(g for g in range(self.order) if self.conjugate_subgroup(h, g) == h)
+
+    def subgroup(self, elements: Sequence[int] | frozenset[int], name: str | None = None) -> FiniteGroup:
+        """The subgroup ``elements`` as a group of its own.
+
+        Its element ``i`` is ``parent_indices[i] = sorted(elements)[i]`` of this group (so the
+        identity stays at ``0``); the result has an attribute ``parent_indices``.
+        """
+        idx = np.array(sorted(set(int(e) for e in elements)), dtype=np.int64)
+        if idx.size == 0 or idx[0] != 0 or idx[-1] >= self.order:
+            raise GroupError(f"subgroup of {self.name} must contain 0 and lie in 0..{self.order - 1}.")
+        pos = np.full(self.order, -1)
+        pos[idx] = np.arange(idx.size)
+        sub = pos[self.table[np.ix_(idx, idx)]]
+        if (sub < 0).any():
+            raise GroupError(f"elements {idx.tolist()} are not closed under multiplication in {self.name}.")
+        labels = [self.labels[i] for i in idx] if self.labels is not None else None
+        perms = self.permutations[idx] if self.permutations is not None else None
+        mats = self.matrices[idx] if self.matrices is not None else None
+        grp = FiniteGroup(sub, name=name or f"{self.name}[{idx.size}]", labels=labels,
+                          permutations=perms, matrices=mats, validate=False)
+        grp.parent_indices = idx
+        return grp
+
+    # ---------------------------------------------------------------- homomorphisms
+    def homomorphisms_to_symmetric(self, n: int) -> list[np.ndarray]:
+        """Every homomorphism ``G -> S_n``, as ``(order, n)`` arrays of images (left actions).
+
+        Equivalently every action of G on ``{0, .., n-1}``; see
+        :func:`paramsym.groups.gsets.all_actions`.
+        """
+        from .gsets import all_actions
+
+        return all_actions(self, n)
+
+    def _words(self) -> tuple[np.ndarray, np.ndarray]:
+        """BFS spanning tree: ``b = parent[b] * generators[via[b]]`` for ``b != 0``."""
+        if "words" not in self._cache:
+            parent = np.full(self.order, -1)
+            via = np.full(self.order, -1)
+            parent[0] = 0
+            queue = [0]
+            for a in queue:
+                for k, s in enumerate(self.generators):
+                    b = int(self.table[a, s])
+                    if parent[b] < 0:
+                        parent[b], via[b] = a, k
+                        queue.append(b)
+            self._cache["words"] = (np.array(queue), parent, via)
+        return self._cache["words"][1:]
+
+    def bfs_order(self) -> np.ndarray:
+        """Elements in breadth-first order from ``e`` along :meth:`_words` (parents first)."""
+        self._words()
+        return self._cache["words"][0]
+
+    def extend_to_homomorphism(self, images: Sequence, mul: Callable, identity) -> list | None:
+        """Images of all elements from ``images`` of the generators, or ``None`` if no homomorphism.
+
+        ``mul`` multiplies two images. Consistency ``f(a s) = f(a) f(s)`` is checked for every
+        element ``a`` and generator ``s`` with ``==``-comparable images (use for exact images).
+        """
+        parent, via = self._words()
+        out: list = [None] * self.order
+        out[0] = identity
+        for b in self.bfs_order()[1:]:
+            out[b] = mul(out[parent[b]], images[via[b]])
+        for a in range(self.order):
+            for k, s in enumerate(self.generators):
+                if not _eq(out[self.table[a, s]], mul(out[a], images[k])):
+                    return None
+        return out
+
+
+def _eq(x, y) -> bool:
+    return bool(np.array_equal(x, y)) if isinstance(x, np.ndarray) else x == y
+
+
+def find_isomorphism(g: FiniteGroup, h: FiniteGroup) -> np.ndarray | None:
+    """An isomorphism ``G -> H`` as an ``(order,)`` index array, or ``None`` if none exists.
+
+    Backtracking over images of G's generators (candidates: elements of the same order).
+    """
+    if g.order != h.order or sorted(g.element_orders) != sorted(h.element_orders):
+        return None
+    cands = [np.flatnonzero(h.element_orders == g.element_orders[s]) for s in g.generators]
+    for choice in itertools.product(*cands):
+        imgs = g.extend_to_homomorphism([int(c) for c in choice], h.mul, 0)
+        if imgs is not None and len(set(imgs)) == g.order:
+            return np.array(imgs)
+    return None
+
+
+# ------------------------------------------------------------------ generic construction
+def _enumerate(
+    gens: Sequence, mul: Callable, key: Callable[[object], Hashable], identity, what: str
+) -> tuple[list, np.ndarray, list[int]]:
+    """Close ``gens`` under ``mul``; returns (elements, table, generator indices).
+
+    Breadth-first search gives right multiplication by each generator; then column ``b`` of the
+    table follows from its parent's, ``table[:, b] = right[table[:, parent(b)], s]``.
+    """
+    elems = [identity]
+    index = {key(identity): 0}
+    right: list[list[int]] = []
+    parent, via = [0], [-1]
+    i = 0
+    while i < len(elems):
+        row = []
+        for k, s in enumerate(gens):
+            p = mul(elems[i], s)
+            kp = key(p)
+            j = index.get(kp)
+            if j is None:
+                if len(elems) >= MAX_ORDER:
+                    raise _too_large(what)
+                j = index[kp] = len(elems)
+                elems.append(p)
+                parent.append(i)
+                via.append(k)
+            row.append(j)
+        right.append(row)
+        i += 1
+    n = len(elems)
+    rt = np.array(right, dtype=np.int64).reshape(n, len(gens))
+    table = np.empty((n, n), dtype=np.int64)
+    table[:, 0] = np.arange(n)
+    for b in range(1, n):  # elements were discovered parents-first
+        table[:, b] = rt[table[:, parent[b]], via[b]]
+    gen_idx = [index[key(s)] for s in gens]
+    return elems, table, gen_idx
+
+
+def _reordered(table: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Table after renaming: new element ``i`` is old element ``order[i]``."""
+    pos = np.empty_like(order)
+    pos[order] = np.arange(order.size)
+    return pos[table[np.ix_(order, order)]]
+
+
+def cycle_label(p: Sequence[int]) -> str:
+    """1-based cycle notation of a permutation of ``{0..n-1}``: ``[1, 2, 0] -> "(1 2 3)"``."""
+    seen, parts = set(), []
+    for start in range(len(p)):
+        if start in seen or p[start] == start:
+            continue
+        cyc, x = [], start
+        while x not in seen:
+            seen.add(x)
+            cyc.append(str(x + 1))
+            x = p[x]
+        parts.append("(" + " ".join(cyc) + ")")
+    return "".join(parts) or "()"
+
+
+def from_permutations(gens: Sequence[Sequence[int]], name: str | None = None) -> FiniteGroup:
+    """The group generated by permutations of ``{0, .., m-1}`` (lists of images).
+
+    Elements are in breadth-first order from the identity; ``labels`` are 1-based cycles and
+    ``permutations`` holds each element's images.
+    """
+    if not gens:
+        raise GroupError("from_permutations needs at least one generator (e.g. [[1, 0]]).")
+    arrs = []
+    m = len(gens[0])
+    for i, p in enumerate(gens):
+        a = np.asarray(p)
+        if a.ndim != 1 or a.size != m:
+            raise GroupError(
+                f"generator {i} has {a.size} images but generator 0 has {m}; all generators must "
+                "permute the same set {0, .., m-1}."
+            )
+        if not np.array_equal(np.sort(a), np.arange(m)):
+            raise GroupError(f"generator {i} = {a.tolist()} is not a permutation of 0..{m - 1}.")
+        arrs.append(a.astype(np.int64))
+    ident = np.arange(m)
+    elems, table, gi = _enumerate(arrs, lambda x, y: x[y], lambda x: x.tobytes(), ident,
+                                  f"the group generated by {len(arrs)} permutations of {m} points")
+    perms = np.array(elems)
+    return FiniteGroup(table, name=name or f"<{len(arrs)} perms of {m}>", generators=gi,
+                       labels=[cycle_label(p) for p in perms], permutations=perms, validate=False)
+
+
+def from_matrices(gens: Sequence[np.ndarray], name: str | None = None, decimals: int = 8) -> FiniteGroup:
+    """The (finite) group generated by invertible square matrices.
+
+    Matrices are identified after rounding to ``decimals`` places; an infinite group (or one
+    larger than :data:`MAX_ORDER`) raises :class:`TooLargeError`. ``matrices`` holds each
+    element's matrix.
+    """
+    if not gens:
+        raise GroupError("from_matrices needs at least one generator matrix.")
+    arrs = []
+    for i, g in enumerate(gens):
+        a = np.asarray(g, dtype=np.float64)
+        if a.ndim != 2 or a.shape[0] != a.shape[1]:
+            raise GroupError(f"generator {i} must be a square matrix; got shape {a.shape}.")
+        if a.shape != np.shape(gens[0]):
+            raise GroupError(
+                f"generator {i} has shape {a.shape} but generator 0 has {np.shape(gens[0])}; "
+                "all generators must be matrices of the same size."
+            )
+        if abs(np.linalg.det(a)) < 1e-12:
+            raise GroupError(f"generator {i} is singular, so it does not lie in a group.")
+        arrs.append(a)
+    d = arrs[0].shape[0]
+    elems, table, gi = _enumerate(
+        arrs, np.matmul, lambda x: (np.round(x, decimals) + 0.0).tobytes(), np.eye(d),
+        f"the group generated by {len(arrs)} {d}x{d} matrices (an infinite group never closes)",
+    )
+    return FiniteGroup(table, name=name or f"<{len(arrs)} {d}x{d} matrices>", generators=gi,
+                       matrices=np.array(elems), validate=False)
+
+
+# ----------------------------------------------------------------------- named groups
+def cyclic(n: int) -> FiniteGroup:
+    """``C_n = <r | r^n>``; element ``k`` is ``r^k``."""
+    if n < 1:
+        raise GroupError(f"cyclic(n) needs n >= 1; got {n}.")
+    if n > MAX_ORDER:
+        raise _too_large(f"C{n}")
+    ar = np.arange(n)
+    labels = ["e", "r"] + [f"r^{k}" for k in range(2, n)]
+    return FiniteGroup((ar[:, None] + ar[None, :]) % n, name=f"C{n}", generators=[1] if n > 1 else [],
+                       labels=labels[:n], family=("cyclic", n), validate=False)
+
+
+def dihedral(n: int) -> FiniteGroup:
+    """``D_n`` of order ``2n``, the symmetries of the regular n-gon (``D4`` has order 8).
+
+    Element ``k`` is ``r^k`` and element ``n + k`` is ``r^k s`` (``0 <= k < n``), with
+    ``s r s = r^{-1}``, so ``(r^a s^e)(r^b s^f) = r^{a + (-1)^e b} s^{e+f}``.
+    """
+    if n < 1:
+        raise GroupError(f"dihedral(n) needs n >= 1 (D_n has order 2n); got {n}.")
+    if 2 * n > MAX_ORDER:
+        raise _too_large(f"D{n}")
+    idx = np.arange(2 * n)
+    a, e = idx % n, idx // n
+    rot = (a[:, None] + np.where(e[:, None] == 1, -1, 1) * a[None, :]) % n
+    table = rot + n * ((e[:, None] + e[None, :]) % 2)
+    rl = ["e", "r"] + [f"r^{k}" for k in range(2, n)]
+    labels = rl[:n] + ["s"] + [f"{rl[k]} s" for k in range(1, n)]
+    gens = [1, n] if n > 1 else [n]
+    return FiniteGroup(table, name=f"D{n}", generators=gens, labels=labels,
+                       family=("dihedral", n), validate=False)
+
+
+def symmetric(n: int) -> FiniteGroup:
+    """``S_n`` on ``{0..n-1}``, elements in lexicographic order of their image lists."""
+    if n < 1:
+        raise GroupError(f"symmetric(n) needs n >= 1; got {n}.")
+    if math.factorial(n) > MAX_ORDER:
+        raise _too_large(f"S{n} (order {math.factorial(n)})")
+    gens = [list(range(n))] if n == 1 else [[1, 0] + list(range(2, n)), list(range(1, n)) + [0]]
+    return _lex_perm_group(gens, f"S{n}", ("symmetric", n))
+
+
+def alternating(n: int) -> FiniteGroup:
+    """``A_n`` on ``{0..n-1}``, elements in lexicographic order of their image lists."""
+    if n < 1:
+        raise GroupError(f"alternating(n) needs n >= 1; got {n}.")
+    if math.factorial(n) // 2 > MAX_ORDER:
+        raise _too_large(f"A{n} (order {math.factorial(n) // 2})")
+    if n < 3:
+        gens = [list(range(n))]
+    else:
+        three = [1, 2, 0] + list(range(3, n))
+        long = list(range(1, n)) + [0] if n % 2 else [0] + list(range(2, n)) + [1]
+        gens = [three, long] if n > 3 else [three]
+    return _lex_perm_group(gens, f"A{n}", ("alternating", n))
+
+
+def _lex_perm_group(gens: list[list[int]], name: str, family: tuple) -> FiniteGroup:
+    g = from_permutations(gens, name=name)
+    order = np.lexsort(g.permutations.T[::-1])
+    perms = g.permutations[order]
+    pos = np.empty_like(order)
+    pos[order] = np.arange(order.size)
+    return FiniteGroup(_reordered(g.table, order), name=name, generators=pos[g.generators].tolist(),
+                       labels=[cycle_label(p) for p in perms], family=family, permutations=perms,
+                       validate=False)
+
+
+_QLABELS = ["1", "-1", "i", "-i", "j", "-j", "k", "-k"]
+
+
+def quaternion() -> FiniteGroup:
+    """``Q_8 = {±1, ±i, ±j, ±k}`` in that order (``1, -1, i, -i, j, -j, k, -k``)."""
+    basis = {"1": (0, 1), "i": (1, 1), "j": (2, 1), "k": (3, 1)}
+    # unit quaternion products: (axis, sign)
+    prod = {(0, a): (a, 1) for a in range(4)} | {(a, 0): (a, 1) for a in range(4)}
+    prod |= {(a, a): (0, -1) for a in range(1, 4)}
+    prod |= {(1, 2): (3, 1), (2, 3): (1, 1), (3, 1): (2, 1), (2, 1): (3, -1), (3, 2): (1, -1), (1, 3): (2, -1)}
+    elems = []
+    for lab in _QLABELS:
+        ax, sg = basis[lab.lstrip("-")]
+        elems.append((ax, -sg if lab.startswith("-") else sg))
+    table = np.empty((8, 8), dtype=np.int64)
+    for x, (ax, sx) in enumerate(elems):
+        for y, (ay, sy) in enumerate(elems):
+            az, sz = prod[(ax, ay)]
+            table[x, y] = elems.index((az, sx * sy * sz))
+    return FiniteGroup(table, name="Q8", generators=[2, 4], labels=list(_QLABELS),
+                       family=("quaternion", 8))
+
+
+def direct_product(g: FiniteGroup, h: FiniteGroup) -> FiniteGroup:
+    """``G x H``; element ``(a, b)`` has index ``a * |H| + b``."""
+    if g.order * h.order > MAX_ORDER:
+        raise _too_large(f"{g.name}x{h.name} (order {g.order * h.order})")
+    m = h.order
+    a = np.arange(g.order * m)
+    ga, hb = a // m, a % m
+    table = g.table[ga[:, None], ga[None, :]] * m + h.table[hb[:, None], hb[None, :]]
+    gens = [s * m for s in g.generators] + list(h.generators)
+    labels = [f"({g.label(x)}, {h.label(y)})" for x, y in zip(ga, hb)]
+    return FiniteGroup(table, name=f"{g.name}x{h.name}", generators=gens, labels=labels,
+                       family=("product", g.family, h.family), validate=False)
+
+
+_NAME_FORMS = (
+    "C<n> or Z<n> (cyclic, order n), D<n> (dihedral, order 2n: D4 = square), S<n> (symmetric), "
+    "A<n> (alternating), Q8 (quaternion), V4 (= C2xC2), and direct products joined by 'x', "
+    "e.g. C2xC3, D4xC2"
+)
+
+
+def group_by_name(name: str) -> FiniteGroup:
+    """A group from its name: ``C6``, ``Z6``, ``D4`` (order 8), ``S3``, ``A4``, ``Q8``, ``V4``,
+    and direct products such as ``C2xC3`` or ``D4xC2``."""
+    if not isinstance(name, str) or not name.strip():
+        raise GroupError(f"group name must be a non-empty string; got {name!r}. Accepted: {_NAME_FORMS}.")
+    factors = [f.strip() for f in name.strip().split("x")]
+    groups = []
+    for f in factors:
+        m = re.fullmatch(r"([CZDSAQV])_?(\d+)", f, flags=re.IGNORECASE)
+        if not m:
+            raise GroupError(f"unknown group name {name!r} (factor {f!r}). Accepted: {_NAME_FORMS}.")
+        kind, n = m.group(1).upper(), int(m.group(2))
+        if kind in "CZ":
+            groups.append(cyclic(n))
+        elif kind == "D":
+            groups.append(dihedral(n))
+        elif kind == "S":
+            groups.append(symmetric(n))
+        elif kind == "A":
+            groups.append(alternating(n))
+        elif kind == "Q" and n == 8:
+            groups.append(quaternion())
+        elif kind == "V" and n == 4:
+            groups.append(direct_product(cyclic(2), cyclic(2)))
+        else:
+            raise GroupError(f"unknown group name {name!r} (factor {f!r}). Accepted: {_NAME_FORMS}.")
+    out = groups[0]
+    for g in groups[1:]:
+        out = direct_product(out, g)
+    return out
