@@ -115,10 +115,11 @@ def rmhsa(x: torch.Tensor, M: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
             f"tokens of dimension {x.shape[-1]} need M and R of shape (H, {x.shape[-1]}, "
             f"{x.shape[-1]}); received M {tuple(M.shape)}, R {tuple(R.shape)}."
         )
-    scores = torch.einsum("...id,hde,...je->...hij", x, M, x)
+    xh = x.unsqueeze(-3)  # (..., 1, L, d), broadcast over heads
+    scores = (xh @ M) @ xh.transpose(-1, -2)  # (..., H, L, L): x_i^T M_h x_j
     attn = torch.softmax(scores, dim=-1)
-    values = torch.einsum("hde,...je->...hjd", R, x)
-    return torch.einsum("...hij,...hjd->...id", attn, values)
+    values = xh @ R.transpose(-1, -2)  # (..., H, L, d): R_h x_j
+    return (attn @ values).sum(dim=-3)
 
 
 def head_slices(d: int, head_dims: int | Sequence[int]) -> list[slice]:
