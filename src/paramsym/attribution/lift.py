@@ -1,0 +1,434 @@
+"""Lifting a function-space direction through ``J``: ``c* = J⁺η``, ``b* = J⁺(−δ)``.
+
+Given the Jacobian ``J ∈ R^{M×p}`` (dense or matrix-free) and a target ``t ∈ R^M`` (the orbit
+tangent ``η_ξ`` or the negative defect ``−δ``), the lift is the minimum-norm least-squares
+solution with a truncated pseudo-inverse (seed 003, App. A.5):
+
+* **Dead columns**: ``‖J_{:,i}‖ ≤ dead_tol · max_j ‖J_{:,j}‖`` (``dead_tol = 1e-8``) get
+  ``c_i = 0``; the rest form ``J_L``.
+* **Truncation**: ``J_L = U Σ Vᵀ``; keep ``σ_k ≥ τ σ_1`` (``τ = rtol = 1e-3``); the *resolved
+  rank* is the number kept. ``P_k = U_k U_kᵀ`` projects onto the resolved part of the image.
+* **Gauge** (``gauge="column"``): ``D = diag(‖J_{:,i}‖)``; the coefficient vector is the
+  minimum-``‖D c‖`` solution of ``J_L c = P_k t``, i.e. ``c = D⁻¹ (J_L D⁻¹)⁺ P_k t``. The
+  truncation is J's own, so ``J c``, the residual and the rank do not depend on the gauge; only
+  how the direction is shared among parameters does (a parameter is not favoured for having a
+  small raw scale). ``gauge="none"`` gives ``c = J_L⁺_k t`` (minimum Euclidean norm).
+* **Noise floor**: singular values below ``max(M, p)·ε·σ_1`` (SVD) or
+  ``sqrt(max(M, p)·ε)·σ_1`` (Gram route) are rounding noise and are never kept, whatever τ.
+* **Residual** ``‖J c − t‖ / ‖t‖`` (measured with the full ``J``) — the fraction of the target
+  the parametrisation cannot reach at the resolved rank. The lifting criterion
+  ``Im η ⊆ Im J`` holds numerically when the residual is ≤ :data:`LIFT_TOL`.
+
+Dense path: the Gram route ``J_L J_Lᵀ = U Σ² Uᵀ`` (one ``M×M`` symmetric eigenproblem, exact to
+``σ_k²/σ_1² ≫ ε`` — fine for ``τ = 1e-3``; used when ``τ ≥ 1e-6``, else a thin SVD of ``J_L``)
+for the truncation, and a QR factorisation of
+``(J_L D⁻¹)ᵀ`` for the gauge (an orthogonal projection, numerically stable).
+
+Matrix-free paths (:func:`lift_matrix_free`):
+
+* ``method="gram"`` — the same truncated pseudo-inverse from ``J Jᵀ`` assembled by ``M`` VJP/JVP
+  pairs: exact, memory ``O(M² + p)``.
+* ``method="lsmr"`` — LSMR (``scipy.sparse.linalg.lsmr``) on a ``LinearOperator`` built from JVP
+  and VJP, memory ``O(p)``. Started from 0 its iterates stay in ``Im Jᵀ``; with ``damp = 0`` it
+  converges to the *untruncated* ``J⁺t``. With ``damp = λ`` it solves
+  ``min ‖Jc − t‖² + λ²‖c‖²``, whose solution ``Σ_k σ_k/(σ_k² + λ²) (u_kᵀt) v_k`` replaces the
+  truncation's step filter ``1[σ_k ≥ τσ_1]`` by the smooth filter ``σ_k²/(σ_k² + λ²)``. The
+  default ``λ = τ σ_1`` (``σ_1`` by power iteration) thus agrees with the truncated pinv on
+  components with ``σ_k ≫ λ``, halves those at ``σ_k = λ`` and suppresses (but does not zero)
+  those below; the two coincide exactly when no singular value lies below ``τσ_1`` and
+  ``damp = 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..errors import ShapeError
+from .jacobian import JacobianOperator, check_outputs
+
+#: truncation τ of the pseudo-inverse: keep σ_k ≥ τ σ_1
+RTOL = 1e-3
+#: dead-column threshold relative to the largest column norm
+DEAD_TOL = 1e-8
+#: residual at or below which the symmetry counts as liftable (first order, numerically)
+LIFT_TOL = 1e-6
+GAUGES = ("column", "none")
+#: smallest τ for which the Gram route (eigenvalues σ² of J Jᵀ) resolves σ_k ≥ τσ_1 accurately
+GRAM_MIN_RTOL = 1e-6
+
+
+def _eps_floor(J: Tensor, solver: str) -> float:
+    """Relative singular-value floor below which the computed σ are rounding noise."""
+    eps = float(torch.finfo(J.dtype).eps)
+    if solver == "gram":
+        return (max(J.shape) * eps) ** 0.5
+    return max(J.shape) * eps
+
+
+@dataclass
+class LiftResult:
+    """A lifted direction with its diagnostics.
+
+    Attributes:
+        direction: ``c`` of length ``p`` (layout order, float64); dead columns are 0.
+        residual: ``‖J c − t‖ / ‖t‖`` (0 when ``t = 0``).
+        rank: resolved rank (singular values kept); ``None`` for LSMR.
+        sigma: singular values of ``J_L`` (descending), when computed.
+        dead: boolean mask of dead columns.
+        column_norms: ``‖J_{:,i}‖`` (``None`` when not computed, LSMR without gauge).
+        target_norm: ``‖t‖``.
+        reached: ``J c`` (length ``M``).
+        gauge, method, rtol: how it was computed.
+        info: solver details (LSMR iterations, damping, stop reason).
+    """
+
+    direction: Tensor
+    residual: float
+    rank: int | None
+    sigma: Tensor | None
+    dead: Tensor
+    column_norms: Tensor | None
+    target_norm: float
+    reached: Tensor
+    gauge: str
+    method: str
+    rtol: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def liftable(self, tol: float = LIFT_TOL) -> bool:
+        """``residual ≤ tol``: the target lies in the (resolved) image of ``J``."""
+        return self.residual <= tol
+
+    def verdict(self, what: str = "symmetry direction η", tol: float = LIFT_TOL) -> str:
+        """One line: liftable or not, with the residual and the threshold."""
+        if self.liftable(tol):
+            return f"{what}: liftable — residual {self.residual:.3g} ≤ {tol:g} (resolved rank {self.rank})."
+        return (
+            f"{what}: NOT liftable — residual {self.residual:.3g} > {tol:g}: "
+            f"{100 * min(self.residual, 1.0):.1f}% of the target lies outside the image of J "
+            f"(resolved rank {self.rank}); the parametrisation cannot realise it to first order."
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "residual": self.residual,
+            "rank": self.rank,
+            "target_norm": self.target_norm,
+            "direction_norm": float(self.direction.norm()),
+            "dead_columns": int(self.dead.sum()),
+            "sigma_max": None if self.sigma is None or self.sigma.numel() == 0 else float(self.sigma[0]),
+            "gauge": self.gauge,
+            "method": self.method,
+            "liftable": self.liftable(),
+            **{k: v for k, v in self.info.items() if isinstance(v, (int, float, str, bool))},
+        }
+
+
+def _check_system(J: Tensor, target: Tensor) -> Tensor:
+    if J.dim() != 2:
+        raise ShapeError(f"J must be a matrix [M, p], received shape {tuple(J.shape)}.")
+    t = target.reshape(-1).to(J.dtype)
+    if t.numel() != J.shape[0]:
+        raise ShapeError(
+            f"the target has {t.numel()} entries but J has {J.shape[0]} rows; both must be "
+            "flattened in the same (probe point, output component) order."
+        )
+    check_outputs(J, "J")
+    check_outputs(t, "the lifting target")
+    return t
+
+
+def _relres(reached: Tensor, t: Tensor) -> tuple[float, float]:
+    tn = float(t.norm())
+    return (float((reached - t).norm()) / tn if tn > 0 else 0.0), tn
+
+
+class DenseLift:
+    """Factorise a dense ``J`` once; :meth:`solve` lifts any number of targets.
+
+    Args:
+        J: ``[M, p]`` (float64 recommended).
+        rtol: truncation ``τ``.
+        gauge: ``"column"`` or ``"none"``.
+        dead_tol: dead-column threshold.
+    """
+
+    def __init__(self, J: Tensor, *, rtol: float = RTOL, gauge: str = "column", dead_tol: float = DEAD_TOL,
+                 solver: str = "auto"):
+        if gauge not in GAUGES:
+            raise ValueError(f"gauge must be one of {GAUGES}, received {gauge!r}.")
+        if J.dim() != 2 or J.shape[0] == 0 or J.shape[1] == 0:
+            raise ShapeError(f"J must be a non-empty matrix [M, p], received shape {tuple(J.shape)}.")
+        check_outputs(J, "J")
+        self.J, self.rtol, self.gauge = J, float(rtol), gauge
+        self.col = J.norm(dim=0)
+        cmax = float(self.col.max())
+        self.dead = self.col <= dead_tol * cmax if cmax > 0 else torch.ones_like(self.col, dtype=torch.bool)
+        self.live = ~self.dead
+        JL = J[:, self.live]
+        self.JL = JL
+        if JL.shape[1] == 0:
+            self.sigma = torch.zeros(0, dtype=J.dtype)
+            self.rank = 0
+            self.Uk = torch.zeros(J.shape[0], 0, dtype=J.dtype)
+            self.sk = torch.zeros(0, dtype=J.dtype)
+            self.Q = None
+            return
+        if solver not in ("auto", "gram", "svd"):
+            raise ValueError(f"solver must be 'auto', 'gram' or 'svd', received {solver!r}.")
+        if solver == "auto":
+            solver = "gram" if self.rtol >= GRAM_MIN_RTOL else "svd"
+        self.solver = solver
+        if solver == "gram":
+            evals, U = torch.linalg.eigh(JL @ JL.T)
+            evals, U = evals.flip(0), U.flip(1)
+            self.sigma = evals.clamp_min(0).sqrt()
+        else:
+            U, self.sigma, _ = torch.linalg.svd(JL, full_matrices=False)
+        s1 = float(self.sigma[0])
+        floor = max(self.rtol, _eps_floor(JL, solver)) * s1
+        self.rank = int((self.sigma >= floor).sum()) if s1 > 0 else 0
+        self.Uk, self.sk = U[:, : self.rank], self.sigma[: self.rank]
+        self.Q = None
+        if gauge == "column" and self.rank > 0:
+            self.D = self.col[self.live]
+            # orthonormal basis of row(J_L D⁻¹) = range((J_L D⁻¹)ᵀ)
+            self.Q, _ = torch.linalg.qr((JL / self.D).T, mode="reduced")
+
+    def solve(self, target: Tensor) -> LiftResult:
+        """Lift ``target`` (length ``M``); see the module docstring for the definition."""
+        t = _check_system(self.J, target)
+        p = self.J.shape[1]
+        c = torch.zeros(p, dtype=self.J.dtype)
+        if self.rank > 0:
+            a = self.Uk.T @ t
+            c_live = self.JL.T @ (self.Uk @ (a / self.sk**2))  # J_L⁺_k t
+            if self.gauge == "column":
+                z = self.D * c_live  # D c0: a feasible point of J_L D⁻¹ z = P_k t
+                z = self.Q @ (self.Q.T @ z)  # minimum-norm feasible point
+                c_live = z / self.D
+            c[self.live] = c_live
+        reached = self.J @ c
+        res, tn = _relres(reached, t)
+        return LiftResult(
+            direction=c,
+            residual=res,
+            rank=self.rank,
+            sigma=self.sigma,
+            dead=self.dead,
+            column_norms=self.col,
+            target_norm=tn,
+            reached=reached,
+            gauge=self.gauge,
+            method="dense",
+            rtol=self.rtol,
+        )
+
+
+def lift(J: Tensor, target: Tensor, *, rtol: float = RTOL, gauge: str = "column",
+         dead_tol: float = DEAD_TOL, solver: str = "auto") -> LiftResult:
+    """Lift one target through a dense ``J`` (``c = D⁻¹(J D⁻¹)⁺ P_k t``; see module doc)."""
+    return DenseLift(J, rtol=rtol, gauge=gauge, dead_tol=dead_tol, solver=solver).solve(target)
+
+
+def stack_rows(systems: Sequence[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
+    """Stack several ``(J_i, t_i)`` (conditions, generators' rows) into one system.
+
+    The stacked lift is one direction ``c`` minimising ``Σ_i ‖J_i c − t_i‖²`` — e.g. all values
+    of a conditioning input α at once, instead of one uncoordinated direction per α.
+    """
+    if not systems:
+        raise ShapeError("stack_rows needs at least one (J, target) pair.")
+    p = systems[0][0].shape[1]
+    for i, (J, t) in enumerate(systems):
+        if J.shape[1] != p:
+            raise ShapeError(f"system {i} has {J.shape[1]} columns; system 0 has {p}; stack systems over the same parameters.")
+        if t.numel() != J.shape[0]:
+            raise ShapeError(f"system {i}: target has {t.numel()} entries, J has {J.shape[0]} rows.")
+    return torch.cat([J for J, _ in systems]), torch.cat([t.reshape(-1).to(systems[0][0].dtype) for _, t in systems])
+
+
+# --------------------------------------------------------------------------------------------
+# Matrix-free
+# --------------------------------------------------------------------------------------------
+
+
+class StackedOperator:
+    """Row-stack of several :class:`JacobianOperator` over the same parameters (``[J_1; J_2; …]``)."""
+
+    def __init__(self, ops: Sequence[JacobianOperator]):
+        if not ops:
+            raise ShapeError("StackedOperator needs at least one operator.")
+        p = ops[0].shape[1]
+        if any(op.shape[1] != p for op in ops):
+            raise ShapeError("all stacked operators must have the same number of columns (parameters).")
+        self.ops = list(ops)
+        self.layout = ops[0].layout
+        self.dtype = ops[0].dtype
+        self.splits = [op.shape[0] for op in ops]
+        self.shape = (sum(self.splits), p)
+
+    def matvec(self, v: Tensor) -> Tensor:
+        return torch.cat([op.matvec(v) for op in self.ops])
+
+    def rmatvec(self, u: Tensor) -> Tensor:
+        parts = torch.as_tensor(u, dtype=self.dtype).reshape(-1).split(self.splits)
+        return sum(op.rmatvec(pu) for op, pu in zip(self.ops, parts))
+
+    def column_norms(self, chunk_size: int = 64) -> Tensor:
+        return torch.stack([op.column_norms(chunk_size) ** 2 for op in self.ops]).sum(0).sqrt()
+
+    def gram(self, chunk_size: int = 32, weights: Tensor | None = None) -> Tensor:
+        m = self.shape[0]
+        K = torch.empty(m, m, dtype=self.dtype)
+        offs = np.cumsum([0] + self.splits)
+        for i, oi in enumerate(self.ops):
+            for s in range(0, oi.shape[0], chunk_size):
+                r = oi.rows(range(s, min(s + chunk_size, oi.shape[0])))
+                if weights is not None:
+                    r = r * weights
+                cols = torch.func.vmap(self.matvec)(r).T
+                K[:, offs[i] + s : offs[i] + s + r.shape[0]] = cols
+        return 0.5 * (K + K.T)
+
+    def to_scipy(self):
+        from scipy.sparse.linalg import LinearOperator
+
+        return LinearOperator(
+            self.shape,
+            matvec=lambda v: self.matvec(torch.from_numpy(np.asarray(v, dtype=np.float64)).reshape(-1)).numpy(),
+            rmatvec=lambda u: self.rmatvec(torch.from_numpy(np.asarray(u, dtype=np.float64)).reshape(-1)).numpy(),
+            dtype=np.float64,
+        )
+
+
+def largest_singular_value(op, iters: int = 30, seed: int = 0) -> float:
+    """``σ_1(J)`` by power iteration on ``JᵀJ`` (relative accuracy improves as ``(σ_2/σ_1)^{2·iters}``)."""
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(op.shape[1], generator=g, dtype=op.dtype)
+    v /= v.norm()
+    s = 0.0
+    for _ in range(iters):
+        w = op.rmatvec(op.matvec(v))
+        nw = float(w.norm())
+        if nw == 0:
+            return 0.0
+        s = nw ** 0.5
+        v = w / nw
+    return s
+
+
+def lift_matrix_free(
+    op: JacobianOperator | StackedOperator,
+    target: Tensor,
+    *,
+    method: str = "lsmr",
+    rtol: float = RTOL,
+    gauge: str = "none",
+    damp: float | None = None,
+    atol: float = 1e-12,
+    btol: float = 1e-12,
+    maxiter: int | None = None,
+    dead_tol: float = DEAD_TOL,
+    chunk_size: int = 32,
+) -> LiftResult:
+    """Lift ``target`` through a matrix-free ``J`` (see the module docstring).
+
+    Args:
+        op: a :class:`JacobianOperator` (or a :class:`StackedOperator`).
+        target: length ``M``.
+        method: ``"lsmr"`` (memory ``O(p)``, Tikhonov-filtered) or ``"gram"`` (exact truncated
+            pinv from ``J Jᵀ``, memory ``O(M² + p)``).
+        rtol: truncation τ (``gram``) and, for ``lsmr`` without ``damp``, ``λ = τ σ_1``.
+        gauge: ``"none"`` or ``"column"`` (column norms by ``M`` VJPs).
+        damp: LSMR damping λ (default ``rtol · σ_1``; 0 → untruncated ``J⁺t``).
+        atol, btol, maxiter: LSMR stopping rules.
+    """
+    if gauge not in GAUGES:
+        raise ValueError(f"gauge must be one of {GAUGES}, received {gauge!r}.")
+    t = torch.as_tensor(target, dtype=op.dtype).reshape(-1)
+    if t.numel() != op.shape[0]:
+        raise ShapeError(f"the target has {t.numel()} entries; J has {op.shape[0]} rows.")
+    check_outputs(t, "the lifting target")
+    p = op.shape[1]
+    col = op.column_norms(chunk_size) if gauge == "column" else None
+    if col is not None:
+        cmax = float(col.max())
+        dead = col <= dead_tol * cmax
+        D = torch.where(dead, torch.ones_like(col), col)
+    else:
+        dead = torch.zeros(p, dtype=torch.bool)
+        D = None
+    info: dict[str, Any] = {}
+    if method == "gram":
+        K = op.gram(chunk_size=chunk_size)
+        evals, U = torch.linalg.eigh(K)
+        evals, U = evals.flip(0), U.flip(1)
+        sigma = evals.clamp_min(0).sqrt()
+        s1 = float(sigma[0])
+        rank = int((sigma >= max(rtol, _eps_floor(K, "gram")) * s1).sum()) if s1 > 0 else 0
+        Uk, sk = U[:, :rank], sigma[:rank]
+        y = Uk @ (Uk.T @ t)
+        if gauge == "none":
+            c = op.rmatvec(Uk @ ((Uk.T @ t) / sk**2))
+        else:
+            w = torch.where(dead, torch.zeros_like(D), 1.0 / D**2)
+            KD = op.gram(chunk_size=chunk_size, weights=w)
+            ev, V = torch.linalg.eigh(KD)
+            keep = ev > ev.max() * 1e-13
+            V, ev = V[:, keep], ev[keep]
+
+            def solve(r):
+                return w * op.rmatvec(V @ ((V.T @ r) / ev))
+
+            c = solve(y)
+            for _ in range(2):  # iterative refinement of J c = P_k t
+                c = c + solve(y - op.matvec(c))
+        info["gram_rank"] = rank
+    elif method == "lsmr":
+        from scipy.sparse.linalg import LinearOperator, lsmr
+
+        sigma, rank = None, None
+        if damp is None:
+            s1 = largest_singular_value(op)
+            damp = rtol * s1
+            info["sigma_max_estimate"] = s1
+        A = op.to_scipy()
+        if D is not None:
+            dinv = np.where(dead.numpy(), 0.0, 1.0 / D.numpy())
+            base = A
+            A = LinearOperator(
+                op.shape,
+                matvec=lambda v: base.matvec(dinv * v),
+                rmatvec=lambda u: dinv * base.rmatvec(u),
+                dtype=np.float64,
+            )
+        out = lsmr(A, t.numpy(), damp=float(damp), atol=atol, btol=btol, maxiter=maxiter)
+        z = torch.from_numpy(out[0])
+        c = z if D is None else torch.where(dead, torch.zeros_like(z), z / D)
+        info.update({"damp": float(damp), "iterations": int(out[2]), "istop": int(out[1])})
+    else:
+        raise ValueError(f"method must be 'lsmr' or 'gram', received {method!r}.")
+    c = torch.where(dead, torch.zeros_like(c), c)
+    reached = op.matvec(c)
+    res, tn = _relres(reached, t)
+    return LiftResult(
+        direction=c,
+        residual=res,
+        rank=rank,
+        sigma=sigma,
+        dead=dead,
+        column_norms=col,
+        target_norm=tn,
+        reached=reached,
+        gauge=gauge,
+        method=method,
+        rtol=rtol,
+        info=info,
+    )
