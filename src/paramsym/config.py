@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
@@ -61,17 +62,16 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
         parsed = raw
     if annotation is Any:
         return parsed
-    if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
+    if origin is typing.Union or origin is types.UnionType:
         if parsed is None and type(None) in args:
             return None
-        errors = []
         for a in args:
             if a is type(None):
                 continue
             try:
                 return _coerce(key, raw, a)
-            except ConfigError as exc:
-                errors.append(str(exc))
+            except ConfigError:
+                continue
         raise ConfigError(f"{key}: value {raw!r} fits none of {annotation}.")
     if origin is typing.Literal:
         if parsed in args:

@@ -50,6 +50,7 @@ def lines(
     ylabel: str = "",
     logy: bool = False,
     bands: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    ylim: tuple[float | None, float | None] | None = None,
 ) -> Path | None:
     """Line plot of several named series over a shared x axis, optional shaded bands."""
     plt = pyplot()
@@ -63,6 +64,8 @@ def lines(
             ax.fill_between(np.asarray(x), lo, hi, color=ln.get_color(), alpha=0.2)
     if logy:
         ax.set_yscale("log")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -1,0 +1,1 @@
+"""Learned symmetry discovery: objectives, problems (reference targets), training, command."""

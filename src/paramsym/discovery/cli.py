@@ -1,0 +1,142 @@
+"""``paramsym discover``, ``paramsym list`` and ``paramsym report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..config import apply_overrides
+from ..errors import ConfigError, RunDirError
+from ..runs import RunDir, default_run_dir
+from .config import DiscoverConfig
+from .problems import DEFAULT_PRESET, PRESETS, RECIPES
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "discover",
+        help="learn a symmetry (generators + action network) of a parameter block and judge it",
+        description="Learn Lie-algebra generators and a nonlinear action network on a reference target, "
+        "then run the finite-action verdict. Writes a run directory with metrics.json and report.md.",
+    )
+    p.add_argument("--preset", default=None, help=f"reference target (default {DEFAULT_PRESET}); see `paramsym list`")
+    p.add_argument("--objective", choices=["hybrid", "infinitesimal", "finite"], default=None, help="objective variant (default hybrid)")
+    p.add_argument("--seed", type=int, default=None, help="training seed (default 0)")
+    p.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's recipe)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any config key, e.g. --set train.lr=3e-4 (repeatable)")
+    p.add_argument("--out", default=None, help="run directory (default runs/discover-<preset>-<time>)")
+    p.add_argument("--resume", default=None, metavar="DIR", help="continue an interrupted run from its last checkpoint")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available, else cpu)")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_discover)
+
+    ls = sub.add_parser("list", help="list presets")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+
+    rp = sub.add_parser("report", help="regenerate report.md (and figures) of a run directory")
+    rp.add_argument("run_dir")
+    rp.add_argument("--json", action="store_true", help="print the run's metrics.json")
+    rp.set_defaults(func=cmd_report)
+
+
+def resolve_config(args: argparse.Namespace) -> DiscoverConfig:
+    """Defaults ← preset recipe ← flags ← ``--set`` overrides."""
+    import torch
+
+    preset = args.preset or DEFAULT_PRESET
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; available: {sorted(PRESETS)} (see `paramsym list`).")
+    recipe = RECIPES.get(preset, {})
+    items = [f"problem.preset={preset}"] + [f"{k}={v}" for k, v in recipe.items()]
+    if args.objective:
+        items.append(f"objective.variant={args.objective}")
+    if args.seed is not None:
+        items.append(f"seed={args.seed}")
+    if args.steps is not None:
+        items.append(f"train.steps={args.steps}")
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    items.append(f"device={device}")
+    cfg = apply_overrides(DiscoverConfig(), items)
+    return apply_overrides(cfg, args.overrides)
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    from .run import load_config, run_discovery
+
+    if args.resume:
+        if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
+            raise ConfigError("--resume continues a run with its saved configuration; do not pass --preset, "
+                              "--objective, --seed, --steps or --set with it.")
+        run = RunDir.open_existing(args.resume)
+        if run.has("metrics.json"):
+            print(f"{run.path} is already finished; `paramsym report {run.path}` regenerates its report.", file=sys.stderr)
+            return 0
+        cfg = load_config(run)
+        if args.device:
+            cfg = apply_overrides(cfg, [f"device={args.device}"])
+        metrics = run_discovery(cfg, run, resume=True, progress=not args.quiet)
+    else:
+        cfg = resolve_config(args)
+        out = Path(args.out) if args.out else default_run_dir("discover", cfg.problem.preset)
+        if out.exists() and any(out.iterdir()):
+            raise RunDirError(f"output directory {str(out)!r} is not empty; choose another --out or --resume it.")
+        run = RunDir(out)
+        metrics = run_discovery(cfg, run, progress=not args.quiet)
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+    else:
+        print(summary(metrics, run))
+    return 0
+
+
+def summary(metrics: dict, run: RunDir) -> str:
+    d = metrics["verdict"].get("declared", {})
+    lines = [f"run directory: {run.path}",
+             f"preset {metrics['preset']} ({metrics['objective']}), seed {metrics['seed']}: "
+             f"{'FITS' if metrics['verdict']['fits'] else 'does not fit'} the tolerances at rho=0.5 (1 and 2 factors)"]
+    if d:
+        lines.append(
+            "rho=0.5, 1 factor: output {:.2e}  composition {:.2e}  inverse {:.2e}  subdivision {:.2e}  transport {:.2e}  motion {:.3f} s_theta".format(
+                d["output_err_p95"], d["composition_err_p95"], d["inverse_err_p95"], d["subdivision_err_p95"],
+                d["transport_err_p95"], d["motion_median"]))
+    if "reference_span" in metrics:
+        lines.append(f"field vs known symmetry span: median cosine {metrics['reference_span']['median']:.4f}, "
+                     f"min {metrics['reference_span']['min']:.4f}")
+    lines.append(f"report: {run.file('report.md')}")
+    return "\n".join(lines)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = [{"name": name, "summary": summary_, "default": name == DEFAULT_PRESET} for name, (_, summary_) in PRESETS.items()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print("discovery presets (paramsym discover --preset NAME):")
+    for r in rows:
+        print(f"  {r['name']:<18} {r['summary']}{'  [default]' if r['default'] else ''}")
+    try:
+        from ..attribution.presets import PRESETS as APRESETS  # type: ignore[attr-defined]
+
+        print("attribution presets (paramsym attribute --preset NAME):")
+        for name in APRESETS:
+            print(f"  {name}")
+    except ImportError:
+        pass
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..report import regenerate
+
+    run = RunDir.open_existing(args.run_dir)
+    path = regenerate(run)
+    if args.json:
+        print(json.dumps(run.read_json("metrics.json"), indent=2))
+    else:
+        print(f"wrote {path}")
+    return 0

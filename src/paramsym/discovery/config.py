@@ -1,0 +1,141 @@
+"""Configuration of a discovery run (every key can be overridden with ``--set key=value``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..errors import ConfigError
+
+
+@dataclass
+class ProblemConfig:
+    """Which reference target and how it is built."""
+
+    preset: str = "sigmoid-scalar"
+    target_seed: int = 0  #: seed of the target network / batch (fixed across training seeds)
+    perturb_std: float | None = None  #: override the preset's μ standard deviation
+
+
+@dataclass
+class GroupConfig:
+    """The learned matrix group: ``r`` generators of size ``s × s``."""
+
+    size: int = 2
+    generators: int = 1
+
+    def validate(self) -> None:
+        if self.size < 1 or self.generators < 1:
+            raise ConfigError(f"group.size and group.generators must be ≥ 1; received {self.size}, {self.generators}.")
+
+
+@dataclass
+class ActionConfig:
+    """The action network ``b``: MLP of width × depth, SiLU."""
+
+    width: int = 256
+    depth: int = 3
+
+    def validate(self) -> None:
+        if self.width < 1 or self.depth < 1:
+            raise ConfigError(f"action.width and action.depth must be ≥ 1; received {self.width}, {self.depth}.")
+
+
+@dataclass
+class ObjectiveConfig:
+    """Loss weights (spec §4): hybrid = L_inv + γ1 L_trans + γ2 (L_comp + L_pres) + λ_s R_scale + λ_d R_div."""
+
+    variant: Literal["hybrid", "infinitesimal", "finite"] = "hybrid"
+    gamma_transport: float = 1.0
+    gamma_finite: float = 1.0
+    lambda_scale: float = 1.0
+    lambda_div: float = 1.0
+    lambda_sparse: float = 0.0
+    beta: float = 0.3  #: field magnitude in units of s_θ
+    inverse_fraction: float = 0.25  #: share of inverse pairs (g, g⁻¹) in L_comp
+
+    def validate(self) -> None:
+        if self.beta <= 0:
+            raise ConfigError(f"objective.beta must be > 0; received {self.beta}.")
+        for k in ("gamma_transport", "gamma_finite", "lambda_scale", "lambda_div", "lambda_sparse"):
+            if getattr(self, k) < 0:
+                raise ConfigError(f"objective.{k} must be ≥ 0; received {getattr(self, k)}.")
+        if not 0 <= self.inverse_fraction <= 1:
+            raise ConfigError(f"objective.inverse_fraction must lie in [0, 1]; received {self.inverse_fraction}.")
+        if self.variant == "hybrid" and self.gamma_finite <= 0:
+            raise ConfigError("the hybrid objective needs objective.gamma_finite > 0 (use variant=infinitesimal for γ2 = 0).")
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation (Adam, float32, clipping) and the ρ/factor curriculum.
+
+    Curriculum: the first ``warmup_fraction`` of the steps sample one-factor products with
+    radius ``warmup_rho_factor · rho``; the rest sample up to ``max_factors`` factors with radius
+    ``rho``. The learning rate is constant, then cosine-decays to ``lr_final_factor · lr`` over
+    the last ``decay_fraction`` of the steps.
+    """
+
+    steps: int = 5000
+    lr: float = 1e-3
+    lr_final_factor: float = 0.05
+    decay_fraction: float = 0.6
+    batch: int = 32
+    clip: float = 10.0
+    rho: float = 0.5
+    max_factors: int = 3
+    warmup_fraction: float = 0.2
+    warmup_rho_factor: float = 0.5
+    checkpoint_every: int = 500
+    log_every: int = 50
+
+    def validate(self) -> None:
+        if self.steps < 1:
+            raise ConfigError(f"train.steps must be ≥ 1; received {self.steps}.")
+        if self.batch < 2 or self.batch % 2:
+            raise ConfigError(f"train.batch must be an even number ≥ 2 (half original, half transformed points); received {self.batch}.")
+        if self.lr <= 0 or self.rho <= 0 or self.max_factors < 1:
+            raise ConfigError(f"train.lr, train.rho must be > 0 and train.max_factors ≥ 1; received {self.lr}, {self.rho}, {self.max_factors}.")
+        if not 0 <= self.warmup_fraction < 1 or not 0 <= self.decay_fraction <= 1:
+            raise ConfigError("train.warmup_fraction must lie in [0, 1) and train.decay_fraction in [0, 1].")
+        if self.checkpoint_every < 1 or self.log_every < 1:
+            raise ConfigError("train.checkpoint_every and train.log_every must be ≥ 1.")
+
+
+@dataclass
+class VerdictConfig:
+    """Finite-action test grid and tolerances (spec §5)."""
+
+    rhos: list[float] = field(default_factory=lambda: [0.1, 0.3, 0.5, 0.8, 1.2])
+    factors: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+    samples: int = 512
+    curve_points: int = 32
+    curve_times: int = 61
+    curve_tmax: float = 0.5
+    eval_seed: int = 12345
+
+    def validate(self) -> None:
+        if not self.rhos or any(r <= 0 for r in self.rhos):
+            raise ConfigError(f"verdict.rhos must be a nonempty list of positive radii; received {self.rhos}.")
+        if not self.factors or any(f < 1 for f in self.factors):
+            raise ConfigError(f"verdict.factors must be a nonempty list of integers ≥ 1; received {self.factors}.")
+        if self.samples < 20:
+            raise ConfigError(f"verdict.samples must be ≥ 20 for a 95th percentile; received {self.samples}.")
+
+
+@dataclass
+class DiscoverConfig:
+    """A complete discovery run."""
+
+    problem: ProblemConfig = field(default_factory=ProblemConfig)
+    group: GroupConfig = field(default_factory=GroupConfig)
+    action: ActionConfig = field(default_factory=ActionConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    verdict: VerdictConfig = field(default_factory=VerdictConfig)
+    seed: int = 0
+    device: str = "cpu"
+
+    def validate(self) -> None:
+        if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ConfigError(f"device must be 'cpu' or 'cuda'; received {self.device!r}.")

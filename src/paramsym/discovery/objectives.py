@@ -1,0 +1,101 @@
+"""Discovery objectives (spec §4). Pure functions of an action, a target and sampled points.
+
+With fixed scales ``s_F`` (output), ``s_θ`` (parameters) and ``β`` (field magnitude in units
+of ``s_θ``), for points θ, sampled elements g and generators ``h_i``:
+
+========================  =====================================================================
+``invariance``            ``mean_i ‖D_θF(θ)[v_i(θ)]‖² / s_F²``
+``transport``             ``‖D_g a(g,θ)[h g] − v_h(a(g,θ))‖² / (s_θ β)²``, h a random generator
+``composition``           ``‖a(g2 g1, θ) − a(g2, a(g1, θ))‖² / (s_θ β)²`` (both sides in full)
+``preservation``          ``‖F(a(g,θ)) − F(θ)‖² / s_F²``
+``scale_penalty``         ``mean_i ((E‖v_i/s_θ‖² − β²) / β²)²`` (squared deviation, in units β²)
+``diversity_penalty``     ``Σ_{i≠j} (E⟨v_i,v_j⟩)² / (E‖v_i‖² E‖v_j‖²)`` (uncentered, squared cosine)
+``sparsity_penalty``      ``mean |h_i|`` (L1 of the normalised generators)
+========================  =====================================================================
+
+Every loss is an average over the batch; each is exactly zero for an exact invariant action
+(tested against GL(2) on ``UV`` and positive rescaling) and nonzero for the counterexamples
+``a(t, θ) = θ + t + t²`` (composition) and a non-invariant translation (invariance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from torch.func import jvp, vmap
+
+from ..actions.base import GroupAction
+
+TargetFn = Callable[[Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Fixed normalisation: output scale ``s_F``, parameter scale ``s_θ``, field magnitude ``β``."""
+
+    s_F: float
+    s_theta: float
+    beta: float
+
+    @property
+    def motion(self) -> float:
+        """``s_θ β``, the unit of transport and composition residuals."""
+        return self.s_theta * self.beta
+
+
+def output_directional(target: TargetFn, theta: Tensor, v: Tensor) -> Tensor:
+    """``D_θF(θ)[v]`` for batches: ``theta`` ``(n, p)``, ``v`` ``(n, p)`` → ``(n, q)``."""
+    return vmap(lambda th, vv: jvp(target, (th,), (vv,))[1])(theta, v)
+
+
+def invariance(action: GroupAction, target: TargetFn, theta: Tensor, scales: Scales, fields: Tensor | None = None) -> Tensor:
+    """``L_inv = mean_{θ,i} ‖D_θF(θ)[v_i(θ)]‖² / s_F²``; ``fields`` (n, r, p) may be passed in."""
+    V = action.fields_all(theta) if fields is None else fields
+    n, r, p = V.shape
+    dF = output_directional(target, theta.repeat_interleave(r, 0), V.reshape(n * r, p))
+    return dF.pow(2).sum(-1).mean() / scales.s_F**2
+
+
+def transport(action: GroupAction, theta: Tensor, g: Tensor, h: Tensor, scales: Scales) -> Tensor:
+    """``L_trans = mean ‖D_g a(g,θ)[h g] − v_h(a(g,θ))‖² / (s_θ β)²`` (one h per sample)."""
+    lhs = action.transported_many(g, h, theta)
+    rhs = action.field_many(h, action.act_many(g, theta))
+    return (lhs - rhs).pow(2).sum(-1).mean() / scales.motion**2
+
+
+def composition(action: GroupAction, theta: Tensor, g1: Tensor, g2: Tensor, scales: Scales) -> Tensor:
+    """``L_comp = mean ‖a(g2 g1, θ) − a(g2, a(g1, θ))‖² / (s_θ β)²``."""
+    lhs = action.act_many(g2 @ g1, theta)
+    rhs = action.act_many(g2, action.act_many(g1, theta))
+    return (lhs - rhs).pow(2).sum(-1).mean() / scales.motion**2
+
+
+def preservation(action: GroupAction, target: TargetFn, theta: Tensor, g: Tensor, scales: Scales) -> Tensor:
+    """``L_pres = mean ‖F(a(g,θ)) − F(θ)‖² / s_F²``."""
+    moved = action.act_many(g, theta)
+    return (vmap(target)(moved) - vmap(target)(theta)).pow(2).sum(-1).mean() / scales.s_F**2
+
+
+def scale_penalty(fields: Tensor, scales: Scales) -> Tensor:
+    """``mean_i ((E_θ‖v_i/s_θ‖² − β²)/β²)²`` for fields ``(n, r, p)`` (uncentered moments)."""
+    m = (fields / scales.s_theta).pow(2).sum(-1).mean(0)
+    return ((m - scales.beta**2) / scales.beta**2).pow(2).mean()
+
+
+def diversity_penalty(fields: Tensor) -> Tensor:
+    """``Σ_{i≠j} (E⟨v_i,v_j⟩)² / (E‖v_i‖² E‖v_j‖²)``; zero for one generator."""
+    n, r, _ = fields.shape
+    if r < 2:
+        return fields.new_zeros(())
+    gram = torch.einsum("nip,njp->ij", fields, fields) / n
+    d = gram.diagonal().clamp_min(torch.finfo(fields.dtype).tiny)
+    cos2 = gram.pow(2) / (d[:, None] * d[None, :])
+    return cos2.sum() - cos2.diagonal().sum()
+
+
+def sparsity_penalty(generators: Tensor) -> Tensor:
+    """Mean absolute entry of the (normalised) generators."""
+    return generators.abs().mean()

@@ -1,0 +1,286 @@
+"""Discovery problems: a target, a distribution μ of parameter points, and known answers.
+
+A :class:`DiscoveryProblem` bundles what training and the verdict need: the target ``F_X``, the
+sampling distribution ``μ = θ_base + σ·N(0, I)`` (with optional rejection), an optional analytic
+symmetry span (for checking learned fields), an optional *host* network into which the block
+lifts (subnetwork discovery), per-unit output contributions (compensation metrics) and a
+training recipe (config overrides). The reference targets of spec §9 are registered in
+:data:`PRESETS` and built by :func:`build_problem`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..actions.compensating import select_compensators
+from ..errors import ConfigError, DegenerateTargetError
+from ..models.reference import MLP, activation, teacher_student
+from ..targets import BoundaryTarget, Target
+from .objectives import Scales
+
+
+@dataclass
+class DiscoveryProblem:
+    """Everything that defines one discovery task (see module docstring)."""
+
+    name: str
+    description: str
+    target: Target
+    perturb_std: float
+    reference_span: Callable[[Tensor], Tensor] | None = None
+    reference_name: str = ""
+    reject: Callable[[Tensor], Tensor] | None = None
+    host: Target | None = None
+    host_index: Tensor | None = None
+    unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None
+    recipe: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def theta_base(self) -> Tensor:
+        return self.target.theta0
+
+    def sample(self, n: int, generator: torch.Generator, dtype: torch.dtype | None = None) -> Tensor:
+        """``n`` points of μ (rejected samples are redrawn; at most 50 rounds)."""
+        base = self.theta_base
+        dtype = dtype or base.dtype
+        out = torch.empty(0, base.numel(), dtype=dtype)
+        for _ in range(50):
+            eps = torch.randn(n, base.numel(), generator=generator, dtype=torch.float64)
+            pts = (base.to(torch.float64) + self.perturb_std * eps).to(dtype)
+            if self.reject is not None:
+                pts = pts[~self.reject(pts)]
+            out = torch.cat([out, pts])
+            if out.shape[0] >= n:
+                return out[:n].to(base.device)
+        raise ConfigError(f"problem {self.name!r}: μ rejected too many samples; lower the perturbation std.")
+
+    def scales(self, beta: float, generator: torch.Generator, n: int = 512) -> Scales:
+        """Fixed normalisation from ``n`` points of μ.
+
+        ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ) and
+        ``s_θ = sqrt(E‖θ‖²)``.
+
+        Raises:
+            DegenerateTargetError: the output does not vary with the block (s_F = 0).
+        """
+        theta = self.sample(n, generator, torch.float64)
+        target = self.target.to(torch.float64)
+        with torch.no_grad():
+            F = torch.func.vmap(target)(theta)
+        s_F = float((F - F.mean(0)).pow(2).sum(-1).mean().sqrt())
+        rms = float(F.pow(2).sum(-1).mean().sqrt())
+        if not s_F > 1e-10 * max(rms, 1e-30) or s_F == 0.0:
+            names = ", ".join(self.target.block.names) if self.target.block is not None else "θ"
+            raise DegenerateTargetError(
+                f"the output of target {self.target.name!r} does not depend on the parameter block "
+                f"({names}): its variation over μ is s_F = {s_F:.3g} (output RMS {rms:.3g}). Select "
+                "parameters that the output uses (for a boundary output, the unit's own weights)."
+            )
+        s_theta = float(theta.pow(2).sum(-1).mean().sqrt())
+        return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
+
+
+# -- reference targets (spec §9) ---------------------------------------------------------------
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _linear2x2(seed: int) -> DiscoveryProblem:
+    g = _gen(seed)
+    net = MLP([2, 2, 2], "identity", generator=g)
+    with torch.no_grad():
+        net.fc1.weight.copy_(torch.eye(2) + 0.1 * torch.randn(2, 2, generator=g))
+        net.fc2.weight.copy_(torch.eye(2) + 0.1 * torch.randn(2, 2, generator=g))
+    X = torch.eye(2)
+    target = Target(net, ["fc1.weight", "fc2.weight"], X, name="linear2x2")
+
+    def reject(theta: Tensor) -> Tensor:
+        V = theta[:, :4].reshape(-1, 2, 2)
+        U = theta[:, 4:].reshape(-1, 2, 2)
+        return (torch.linalg.det(V).abs() < 0.2) | (torch.linalg.det(U).abs() < 0.2)
+
+    def span(theta: Tensor) -> Tensor:
+        V = theta[:4].reshape(2, 2)
+        U = theta[4:].reshape(2, 2)
+        cols = []
+        for k in range(4):
+            A = torch.zeros(2, 2, dtype=theta.dtype)
+            A.view(-1)[k] = 1.0
+            cols.append(torch.cat([(A @ V).reshape(-1), (-U @ A).reshape(-1)]))
+        return torch.stack(cols, 1)
+
+    return DiscoveryProblem(
+        name="linear2x2",
+        description="two-layer linear network F = U V with 2×2 factors near the identity; "
+        "known symmetry: GL(2) change of hidden basis (U, V) ↦ (U g⁻¹, g V)",
+        target=target,
+        perturb_std=0.20,
+        reference_span=span,
+        reference_name="gl(2) hidden-basis change",
+        reject=reject,
+    )
+
+
+def _relu242(seed: int) -> DiscoveryProblem:
+    g = _gen(seed)
+    net = MLP([2, 4, 2], "relu", generator=g)
+    X = torch.randn(16, 2, generator=g)
+    target = Target(net, ["fc1.weight", "fc2.weight"], X, name="relu242")
+
+    def span(theta: Tensor) -> Tensor:
+        W1 = theta[:8].reshape(4, 2)
+        W2 = theta[8:].reshape(2, 4)
+        cols = []
+        for j in range(4):
+            d1 = torch.zeros_like(W1)
+            d1[j] = W1[j]
+            d2 = torch.zeros_like(W2)
+            d2[:, j] = -W2[:, j]
+            cols.append(torch.cat([d1.reshape(-1), d2.reshape(-1)]))
+        return torch.stack(cols, 1)
+
+    return DiscoveryProblem(
+        name="relu242",
+        description="bias-free ReLU network (2,4,2) on 16 fixed inputs; known symmetry: positive "
+        "rescaling of each hidden unit",
+        target=target,
+        perturb_std=0.30,
+        reference_span=span,
+        reference_name="positive unit rescaling",
+    )
+
+
+def _sigmoid(seed: int, n: int, k: int, std: float, name: str) -> DiscoveryProblem:
+    """``U_B σ(V_B X) + u_c σ(v_c X)`` with ``(U_B, v_c)`` transformed (m = n = k = N)."""
+    g = _gen(seed)
+    H = k + 1
+    net = MLP([n, H, n], "sigmoid", generator=g)
+    X = torch.randn(k, n, generator=g)  # N = k inputs, rows
+    with torch.no_grad():
+        feats = torch.sigmoid(net.fc1.weight @ X.T)  # (H, N)
+    B, cond = select_compensators(feats, k)
+    c = [j for j in range(H) if j not in B][0]
+    sel_u = torch.zeros(n, H, dtype=torch.bool)
+    sel_u[:, B] = True
+    sel_v = torch.zeros(H, n, dtype=torch.bool)
+    sel_v[c] = True
+    target = Target(net, [("fc2.weight", sel_u), ("fc1.weight", sel_v)], X, name=name)
+    # block layout: fc2.weight[:, B] entries (row-major over (out, B sorted)), then v_c
+    Bs = sorted(B)
+    u_c = net.fc2.weight.detach()[:, c]
+    V_B = net.fc1.weight.detach()[Bs]
+
+    def unit_outputs(theta: Tensor) -> dict[str, Tensor]:
+        U_B = theta[..., : n * k].reshape(*theta.shape[:-1], n, k)
+        v_c = theta[..., n * k :]
+        S_B = torch.sigmoid(V_B.to(theta.dtype) @ X.T.to(theta.dtype))  # (k, N)
+        Y_B = U_B @ S_B
+        s_c = torch.sigmoid(v_c @ X.T.to(theta.dtype))  # (..., N)
+        Y_c = u_c.to(theta.dtype)[:, None] * s_c[..., None, :]
+        return {"compensators": Y_B.reshape(*theta.shape[:-1], -1), "moving": Y_c.reshape(*theta.shape[:-1], -1)}
+
+    return DiscoveryProblem(
+        name=name,
+        description=f"two-layer sigmoid network with {k} compensating unit(s) B (pivoted QR, "
+        f"cond {cond:.3g}) and one moving unit c on N = {k} input(s): F = U_B σ(V_B X) + u_c σ(v_c X); "
+        "(U_B, v_c) transformed, V_B and u_c fixed",
+        target=target,
+        perturb_std=std,
+        unit_outputs=unit_outputs,
+        info={"compensators": Bs, "moving": c, "feature_condition": cond},
+    )
+
+
+def _student(seed: int, act: str) -> DiscoveryProblem:
+    teacher, student, losses = teacher_student([4, 16, 16, 2], act, steps=3000, seed=seed)
+    X = torch.randn(24, 4, generator=_gen(seed + 1))
+    target = Target(student, ["fc1.weight", "fc3.weight"], X, name=f"{act}-student")
+    return DiscoveryProblem(
+        name=f"{act}-student",
+        description=f"bias-free {act} student (4,16,16,2) trained 3,000 steps against a random teacher; "
+        "first and last matrices transformed, middle fixed; 24 fixed inputs",
+        target=target,
+        perturb_std=0.05,
+        info={"student_final_mse": losses[-1], "student_initial_mse": losses[0]},
+    )
+
+
+def _relu2881(seed: int, unit_only: bool) -> DiscoveryProblem:
+    g = _gen(seed)
+    net = MLP([2, 8, 8, 1], "relu", generator=g)
+    X = torch.randn(16, 2, generator=g)
+    host = Target(net, ["fc1.weight", "fc2.weight", "fc3.weight"], X, name="relu2881")
+    if not unit_only:
+        return DiscoveryProblem(
+            name="relu2881-all",
+            description="bias-free ReLU (2,8,8,1) on 16 inputs, all 88 weights transformed, full output preserved",
+            target=host,
+            perturb_std=0.20,
+            host=host,
+            host_index=torch.arange(host.p),
+        )
+    j = 0
+    target = BoundaryTarget(
+        net, [f"fc1.weight[{j}]", f"fc2.weight[:, {j}]"], X,
+        in_layer="fc1", out_layer="fc2", units=[j], activation=activation("relu"), name="relu2881-unit",
+    )
+    # positions of the unit's weights inside the host block (fc1.weight row-major, then fc2, fc3)
+    idx = torch.cat([torch.tensor([2 * j, 2 * j + 1]), 16 + torch.arange(8) * 8 + j])
+    return DiscoveryProblem(
+        name="relu2881-unit",
+        description="bias-free ReLU (2,8,8,1): the 10 weights of hidden unit 0 (2 incoming, 8 "
+        "outgoing) with its boundary output (contribution to the next pre-activations) preserved",
+        target=target,
+        perturb_std=0.20,
+        host=host,
+        host_index=idx,
+    )
+
+
+#: name -> (builder(seed) -> DiscoveryProblem, one-line summary)
+PRESETS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
+    "linear2x2": (_linear2x2, "F = UV, 2×2 factors; GL(2) hidden-basis symmetry (known answer)"),
+    "relu242": (_relu242, "bias-free ReLU (2,4,2); positive rescaling (known answer)"),
+    "sigmoid-scalar": (
+        lambda s: _sigmoid(s, 1, 1, 0.20, "sigmoid-scalar"),
+        "scalar sigmoid U_B σ(V_B x) + u_c σ(v_c x); data-dependent compensation (default)",
+    ),
+    "sigmoid-two-input": (
+        lambda s: _sigmoid(s, 2, 2, 0.15, "sigmoid-two-input"),
+        "two-input sigmoid (m = n = k = 2); data-dependent compensation",
+    ),
+    "tanh-student": (lambda s: _student(s, "tanh"), "tanh (4,16,16,2) student; first+last layers"),
+    "gelu-student": (lambda s: _student(s, "gelu"), "GELU (4,16,16,2) student; first+last layers"),
+    "relu2881-unit": (lambda s: _relu2881(s, True), "ReLU (2,8,8,1): one unit's 10 weights, boundary output"),
+    "relu2881-all": (lambda s: _relu2881(s, False), "ReLU (2,8,8,1): all 88 weights, full output"),
+}
+
+DEFAULT_PRESET = "sigmoid-scalar"
+
+#: Training recipes (config overrides) per preset, applied before user overrides.
+RECIPES: dict[str, dict[str, Any]] = {
+    "linear2x2": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
+    "relu242": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
+    "sigmoid-scalar": {"objective.beta": 0.4, "train.rho": 0.8, "train.max_factors": 6},
+    "sigmoid-two-input": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
+    "tanh-student": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
+    "gelu-student": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
+    "relu2881-unit": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
+    "relu2881-all": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
+}
+
+
+def build_problem(name: str, target_seed: int = 0) -> DiscoveryProblem:
+    """Build the reference problem ``name`` (see :data:`PRESETS`)."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; available presets: {sorted(PRESETS)} (see `paramsym list`).")
+    problem = PRESETS[name][0](target_seed)
+    problem.recipe = dict(RECIPES.get(name, {}))
+    return problem

@@ -1,0 +1,154 @@
+"""Report of a discovery run, regenerated from the run directory's files only.
+
+Figures: loss curves (``history.json``), generated-curve output drift against the matched random
+translation (``curves.json``), per-unit compensation along a curve (when present), and
+error/motion heatmaps over the ρ × factors grid (``metrics.json``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import plots
+from ..runs import RunDir
+from ..verdict import ERROR_KEYS, TOLERANCES
+
+_LABELS = {
+    "output_err_p95": "output error p95",
+    "composition_err_p95": "composition error p95",
+    "inverse_err_p95": "inverse error p95",
+    "subdivision_err_p95": "subdivision error p95",
+    "transport_err_p95": "transport error p95",
+    "motion_median": "motion median (units of s_θ)",
+    "moving_output_median": "moving-output change median (units of s_F)",
+    "cancellation_err_p95": "cancellation error p95",
+}
+
+
+def _grid(cells: list[dict], key: str) -> tuple[np.ndarray, list[float], list[int]]:
+    rhos = sorted({c["rho"] for c in cells})
+    facs = sorted({c["factors"] for c in cells})
+    arr = np.full((len(rhos), len(facs)), np.nan)
+    for c in cells:
+        arr[rhos.index(c["rho"]), facs.index(c["factors"])] = c.get(key, np.nan)
+    return arr, rhos, facs
+
+
+def make_figures(run: RunDir) -> list[tuple[str, str]]:
+    """Write the figures; return ``(caption, relative path)`` pairs (empty without matplotlib)."""
+    figs: list[tuple[str, str]] = []
+    metrics = run.read_json("metrics.json")
+    if run.has("history.json"):
+        hist = run.read_json("history.json")
+        if hist:
+            steps = [h["step"] for h in hist]
+            series = {k: [max(h.get(k, 0.0), 1e-16) for h in hist] for k in ("total", "inv", "trans", "comp", "pres", "scale", "div")
+                      if any(h.get(k, 0.0) > 0 for h in hist)}
+            if plots.lines(run.figures / "losses.png", steps, series, title="training losses", xlabel="step", ylabel="loss", logy=True):
+                figs.append(("Training losses (means over logging intervals).", "figures/losses.png"))
+    if run.has("curves.json"):
+        cv = run.read_json("curves.json")
+        t = np.asarray(cv["t"])
+        bands = {
+            "learned action": (np.asarray(cv["learned_q25"]), np.asarray(cv["learned_q75"])),
+            "random translation (matched motion)": (np.asarray(cv["random_q25"]), np.asarray(cv["random_q75"])),
+        }
+        if plots.lines(
+            run.figures / "curves.png", t,
+            {"learned action": np.maximum(cv["learned_median"], 1e-16),
+             "random translation (matched motion)": np.maximum(cv["random_median"], 1e-16)},
+            title="output drift along generated curves θ(t) = a(exp(t h), θ0)", xlabel="t",
+            ylabel="‖F(θ(t)) − F(θ0)‖ / s_F", logy=True, bands=bands,
+            ylim=(max(1e-9, 0.1 * min([x for x in cv["learned_median"] if x > 0] or [1e-9])), None),
+        ):
+            figs.append(("Output drift along generated curves (median and quartiles over fresh θ0) against a "
+                         "random translation calibrated to the same RMS motion at t = 0.3.", "figures/curves.png"))
+        if "unit_moving" in cv:
+            mv, cp = np.asarray(cv["unit_moving"]), np.asarray(cv["unit_compensators"])
+            if plots.lines(run.figures / "compensation.png", t,
+                           {"moving unit ΔY_c": mv, "compensators ΔY_B": cp, "sum": mv + cp},
+                           title="per-unit output changes along one curve", xlabel="t", ylabel="ΔY / s_F"):
+                figs.append(("Opposing output changes of the moving unit and the compensators along one curve; "
+                             "their sum is the total output change.", "figures/compensation.png"))
+    cells = metrics.get("verdict", {}).get("cells", [])
+    if cells:
+        for key, log in (("output_err_p95", True), ("composition_err_p95", True), ("transport_err_p95", True), ("motion_median", False)):
+            arr, rhos, facs = _grid(cells, key)
+            thr = TOLERANCES.get(key) if key in ERROR_KEYS else None
+            if plots.heatmap(run.figures / f"grid_{key}.png", arr, [f"ρ={r}" for r in rhos], [f"{f} factor(s)" for f in facs],
+                             title=_LABELS[key] + ("" if thr is None else f" (tolerance {thr:g}, red = over)"),
+                             log=log, threshold=thr, fmt="{:.1e}" if log else "{:.3f}"):
+                figs.append((_LABELS[key] + " over the test grid.", f"figures/grid_{key}.png"))
+    return figs
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if isinstance(x, (int, float)) else str(x)
+
+
+def render(run: RunDir) -> str:
+    """Markdown report (figures regenerated)."""
+    m = run.read_json("metrics.json")
+    cfg = run.read_json("config.json")
+    figs = make_figures(run)
+    v = m.get("verdict", {})
+    d = v.get("declared", {})
+    lines = [
+        f"# Discovery report: `{m['preset']}` ({m['objective']} objective, seed {m['seed']})",
+        "",
+        m.get("description", ""),
+        "",
+        f"Block dimension p = {m['p']}, output dimension q = {m['q']}; {m['steps']} training steps. "
+        f"Scales: s_F = {_fmt(m['scales']['s_F'])}, s_θ = {_fmt(m['scales']['s_theta'])}, β = {_fmt(m['scales']['beta'])}.",
+        "",
+        f"**Verdict: {'fits' if v.get('fits') else 'does not fit'}** every tolerance at ρ = 0.5 with one and two factors.",
+        "",
+    ]
+    if d:
+        lines += ["## Declared cell (ρ = 0.5, one factor)", "", "| metric | value | tolerance | ok |", "|---|---|---|---|"]
+        for key in ("output_err_p95", "composition_err_p95", "inverse_err_p95", "subdivision_err_p95", "transport_err_p95",
+                    "motion_median", "moving_output_median", "cancellation_err_p95"):
+            if key not in d:
+                continue
+            tol = TOLERANCES[key]
+            ok = d[key] >= tol if key in ("motion_median", "moving_output_median") else d[key] <= tol
+            sign = "≥" if key in ("motion_median", "moving_output_median") else "≤"
+            lines.append(f"| {_LABELS[key]} | {_fmt(d[key])} | {sign} {tol:g} | {'yes' if ok else '**no**'} |")
+        lines += ["", f"Median relative change of the block ‖Δθ‖/‖θ‖: {_fmt(d.get('motion_rel_median', float('nan')))}.", ""]
+    if "reference_span" in m:
+        rs = m["reference_span"]
+        lines += ["## Known symmetry", "",
+                  f"Cosine between the learned field and its projection onto the span of the {rs['name']} directions at "
+                  f"{rs['points']} held-out points: median {_fmt(rs['median'])}, 5th percentile {_fmt(rs['p05'])}, "
+                  f"minimum {_fmt(rs['min'])}.", ""]
+    if v.get("cells"):
+        keys = [k for k in ("output_err_p95", "composition_err_p95", "inverse_err_p95", "subdivision_err_p95",
+                            "transport_err_p95", "motion_median") if k in v["cells"][0]]
+        lines += ["## Test grid", "", "| ρ | factors | " + " | ".join(_LABELS[k] for k in keys) + " | fits |",
+                  "|---|---|" + "---|" * len(keys) + "---|"]
+        for c in v["cells"]:
+            lines.append(f"| {c['rho']} | {c['factors']} | " + " | ".join(_fmt(c[k]) for k in keys) + f" | {'yes' if c['fits'] else 'no'} |")
+        lines.append("")
+    if m.get("final_losses"):
+        lines += ["## Final training losses", "", "| " + " | ".join(m["final_losses"]) + " |",
+                  "|" + "---|" * len(m["final_losses"]), "| " + " | ".join(_fmt(x) for x in m["final_losses"].values()) + " |", ""]
+    if figs:
+        lines += ["## Figures", ""]
+        for caption, path in figs:
+            lines += [f"![{caption}]({path})", "", caption, ""]
+    else:
+        lines += ["(Figures skipped: matplotlib is not installed; `pip install paramsym[viz]`.)", ""]
+    lines += ["## Configuration", "", "```json", _json(cfg), "```", ""]
+    return "\n".join(lines)
+
+
+def _json(obj) -> str:
+    import json
+
+    return json.dumps(obj, indent=2)
+
+
+def write_report(run: RunDir) -> str:
+    text = render(run)
+    run.write_text("report.md", text)
+    return text

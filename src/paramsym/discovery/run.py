@@ -1,0 +1,147 @@
+"""A discovery run end to end: problem → scales → training (checkpointed) → verdict → files.
+
+Files written into the run directory (see :mod:`paramsym.runs`): ``config.json`` (resolved,
+with ``kind = "discovery"``), ``env.json``, ``checkpoint/`` (every ``train.checkpoint_every``
+steps, atomic), ``action.safetensors`` (final weights), ``history.json`` (loss curves),
+``curves.json`` (generated curves), ``metrics.json`` (verdict and analyses; written last),
+``timing.json``, ``figures/*.png`` and ``report.md``.
+
+``metrics.json`` depends only on the configuration (not on wall-clock time or on whether the run
+was interrupted and resumed), so a resumed run reproduces an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import torch
+
+from .. import verdict as V
+from ..config import from_dict, to_dict
+from ..errors import ConfigError, RunDirError
+from ..runs import RunDir, load_tensors, save_tensors
+from .analysis import span_alignment
+from .config import DiscoverConfig
+from .problems import DiscoveryProblem, build_problem
+from .train import Trainer
+
+KIND = "discovery"
+
+
+def resolve_problem(cfg: DiscoverConfig) -> DiscoveryProblem:
+    """Build the configured problem (with the optional μ-std override)."""
+    problem = build_problem(cfg.problem.preset, cfg.problem.target_seed)
+    if cfg.problem.perturb_std is not None:
+        if cfg.problem.perturb_std <= 0:
+            raise ConfigError(f"problem.perturb_std must be > 0; received {cfg.problem.perturb_std}.")
+        problem = dataclasses.replace(problem, perturb_std=float(cfg.problem.perturb_std))
+    return problem
+
+
+def scale_generator(cfg: DiscoverConfig) -> torch.Generator:
+    """Scales are fixed per target, independent of the training seed."""
+    return torch.Generator().manual_seed(10_000 + cfg.problem.target_seed)
+
+
+def save_config(run: RunDir, cfg: DiscoverConfig) -> None:
+    data = {"kind": KIND, **to_dict(cfg)}
+    run.write_json("config.json", data)
+
+
+def load_config(run: RunDir) -> DiscoverConfig:
+    data = run.read_json("config.json")
+    if data.pop("kind", None) != KIND:
+        raise RunDirError(f"{run.path} is not a discovery run directory (config kind is not {KIND!r}).")
+    return from_dict(DiscoverConfig, data)
+
+
+def evaluate_action(problem: DiscoveryProblem, trainer_or_action: Any, cfg: DiscoverConfig, scales, progress: bool = False) -> dict[str, Any]:
+    """Verdict grid, generated curves and (if known) the reference-span alignment."""
+    action = getattr(trainer_or_action, "action", trainer_or_action)
+    target64 = problem.target.to(torch.float64)
+
+    def points(n: int, gen: torch.Generator) -> torch.Tensor:
+        return problem.sample(n, gen, torch.float64)
+
+    vc = cfg.verdict
+    verdict = V.evaluate(
+        action, target64, points, s_F=scales.s_F, s_theta=scales.s_theta, rhos=vc.rhos, factors=vc.factors,
+        samples=vc.samples, seed=vc.eval_seed, unit_outputs=problem.unit_outputs, progress=progress,
+    )
+    curves = V.generated_curves(
+        action, target64, points, s_F=scales.s_F, points=vc.curve_points, times=vc.curve_times,
+        tmax=vc.curve_tmax, seed=vc.eval_seed + 1, unit_outputs=problem.unit_outputs,
+    )
+    out: dict[str, Any] = {"verdict": verdict.to_dict(), "curves": curves}
+    if problem.reference_span is not None:
+        held_out = points(256, torch.Generator().manual_seed(vc.eval_seed + 2))
+        out["reference_span"] = {"name": problem.reference_name, **span_alignment(action, problem.reference_span, held_out)}
+    return out
+
+
+def run_discovery(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Train and judge a learned action; write everything into ``run``; return the metrics."""
+    torch.manual_seed(cfg.seed)
+    device = cfg.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' was requested but CUDA is not available here; use --device cpu.")
+    problem = resolve_problem(cfg)
+    scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
+    trainer = Trainer(problem, cfg, scales, device=device)
+    if resume:
+        ck = run.load_checkpoint()
+        if ck is None:
+            raise RunDirError(f"{run.path} has no checkpoint to resume from; start a new run instead.")
+        trainer.load(*ck)
+    else:
+        save_config(run, cfg)
+    run.write_env(cfg.seed, device, preset=problem.name, resumed_from_step=trainer.state.step if resume else None)
+
+    def checkpoint(tr: Trainer) -> None:
+        run.save_checkpoint(tr.state_tensors(), tr.state_json())
+
+    t0 = time.time()
+    trainer.run(progress=progress, on_checkpoint=checkpoint)
+    train_seconds = time.time() - t0
+    save_tensors(run.file("action.safetensors"), trainer.action.state_dict(), metadata={"preset": problem.name})
+    run.write_json("history.json", trainer.state.history)
+
+    t1 = time.time()
+    results = evaluate_action(problem, trainer, cfg, scales, progress=progress)
+    eval_seconds = time.time() - t1
+    run.write_json("curves.json", results.pop("curves"))
+    final = trainer.state.history[-1] if trainer.state.history else {}
+    metrics = {
+        "kind": KIND,
+        "preset": problem.name,
+        "description": problem.description,
+        "objective": cfg.objective.variant,
+        "seed": cfg.seed,
+        "steps": cfg.train.steps,
+        "p": problem.target.p,
+        "q": problem.target.q,
+        "scales": dataclasses.asdict(scales),
+        "problem_info": problem.info,
+        "generators": trainer.action.group.generators().detach().cpu().tolist(),
+        "final_losses": {k: final[k] for k in ("inv", "trans", "comp", "pres", "scale", "div", "total") if k in final},
+        **results,
+    }
+    run.write_json("timing.json", {"train_seconds": train_seconds, "eval_seconds": eval_seconds})
+    run.write_json("metrics.json", metrics)
+    from .report import write_report
+
+    write_report(run)
+    return metrics
+
+
+def load_action(run: RunDir):
+    """Rebuild the trained action of a finished run (for further analysis)."""
+    cfg = load_config(run)
+    problem = resolve_problem(cfg)
+    scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
+    trainer = Trainer(problem, cfg, scales)
+    trainer.action.load_state_dict(load_tensors(run.file("action.safetensors")))
+    trainer.action.eval()
+    return trainer.action, problem, scales, cfg

@@ -1,0 +1,230 @@
+"""Training a learned group and action network on a discovery problem (spec §3–4, D.1–D.2).
+
+One step draws ``batch`` points of μ; half of the points used by the differential and finite
+terms are replaced by transformed points ``a(q, θ')`` (independent ``q`` and ``θ'``, detached),
+the regularisers use the original μ points. Objective variants:
+
+* ``hybrid``:        ``L_inv + γ1 L_trans + γ2 (L_comp + L_pres) + λ_s R_scale + λ_d R_div``
+* ``infinitesimal``: ``L_inv + γ1 L_trans + λ_s R_scale + λ_d R_div``          (γ2 = 0)
+* ``finite``:        ``L_pres + L_comp + λ_s R_scale + λ_d R_div``             (baseline)
+
+(+ ``λ_sparse R_sparse`` when enabled). Adam in float32 with gradient-norm clipping; all
+randomness comes from one ``torch.Generator`` seeded by ``cfg.seed``, whose state is saved in
+every checkpoint, so a resumed run reproduces an uninterrupted one exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ..actions.learned import LearnedAction
+from ..errors import ConvergenceError, RunDirError
+from ..groups.lie import GroupSamples, MatrixLieGroup
+from . import objectives as O
+from .config import DiscoverConfig
+from .problems import DiscoveryProblem
+
+LOSS_TERMS = ("inv", "trans", "comp", "pres", "scale", "div", "sparse", "total")
+
+
+@dataclass
+class TrainState:
+    """What a checkpoint holds besides tensors."""
+
+    step: int = 0
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales, generator: torch.Generator) -> LearnedAction:
+    """The learned group (Frobenius-normalised generators) and action network, seeded."""
+    group = MatrixLieGroup(cfg.group.size, cfg.group.generators, generator=generator)
+    return LearnedAction(
+        group,
+        problem.target.p,
+        theta_center=problem.theta_base.float(),
+        theta_scale=problem.perturb_std,
+        out_scale=scales.s_theta,
+        width=cfg.action.width,
+        depth=cfg.action.depth,
+        generator=generator,
+    )
+
+
+class Trainer:
+    """Optimises ``action`` (and its learned generators) on ``problem`` with ``cfg``."""
+
+    def __init__(self, problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales, device: str = "cpu"):
+        self.problem = problem
+        self.cfg = cfg
+        self.scales = scales
+        self.device = torch.device(device)
+        self.rng = torch.Generator().manual_seed(cfg.seed)
+        self.action = build_action(problem, cfg, scales, self.rng).to(self.device)
+        self.target = problem.target.to(torch.float32, self.device)
+        self.opt = torch.optim.Adam(self.action.parameters(), lr=cfg.train.lr)
+        self.state = TrainState()
+
+    # -- schedule --------------------------------------------------------------------------
+    def stage(self, step: int) -> tuple[float, int]:
+        """``(rho, max_factors)`` of the curriculum stage containing ``step``."""
+        t = self.cfg.train
+        if step < int(t.warmup_fraction * t.steps):
+            return t.rho * t.warmup_rho_factor, 1
+        return t.rho, t.max_factors
+
+    def lr_at(self, step: int) -> float:
+        t = self.cfg.train
+        start = int((1 - t.decay_fraction) * t.steps)
+        if step < start or t.decay_fraction == 0:
+            return t.lr
+        frac = (step - start) / max(1, t.steps - start)
+        lo = t.lr * t.lr_final_factor
+        return lo + 0.5 * (t.lr - lo) * (1 + math.cos(math.pi * frac))
+
+    # -- one step --------------------------------------------------------------------------
+    def _points(self, n: int) -> Tensor:
+        return self.problem.sample(n, self.rng, torch.float32).to(self.device)
+
+    def _sample(self, n: int, rho: float, mf: int) -> GroupSamples:
+        return self.action.group.sample(n, rho, mf, generator=self.rng).to(self.device)
+
+    def losses(self, step: int) -> dict[str, Tensor]:
+        """All loss terms at ``step`` (sampled with the trainer's generator) and their total."""
+        cfg, sc, a = self.cfg, self.scales, self.action
+        group = a.group
+        B = cfg.train.batch
+        half = B // 2
+        rho, mf = self.stage(step)
+        theta_mu = self._points(B)
+        with torch.no_grad():
+            q = group.matrices(self._sample(half, rho, mf))
+            theta_tr = a.act_many(q, self._points(half)).detach()
+        theta = torch.cat([theta_mu[:half], theta_tr])
+        variant = cfg.objective.variant
+        zero = theta.new_zeros(())
+        out: dict[str, Tensor] = dict.fromkeys(LOSS_TERMS, zero)
+        fields_mu = a.fields_all(theta_mu)
+        if variant in ("hybrid", "infinitesimal"):
+            out["inv"] = O.invariance(a, self.target, theta, sc)
+            s_tr = self._sample(B, rho, mf)
+            g_tr = group.matrices(s_tr)
+            which = torch.randint(0, group.num_generators, (B,), generator=self.rng).to(self.device)
+            out["trans"] = O.transport(a, theta, g_tr, group.generators()[which], sc)
+        if variant in ("hybrid", "finite"):
+            s1, s2 = self._sample(B, rho, mf), self._sample(B, rho, mf)
+            n_inv = int(round(cfg.objective.inverse_fraction * B))
+            g1 = group.matrices(s1)
+            g2 = torch.cat([group.matrices(s1.select(slice(0, n_inv)).inverse()), group.matrices(s2.select(slice(n_inv, B)))])
+            out["comp"] = O.composition(a, theta, g1, g2, sc)
+            out["pres"] = O.preservation(a, self.target, theta, group.matrices(self._sample(B, rho, mf)), sc)
+        out["scale"] = O.scale_penalty(fields_mu, sc)
+        out["div"] = O.diversity_penalty(fields_mu)
+        if cfg.objective.lambda_sparse > 0:
+            out["sparse"] = O.sparsity_penalty(group.generators())
+        ob = cfg.objective
+        if variant == "hybrid":
+            total = out["inv"] + ob.gamma_transport * out["trans"] + ob.gamma_finite * (out["comp"] + out["pres"])
+        elif variant == "infinitesimal":
+            total = out["inv"] + ob.gamma_transport * out["trans"]
+        else:
+            total = out["pres"] + out["comp"]
+        total = total + ob.lambda_scale * out["scale"] + ob.lambda_div * out["div"] + ob.lambda_sparse * out["sparse"]
+        out["total"] = total
+        return out
+
+    def step(self, step: int) -> dict[str, float]:
+        for grp in self.opt.param_groups:
+            grp["lr"] = self.lr_at(step)
+        terms = self.losses(step)
+        self.opt.zero_grad(set_to_none=True)
+        terms["total"].backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(self.action.parameters(), self.cfg.train.clip)
+        if not torch.isfinite(terms["total"]) or not torch.isfinite(gnorm):
+            raise ConvergenceError(
+                f"training diverged at step {step}: loss {float(terms['total']):.3g}, gradient norm "
+                f"{float(gnorm):.3g}. Lower train.lr or objective weights, or check the target."
+            )
+        self.opt.step()
+        rec = {k: float(v.detach()) for k, v in terms.items()}
+        rec["grad_norm"] = float(gnorm)
+        return rec
+
+    # -- loop ------------------------------------------------------------------------------
+    def run(
+        self,
+        *,
+        progress: bool = True,
+        on_checkpoint: Callable[[Trainer], None] | None = None,
+        stop_after: int | None = None,
+    ) -> TrainState:
+        """Train from ``state.step`` to ``cfg.train.steps``.
+
+        Args:
+            progress: show a tqdm progress bar with the current losses.
+            on_checkpoint: called every ``checkpoint_every`` steps (and at the end).
+            stop_after: stop early after this many steps (tests).
+        """
+        from tqdm.auto import tqdm
+
+        t = self.cfg.train
+        acc: dict[str, float] = {}
+        count = 0
+        bar = tqdm(total=t.steps, initial=self.state.step, disable=not progress, desc=f"discover {self.problem.name}",
+                   dynamic_ncols=True, mininterval=0.5)
+        self.action.train()
+        end = t.steps if stop_after is None else min(t.steps, self.state.step + stop_after)
+        while self.state.step < end:
+            s = self.state.step
+            rec = self.step(s)
+            for k, v in rec.items():
+                acc[k] = acc.get(k, 0.0) + v
+            count += 1
+            self.state.step += 1
+            if self.state.step % t.log_every == 0 or self.state.step == t.steps:
+                mean = {k: v / count for k, v in acc.items()}
+                rho, mf = self.stage(s)
+                mean.update(step=self.state.step, lr=self.lr_at(s), rho=rho, max_factors=mf)
+                self.state.history.append(mean)
+                bar.set_postfix({k: f"{mean[k]:.2e}" for k in ("total", "inv", "trans", "comp", "pres", "scale") if mean.get(k)})
+                acc, count = {}, 0
+            bar.update(1)
+            if on_checkpoint is not None and (self.state.step % t.checkpoint_every == 0 or self.state.step == t.steps):
+                on_checkpoint(self)
+        bar.close()
+        self.action.eval()
+        return self.state
+
+    # -- checkpoint state ------------------------------------------------------------------
+    def state_tensors(self) -> dict[str, Tensor]:
+        """Action/group weights, Adam moments and the generator state, as flat tensors."""
+        tensors = {f"action.{k}": v for k, v in self.action.state_dict().items()}
+        for i, st in self.opt.state_dict()["state"].items():
+            for k, v in st.items():
+                tensors[f"optim.{i}.{k}"] = v if isinstance(v, Tensor) else torch.tensor(v)
+        tensors["rng"] = self.rng.get_state()
+        return tensors
+
+    def state_json(self) -> dict:
+        return {"step": self.state.step, "history": self.state.history}
+
+    def load(self, tensors: dict[str, Tensor], state: dict) -> None:
+        """Restore from :meth:`state_tensors` / :meth:`state_json`."""
+        try:
+            self.action.load_state_dict({k[7:]: v for k, v in tensors.items() if k.startswith("action.")})
+        except RuntimeError as exc:
+            raise RunDirError(f"checkpoint does not match this configuration: {exc}") from exc
+        opt_sd = self.opt.state_dict()
+        new_state: dict[int, dict[str, Tensor]] = {}
+        for k, v in tensors.items():
+            if k.startswith("optim."):
+                _, i, name = k.split(".", 2)
+                new_state.setdefault(int(i), {})[name] = v
+        opt_sd["state"] = new_state
+        self.opt.load_state_dict(opt_sd)
+        self.rng.set_state(tensors["rng"])
+        self.state = TrainState(step=int(state["step"]), history=list(state["history"]))
