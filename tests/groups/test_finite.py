@@ -242,7 +242,7 @@ def test_too_large_names_the_limit():
     with pytest.raises(TooLargeError, match="enumeration limit"):
         from_matrices([np.array([[c, -s], [s, c]])])
     with pytest.raises(TooLargeError):
-        direct_product(symmetric(7), cyclic(2))
+        direct_product(symmetric(6), cyclic(8))
 
 
 def test_bad_table():
