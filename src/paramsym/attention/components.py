@@ -21,8 +21,10 @@ Two independent algorithms compute ``c``: :func:`maximal_subrepresentations` lis
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +38,12 @@ __all__ = [
     "d4_components_sum",
     "d4_components_closed_form",
     "head_dimension",
+    "parse_range",
+    "ComponentCount",
+    "irreducible_content",
+    "component_count",
+    "component_table",
+    "table_markdown",
 ]
 
 
@@ -245,3 +253,131 @@ def parse_range(text: str) -> list[int]:
         raise ShapeError(f"{text!r} names no integers; use forms like '1..12'.")
     return out
 
+
+
+@dataclass
+class ComponentCount:
+    """``c_{G,d}(V)`` for ``V = R^copies ⊗ ρ`` and the Theorem 9 bound.
+
+    Attributes:
+        group: group name.
+        rep: description of the base representation ``ρ``.
+        copies: ``C``.
+        heads: ``|H|``.
+        dim_v: ``dim V = C · dim ρ``.
+        d: head dimension ``dim V / |H|``.
+        irreps: ``(name, dim, multiplicity in V)`` for each real irreducible of ``V``.
+        c: ``c_{G,d}(V)``.
+        bound: ``c^{2|H|} / |H|!`` (exact).
+        closed_form: the D4 closed form when ``V ≅ R^C ⊗ R[D4]`` and ``d = C``, else ``None``.
+    """
+
+    group: str
+    rep: str
+    copies: int
+    heads: int
+    dim_v: int
+    d: int
+    irreps: list[tuple[str, int, int]]
+    c: int
+    bound: Fraction
+    closed_form: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        b = self.bound
+        try:
+            bf = float(b)
+        except OverflowError:
+            bf = None
+        return {
+            "group": self.group,
+            "rep": self.rep,
+            "copies": self.copies,
+            "heads": self.heads,
+            "dim_V": self.dim_v,
+            "d": self.d,
+            "irreps": [{"name": n, "dim": k, "multiplicity": m} for n, k, m in self.irreps],
+            "c": self.c,
+            "closed_form": self.closed_form,
+            "bound": bf,
+            "bound_sci": format_scientific(b),
+            "bound_exact": f"{b.numerator}/{b.denominator}" if b.denominator != 1 else str(b.numerator),
+            "log10_bound": _log10(b),
+        }
+
+
+def _log10(v: Fraction) -> float | None:
+    if v <= 0:
+        return None
+    return math.log10(v.numerator) - math.log10(v.denominator)
+
+
+def irreducible_content(rep) -> list[tuple[str, int, int]]:
+    """``(name, dim, multiplicity)`` of the real irreducibles in ``rep`` (multiplicity > 0)."""
+    dec = rep.decompose()
+    return [
+        (ir.name, int(ir.dim), int(m)) for ir, m in zip(dec.irreps, dec.multiplicities) if int(m) > 0
+    ]
+
+
+def _is_d4_regular_copies(content: Sequence[tuple[str, int, int]], C: int) -> bool:
+    pairs = sorted((k, m) for _, k, m in content)
+    return pairs == [(1, C)] * 4 + [(2, 2 * C)]
+
+
+def component_count(
+    rep, heads: int, *, copies: int = 1, content: Sequence[tuple[str, int, int]] | None = None,
+    rep_name: str = "",
+) -> ComponentCount:
+    """``c_{G,d}(R^copies ⊗ ρ)`` with ``d = dim V / heads`` and the Theorem 9 bound.
+
+    Args:
+        rep: the base representation ``ρ`` (a :class:`paramsym.groups.reps.Representation`).
+        heads: number of heads ``|H|`` (must divide ``dim V``).
+        copies: ``C``; multiplicities scale by ``C`` (no decomposition of the large space).
+        content: precomputed :func:`irreducible_content` of ``ρ`` (reused across ``copies``).
+        rep_name: how to describe ``ρ`` in the result.
+    """
+    copies = int(copies)
+    if copies < 1:
+        raise ShapeError(f"number of copies must be at least 1, received {copies}.")
+    base = list(content) if content is not None else irreducible_content(rep)
+    scaled = [(n, k, m * copies) for n, k, m in base]
+    dim_v = sum(k * m for _, k, m in scaled)
+    d = head_dimension(dim_v, int(heads))
+    c = count_components([k for _, k, _ in scaled], [m for _, _, m in scaled], d)
+    closed = d4_components_closed_form(copies) if d == copies and _is_d4_regular_copies(scaled, copies) else None
+    return ComponentCount(
+        group=rep.group.name,
+        rep=rep_name or "rho",
+        copies=copies,
+        heads=int(heads),
+        dim_v=dim_v,
+        d=d,
+        irreps=scaled,
+        c=c,
+        bound=theorem9_bound(c, int(heads)),
+        closed_form=closed,
+    )
+
+
+def component_table(rep, copies: Iterable[int], heads: int, *, rep_name: str = "") -> list[ComponentCount]:
+    """:func:`component_count` for each ``C`` in ``copies`` (one decomposition of ``ρ``)."""
+    content = irreducible_content(rep)
+    return [component_count(rep, heads, copies=C, content=content, rep_name=rep_name) for C in copies]
+
+
+def table_markdown(rows: Sequence[ComponentCount]) -> str:
+    """Markdown table: C, dim V, d, c, closed form, bound (≈) and log10 bound."""
+    out = [
+        "| C | dim V | d | c | closed form | bound c^(2H)/H! | log10 bound |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        cf = "" if r.closed_form is None else str(r.closed_form)
+        lb = _log10(r.bound)
+        out.append(
+            f"| {r.copies} | {r.dim_v} | {r.d} | {r.c} | {cf} | {format_scientific(r.bound)} | "
+            f"{'' if lb is None else f'{lb:.3f}'} |"
+        )
+    return "\n".join(out)
