@@ -8,11 +8,18 @@ solution with a truncated pseudo-inverse (seed 003, App. A.5):
   ``c_i = 0``; the rest form ``J_L``.
 * **Truncation**: ``J_L = U Σ Vᵀ``; keep ``σ_k ≥ τ σ_1`` (``τ = rtol = 1e-3``); the *resolved
   rank* is the number kept. ``P_k = U_k U_kᵀ`` projects onto the resolved part of the image.
-* **Gauge** (``gauge="column"``): ``D = diag(‖J_{:,i}‖)``; the coefficient vector is the
-  minimum-``‖D c‖`` solution of ``J_L c = P_k t``, i.e. ``c = D⁻¹ (J_L D⁻¹)⁺ P_k t``. The
-  truncation is J's own, so ``J c``, the residual and the rank do not depend on the gauge; only
-  how the direction is shared among parameters does (a parameter is not favoured for having a
-  small raw scale). ``gauge="none"`` gives ``c = J_L⁺_k t`` (minimum Euclidean norm).
+* **Gauge** (``gauge="column"``): ``D = diag(‖J_{:,i}‖)`` over the live columns;
+  ``c = D⁻¹ (J_L D⁻¹)⁺_k t``, the pseudo-inverse of the column-normalised matrix truncated at
+  the *same rank k* as ``J`` itself (k is taken from J's own singular values, so the resolved
+  rank does not depend on the gauge). A parameter is then not favoured for having a small raw
+  scale. ``J c`` is the projection of ``t`` onto the k leading left singular vectors of
+  ``J_L D⁻¹``; it equals the ungauged ``P_k t`` when the two k-dimensional subspaces coincide
+  (a spectral gap at k, or equal column norms) and otherwise differs by the angle between them,
+  reported as ``info["gauge_image_shift"] = ‖P_k^D t − P_k t‖ / ‖t‖``; the residual is always the
+  measured one. (Demanding ``J c = P_k t`` exactly, the minimum-``‖Dc‖`` solution is not
+  numerically well posed for network Jacobians: ``J_L D⁻¹`` has a continuum of singular values
+  down to rounding level, and that solution moves with the noise floor.) ``gauge="none"`` gives
+  ``c = J_L⁺_k t`` (minimum Euclidean norm) and ``J c = P_k t``.
 * **Noise floor**: singular values below ``max(M, p)·ε·σ_1`` (SVD) or
   ``sqrt(max(M, p)·ε)·σ_1`` (Gram route) are rounding noise and are never kept, whatever τ.
 * **Residual** ``‖J c − t‖ / ‖t‖`` (measured with the full ``J``) — the fraction of the target
@@ -21,13 +28,12 @@ solution with a truncated pseudo-inverse (seed 003, App. A.5):
 
 Dense path: the Gram route ``J_L J_Lᵀ = U Σ² Uᵀ`` (one ``M×M`` symmetric eigenproblem, exact to
 ``σ_k²/σ_1² ≫ ε`` — fine for ``τ = 1e-3``; used when ``τ ≥ 1e-6``, else a thin SVD of ``J_L``)
-for the truncation, and a QR factorisation of
-``(J_L D⁻¹)ᵀ`` for the gauge (an orthogonal projection, numerically stable).
+for the truncation, and the same for ``J_L D⁻¹`` in the gauge. ``c = J_Lᵀ U_k Σ_k⁻² U_kᵀ t``.
 
 Matrix-free paths (:func:`lift_matrix_free`):
 
-* ``method="gram"`` — the same truncated pseudo-inverse from ``J Jᵀ`` assembled by ``M`` VJP/JVP
-  pairs: exact, memory ``O(M² + p)``.
+* ``method="gram"`` — the same truncated pseudo-inverse (and gauge) from ``J Jᵀ`` (and
+  ``J D⁻² Jᵀ``) assembled by ``M`` VJP/JVP pairs: exact, memory ``O(M² + p)``.
 * ``method="lsmr"`` — LSMR (``scipy.sparse.linalg.lsmr``) on a ``LinearOperator`` built from JVP
   and VJP, memory ``O(p)``. Started from 0 its iterates stay in ``Im Jᵀ``; with ``damp = 0`` it
   converges to the *untruncated* ``J⁺t``. With ``damp = λ`` it solves
@@ -149,6 +155,20 @@ def _relres(reached: Tensor, t: Tensor) -> tuple[float, float]:
     return (float((reached - t).norm()) / tn if tn > 0 else 0.0), tn
 
 
+def _top_left_singular(A: Tensor, solver: str) -> tuple[Tensor, Tensor]:
+    """``(U, σ)`` of ``A`` (descending), by the Gram route or a thin SVD."""
+    if solver == "gram":
+        lam, U = torch.linalg.eigh(A @ A.T)
+        return U.flip(1), lam.flip(0).clamp_min(0).sqrt()
+    U, s, _ = torch.linalg.svd(A, full_matrices=False)
+    return U, s
+
+
+def _resolved(sigma: Tensor, rtol: float, floor: float) -> int:
+    s1 = float(sigma[0]) if sigma.numel() else 0.0
+    return int((sigma >= max(rtol, floor) * s1).sum()) if s1 > 0 else 0
+
+
 class DenseLift:
     """Factorise a dense ``J`` once; :meth:`solve` lifts any number of targets.
 
@@ -178,41 +198,44 @@ class DenseLift:
             self.rank = 0
             self.Uk = torch.zeros(J.shape[0], 0, dtype=J.dtype)
             self.sk = torch.zeros(0, dtype=J.dtype)
-            self.Q = None
+            self.solver = "none"
             return
         if solver not in ("auto", "gram", "svd"):
             raise ValueError(f"solver must be 'auto', 'gram' or 'svd', received {solver!r}.")
         if solver == "auto":
             solver = "gram" if self.rtol >= GRAM_MIN_RTOL else "svd"
         self.solver = solver
-        if solver == "gram":
-            evals, U = torch.linalg.eigh(JL @ JL.T)
-            evals, U = evals.flip(0), U.flip(1)
-            self.sigma = evals.clamp_min(0).sqrt()
-        else:
-            U, self.sigma, _ = torch.linalg.svd(JL, full_matrices=False)
-        s1 = float(self.sigma[0])
-        floor = max(self.rtol, _eps_floor(JL, solver)) * s1
-        self.rank = int((self.sigma >= floor).sum()) if s1 > 0 else 0
+        U, self.sigma = _top_left_singular(JL, solver)
+        self.rank = _resolved(self.sigma, self.rtol, _eps_floor(JL, solver))
         self.Uk, self.sk = U[:, : self.rank], self.sigma[: self.rank]
-        self.Q = None
+        self.gauge_rank = self.rank
         if gauge == "column" and self.rank > 0:
             self.D = self.col[self.live]
-            # orthonormal basis of row(J_L D⁻¹) = range((J_L D⁻¹)ᵀ)
-            self.Q, _ = torch.linalg.qr((JL / self.D).T, mode="reduced")
+            JD = JL / self.D
+            UD, sD = _top_left_singular(JD, solver)
+            # never invert J D⁻¹ below its own noise floor (reported if it cuts the rank)
+            self.gauge_rank = min(self.rank, _resolved(sD, 0.0, _eps_floor(JD, solver)))
+            self.UDk, self.sDk = UD[:, : self.gauge_rank], sD[: self.gauge_rank]
+            self.JD = JD
 
     def solve(self, target: Tensor) -> LiftResult:
         """Lift ``target`` (length ``M``); see the module docstring for the definition."""
         t = _check_system(self.J, target)
         p = self.J.shape[1]
         c = torch.zeros(p, dtype=self.J.dtype)
+        info: dict[str, Any] = {"solver": self.solver}
         if self.rank > 0:
             a = self.Uk.T @ t
-            c_live = self.JL.T @ (self.Uk @ (a / self.sk**2))  # J_L⁺_k t
             if self.gauge == "column":
-                z = self.D * c_live  # D c0: a feasible point of J_L D⁻¹ z = P_k t
-                z = self.Q @ (self.Q.T @ z)  # minimum-norm feasible point
-                c_live = z / self.D
+                aD = self.UDk.T @ t
+                c_live = (self.JD.T @ (self.UDk @ (aD / self.sDk**2))) / self.D
+                tn_ = float(t.norm())
+                info["gauge_rank"] = self.gauge_rank
+                info["gauge_image_shift"] = (
+                    float((self.UDk @ aD - self.Uk @ a).norm()) / tn_ if tn_ > 0 else 0.0
+                )
+            else:
+                c_live = self.JL.T @ (self.Uk @ (a / self.sk**2))  # J_L⁺_k t
             c[self.live] = c_live
         reached = self.J @ c
         res, tn = _relres(reached, t)
@@ -228,6 +251,7 @@ class DenseLift:
             gauge=self.gauge,
             method="dense",
             rtol=self.rtol,
+            info=info,
         )
 
 
@@ -348,7 +372,7 @@ def lift_matrix_free(
         rtol: truncation τ (``gram``) and, for ``lsmr`` without ``damp``, ``λ = τ σ_1``.
         gauge: ``"none"`` or ``"column"`` (column norms by ``M`` VJPs).
         damp: LSMR damping λ (default ``rtol · σ_1``; 0 → untruncated ``J⁺t``).
-        atol, btol, maxiter: LSMR stopping rules.
+        atol, btol, maxiter: LSMR stopping rules (``maxiter`` default ``4·min(M, p)``).
     """
     if gauge not in GAUGES:
         raise ValueError(f"gauge must be one of {GAUGES}, received {gauge!r}.")
@@ -371,25 +395,21 @@ def lift_matrix_free(
         evals, U = torch.linalg.eigh(K)
         evals, U = evals.flip(0), U.flip(1)
         sigma = evals.clamp_min(0).sqrt()
-        s1 = float(sigma[0])
-        rank = int((sigma >= max(rtol, _eps_floor(K, "gram")) * s1).sum()) if s1 > 0 else 0
+        rank = _resolved(sigma, rtol, _eps_floor(K, "gram"))
         Uk, sk = U[:, :rank], sigma[:rank]
-        y = Uk @ (Uk.T @ t)
         if gauge == "none":
             c = op.rmatvec(Uk @ ((Uk.T @ t) / sk**2))
         else:
-            w = torch.where(dead, torch.zeros_like(D), 1.0 / D**2)
-            KD = op.gram(chunk_size=chunk_size, weights=w)
+            # c = D⁻¹ (J D⁻¹)⁺_k t from K_D = J D⁻² Jᵀ, as the dense path
+            w = torch.where(dead, torch.zeros_like(D), 1.0 / D)
+            KD = op.gram(chunk_size=chunk_size, weights=w**2)
             ev, V = torch.linalg.eigh(KD)
-            keep = ev > ev.max() * 1e-13
-            V, ev = V[:, keep], ev[keep]
-
-            def solve(r):
-                return w * op.rmatvec(V @ ((V.T @ r) / ev))
-
-            c = solve(y)
-            for _ in range(2):  # iterative refinement of J c = P_k t
-                c = c + solve(y - op.matvec(c))
+            ev, V = ev.flip(0), V.flip(1)
+            kD = min(rank, _resolved(ev.clamp_min(0).sqrt(), 0.0, _eps_floor(KD, "gram")))
+            V, ev = V[:, :kD], ev[:kD]
+            c = w**2 * op.rmatvec(V @ ((V.T @ t) / ev))
+            info["gauge_rank"] = kD
+            info["gauge_image_shift"] = float((V @ (V.T @ t) - Uk @ (Uk.T @ t)).norm() / t.norm())
         info["gram_rank"] = rank
     elif method == "lsmr":
         from scipy.sparse.linalg import LinearOperator, lsmr
@@ -409,6 +429,8 @@ def lift_matrix_free(
                 rmatvec=lambda u: dinv * base.rmatvec(u),
                 dtype=np.float64,
             )
+        if maxiter is None:
+            maxiter = 4 * min(op.shape)
         out = lsmr(A, t.numpy(), damp=float(damp), atol=atol, btol=btol, maxiter=maxiter)
         z = torch.from_numpy(out[0])
         c = z if D is None else torch.where(dead, torch.zeros_like(z), z / D)

@@ -192,3 +192,34 @@ def load_report_sections(name: str) -> Callable[..., str] | None:
         return _load(spec, f"report of preset {name}")
     except (ImportError, ConfigError):
         return None
+
+
+def finish_run(
+    out,
+    *,
+    preset: str,
+    config: Any,
+    summary: Mapping[str, Any],
+    metrics: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    **config_extra: Any,
+) -> None:
+    """Write ``config.json`` (``kind = "attribution"``), ``env.json`` and ``metrics.json``.
+
+    Args:
+        out: the :class:`~paramsym.runs.RunDir`.
+        preset: preset name.
+        config: the resolved configuration (a dataclass or a mapping).
+        summary: the ``--json`` summary (stored as ``metrics["summary"]``).
+        metrics: further metrics for the report (merged beside ``summary``).
+        seed: recorded in ``env.json``.
+        config_extra: extra top-level config keys (e.g. ``stage``).
+    """
+    from ..config import to_dict
+
+    cfg = to_dict(config) if not isinstance(config, Mapping) else dict(config)
+    out.write_json("config.json", {"kind": "attribution", "preset": preset, **config_extra, "config": cfg})
+    out.write_env(seed)
+    full = dict(metrics or {})
+    full["summary"] = dict(summary)
+    out.write_json("metrics.json", full)
