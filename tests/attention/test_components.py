@@ -129,3 +129,31 @@ def test_bad_input():
     with pytest.raises(ShapeError):
         parse_range("a..b")
     assert parse_range("1..3,7") == [1, 2, 3, 7]
+
+
+def test_d4_by_decomposing_the_representation():
+    """Enumerate subrepresentations of the decomposed V = R^C ⊗ R[D4] (groups.reps decomposition),
+    compare with the closed form."""
+    from paramsym.attention.components import component_count, irreducible_content
+    from paramsym.groups import reps
+    from paramsym.groups.finite import group_by_name
+
+    D4 = group_by_name("D4")
+    for C, c in enumerate([4, 11, 24, 46, 80, 130], start=1):
+        V = reps.copies(reps.regular(D4), C) if C > 1 else reps.regular(D4)
+        content = irreducible_content(V)
+        assert sorted((k, m) for _, k, m in content) == [(1, C)] * 4 + [(2, 2 * C)]
+        dims = [k for _, k, _ in content]
+        mults = [m for _, _, m in content]
+        d = head_dimension(V.dim, 8)
+        assert len(list(maximal_subrepresentations(dims, mults, d))) == c
+        res = component_count(V, 8)
+        assert res.c == res.closed_form == c
+    res = component_count(reps.regular(D4), 8, copies=96)
+    assert (res.dim_v, res.d, res.c, res.closed_form) == (768, 96, 2_000_425, 2_000_425)
+    out = res.to_dict()
+    assert out["bound_sci"] == "1.631e96" and Fraction(out["bound_exact"]) == theorem9_bound(2_000_425, 8)
+    # another group: C4 regular = A1 + A2 + E1 with 2 heads (d = 2) is the spec's example
+    assert component_count(reps.regular(group_by_name("C4")), 2).c == 2
+    with pytest.raises(ShapeError, match="do not divide"):
+        component_count(reps.regular(D4), 3)

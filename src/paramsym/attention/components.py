@@ -269,7 +269,8 @@ class ComponentCount:
         irreps: ``(name, dim, multiplicity in V)`` for each real irreducible of ``V``.
         c: ``c_{G,d}(V)``.
         bound: ``c^{2|H|} / |H|!`` (exact).
-        closed_form: the D4 closed form when ``V ≅ R^C ⊗ R[D4]`` and ``d = C``, else ``None``.
+        closed_form: the D4 closed form when ``V ≅ R^d ⊗ R[D4]`` (content ``d(A1+A2+B1+B2+2E1)``,
+            i.e. 8 heads on copies of the regular representation), else ``None``.
     """
 
     group: str
@@ -346,7 +347,8 @@ def component_count(
     dim_v = sum(k * m for _, k, m in scaled)
     d = head_dimension(dim_v, int(heads))
     c = count_components([k for _, k, _ in scaled], [m for _, _, m in scaled], d)
-    closed = d4_components_closed_form(copies) if d == copies and _is_d4_regular_copies(scaled, copies) else None
+    # the closed form counts a1+a2+b1+b2+2e = d: it applies whenever V ≅ R^d ⊗ R[D4]
+    closed = d4_components_closed_form(d) if d >= 1 and _is_d4_regular_copies(scaled, d) else None
     return ComponentCount(
         group=rep.group.name,
         rep=rep_name or "rho",
