@@ -63,7 +63,9 @@ def test_table_and_run_directory(capsys, tmp_path):
     md = capsys.readouterr().out
     assert "| 4 | 32 | 4 | 46 | 46 |" in md
     run = RunDir.open_existing(tmp_path / "run")
-    assert run.read_json("config.json")["kind"] == report.KIND
+    assert run.read_json("config.json")["kind"] == "attention"
+    assert main(["report", str(tmp_path / "run")]) == 0  # the lead's dispatcher regenerates it
+    assert (tmp_path / "run" / "figures" / "components.png").exists()
     assert run.has("env.json") and run.has("report.md")
     assert report.render(run) == (tmp_path / "run" / "report.md").read_text()
 
