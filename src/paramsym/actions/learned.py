@@ -123,9 +123,9 @@ class LearnedAction(GroupAction):
         if theta.ndim == 1:
             theta = theta.expand(g.shape[0], -1)
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device).expand_as(g)
-        both = self.b(torch.cat([g, eye]), torch.cat([theta, theta]))
-        n = g.shape[0]
-        return theta + (both[:n] - both[n:])
+        # two calls of the same shape, not one call on the concatenation: a row's GEMM result
+        # depends on its position in the batch, so only equal positions make a(I, θ) == θ bitwise.
+        return theta + (self.b(g, theta) - self.b(eye, theta))
 
     def _directional(self, g: Tensor, dg: Tensor, theta: Tensor) -> Tensor:
         """``D_g a(g, θ)[dg]`` for batches (``g``, ``dg``: ``(n, s, s)``; θ: ``(n, p)``)."""
