@@ -79,6 +79,7 @@ def frobenius_orthonormal(mats: Tensor, tol: float = 1e-10) -> Tensor:
     r, s, _ = mats.shape
     flat = mats.reshape(r, s * s).T.to(torch.float64)
     q, rr = torch.linalg.qr(flat)
+    q = q * torch.sign(rr.diagonal())  # Gram–Schmidt signs: an orthonormal input is returned as is
     diag = rr.diagonal().abs()
     if (diag < tol * max(1.0, float(diag.max()))).any():
         raise GroupError(
