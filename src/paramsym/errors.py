@@ -35,6 +35,10 @@ class DegenerateTargetError(ParamsymError, ValueError):
     """A target whose output does not depend on the selected parameter block (s_F = 0)."""
 
 
+class ActionError(ParamsymError, TypeError):
+    """An object used as a group action that is not a :class:`paramsym.actions.base.GroupAction`."""
+
+
 class ShapeError(ParamsymError, ValueError):
     """A tensor or matrix of the wrong shape."""
 
