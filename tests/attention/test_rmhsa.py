@@ -135,3 +135,12 @@ def test_head_slices_errors():
         head_slices(10, 4)
     with pytest.raises(ShapeError, match="add up"):
         head_slices(10, [3, 3])
+
+
+def test_package_exports_resolve():
+    import paramsym.attention as A
+
+    for name in A.__all__:
+        assert getattr(A, name) is not None
+    with pytest.raises(AttributeError):
+        A.no_such_name  # noqa: B018
