@@ -34,7 +34,7 @@ from .errors import MaskError, ParameterNameError, check_finite
 
 Selection = str | tuple[str, Tensor]
 
-_SEL = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?:\[(.*)\])?\s*$")
+_SEL = re.compile(r"^\s*(\w[\w.]*)\s*(?:\[(.*)\])?\s*$")
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ def _parse_index(expr: str, shape: tuple[int, ...], name: str) -> tuple:
                         f"{dim} of size {shape[dim]} (shape {tuple(shape)})."
                     )
                 out.append(i)
+        except MaskError:
+            raise
         except ValueError as exc:
             raise MaskError(
                 f"selection {name}[{expr}]: cannot parse {item!r}; use integers and "
