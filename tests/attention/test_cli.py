@@ -174,3 +174,39 @@ def test_classify_input_errors(capsys, tmp_path):
 def test_rep_specs(capsys, rep):
     out = run_json(capsys, "count", "--group", "S3", "--heads", "1", "--rep", rep)
     assert out["dim_V"] == {"regular": 6, "copies:2": 12, "trivial": 1}[rep]
+
+
+def test_float32_weights_use_a_float32_tolerance(capsys, tmp_path):
+    """C3 rotating R^2 by 120°: conjugation is inexact in float32, so the default tolerance follows
+    the stored dtype; a float64-sized tolerance rejects the same layer."""
+    from paramsym.attention.clusterings import PartialClustering
+    from paramsym.attention.structure import build_equivariant_rmhsa
+    from paramsym.groups import reps
+    from paramsym.groups.finite import group_by_name
+
+    C3 = group_by_name("C3")
+    c, s = np.cos(2 * np.pi / 3), np.sin(2 * np.pi / 3)
+    rot = np.array([[c, -s], [s, c]])
+    rep = reps.from_generators(C3, [rot])
+    orbit = PartialClustering(C3, [0, 1, 2], action=C3.table)  # X = C3 (regular G-set)
+    M, R = build_equivariant_rmhsa(orbit, rep, dtype=torch.float32)
+    path = tmp_path / "c3.safetensors"
+    save_file({"M": M, "R": R}, str(path))
+    rep_file = tmp_path / "rot.json"
+    rep_file.write_text(json.dumps({"generators": [rot.tolist()]}))
+    out = run_json(capsys, "classify", str(path), "--group", "C3", "--rep", str(rep_file))
+    assert out["equivariant"] and out["recovery"]["details"]["rtol"] == 1e-5
+    assert out["recovery"]["clustering"]["orbits"] == [[0, 1, 2]]
+    strict = run_json(capsys, "classify", str(path), "--group", "C3", "--rep", str(rep_file), "--tol", "1e-12")
+    assert not strict["equivariant"]
+
+
+def test_group_from_matrix_generators_and_enumeration_limit(capsys, tmp_path):
+    gfile = tmp_path / "c4.json"
+    gfile.write_text(json.dumps({"matrices": [[[0.0, -1.0], [1.0, 0.0]]]}))  # rotation by 90°
+    out = run_json(capsys, "clusterings", "--group", str(gfile), "--heads", "2")
+    assert out["count"] == run_json(capsys, "clusterings", "--group", "C4", "--heads", "2")["count"]
+    assert main(["attention", "clusterings", "--group", "D4", "--heads", "8"]) == 2
+    assert "TooLargeError" in capsys.readouterr().err
+    out = run_json(capsys, "clusterings", "--group", "D4", "--heads", "8", "--count-only")
+    assert out["count"] > 10_000

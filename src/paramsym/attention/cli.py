@@ -75,7 +75,7 @@ def register(subparsers) -> None:
     f.add_argument("--rep", default="regular", help=_REP_HELP)
     f.add_argument("--copies", type=int, default=1, help="take the representation C times")
     f.add_argument("--num-heads", type=int, default=None, help="heads of MultiheadAttention weights (else metadata)")
-    f.add_argument("--tol", type=float, default=None, help="relative tolerance (default 1e-9 float64, 1e-4 else)")
+    f.add_argument("--tol", type=float, default=None, help="relative tolerance (default by stored dtype: 1e-9 float64, 1e-5 float32, 1e-2 16-bit)")
     f.add_argument("--bias-tol", type=float, default=0.0, help="largest query-bias entry treated as zero")
     f.add_argument("--seed", type=int, default=0, help="seed of the numerical equivariance check")
     f.add_argument("--json", action="store_true")
@@ -183,12 +183,13 @@ def _cmd_classify(args: argparse.Namespace) -> int:
 
     from .equivariance import equivariance_errors
     from .loading import load_weights, parse_group, parse_rep
-    from .structure import recover_clustering
+    from .structure import default_rtol, recover_clustering
 
     G = parse_group(args.group)
     rep = parse_rep(G, args.rep, args.copies)
     w = load_weights(args.weights, num_heads=args.num_heads, bias_tol=args.bias_tol)
-    rec = recover_clustering(w.M, w.R, rep, rtol=args.tol)
+    rtol = args.tol if args.tol is not None else default_rtol(w.stored_dtype or w.M.dtype)
+    rec = recover_clustering(w.M, w.R, rep, rtol=rtol)
     gen = torch.Generator().manual_seed(args.seed)
     errs = equivariance_errors(w.M, w.R, rep, n_tokens=3, n_samples=4, generator=gen, offset=w.offset)
     worst = int(np.argmax(errs))

@@ -147,6 +147,7 @@ class LoadedWeights:
     offset: torch.Tensor | None
     source: str  # "rmhsa" or "multihead_attention"
     notes: list[str] = field(default_factory=list)
+    stored_dtype: torch.dtype | None = None  # dtype of the tensors in the file
 
 
 def load_weights(path: str | Path, *, num_heads: int | None = None, bias_tol: float = 0.0) -> LoadedWeights:
@@ -172,7 +173,9 @@ def load_weights(path: str | Path, *, num_heads: int | None = None, bias_tol: fl
     if "M" in tensors and "R" in tensors:
         M, R = check_qk_ov(tensors["M"], tensors["R"])
         offset = tensors.get("offset")
-        return LoadedWeights(M, R, offset, "rmhsa", [f"read RMHSA matrices M, R {tuple(M.shape)}"])
+        return LoadedWeights(
+            M, R, offset, "rmhsa", [f"read RMHSA matrices M, R {tuple(M.shape)}"], M.dtype
+        )
     if "in_proj_weight" in tensors or "q_proj_weight" in tensors:
         heads = num_heads
         if heads is None and "num_heads" in meta:
@@ -186,7 +189,9 @@ def load_weights(path: str | Path, *, num_heads: int | None = None, bias_tol: fl
                 "safetensors metadata {'num_heads': 'H'} or pass --num-heads H."
             )
         conv = from_multihead_attention(tensors, heads, bias_tol=bias_tol)
-        return LoadedWeights(conv.M, conv.R, conv.offset, "multihead_attention", conv.notes)
+        stored = tensors["in_proj_weight" if "in_proj_weight" in tensors else "q_proj_weight"].dtype
+        notes = conv.notes + [f"weights stored as {stored}, converted to float64"]
+        return LoadedWeights(conv.M, conv.R, conv.offset, "multihead_attention", notes, stored)
     raise InputFileError(
         f"{path}: expected tensors 'M' and 'R' (RMHSA) or 'in_proj_weight' and 'out_proj.weight' "
         f"(nn.MultiheadAttention); found {sorted(tensors)}."

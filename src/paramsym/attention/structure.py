@@ -44,6 +44,7 @@ __all__ = [
     "build_equivariant_rmhsa",
     "Recovery",
     "recover_clustering",
+    "default_rtol",
     "two_token_exception",
 ]
 
@@ -187,6 +188,16 @@ def _heads(c: list[int]) -> str:
     return "{" + ", ".join(f"h{h}" for h in c) + "}"
 
 
+def default_rtol(dtype: torch.dtype) -> float:
+    """Default relative tolerance of :func:`recover_clustering` for parameters stored in ``dtype``:
+    ``1e-9`` (float64), ``1e-5`` (float32), ``1e-2`` (16-bit floats)."""
+    if dtype == torch.float64:
+        return 1e-9
+    if dtype == torch.float32:
+        return 1e-5
+    return 1e-2
+
+
 def recover_clustering(M, R, rep, *, rtol: float | None = None) -> Recovery:
     """Recover the partial G-clustering of an RMHSA layer, or report which condition fails.
 
@@ -194,8 +205,9 @@ def recover_clustering(M, R, rep, *, rtol: float | None = None) -> Recovery:
         M, R: RMHSA parameters ``(H, d, d)``.
         rep: orthogonal representation of G on ``V`` (a ``Representation``).
         rtol: relative tolerance; distances between QK matrices are compared with
-            ``rtol · max_h ‖M_h‖_F`` and OV sums with ``rtol · max_h ‖R_h‖_F``. Default ``1e-9``
-            for float64 parameters and ``1e-4`` otherwise.
+            ``rtol · max_h ‖M_h‖_F`` and OV sums with ``rtol · max_h ‖R_h‖_F``. Default
+            :func:`default_rtol` of the parameters' dtype. Pass it explicitly when the parameters
+            were converted from a lower precision (e.g. float32 weights cast to float64).
 
     Returns:
         A :class:`Recovery`; ``details`` always holds ``qk_spread`` (largest distance inside a
@@ -204,7 +216,7 @@ def recover_clustering(M, R, rep, *, rtol: float | None = None) -> Recovery:
     """
     M_t, R_t = check_qk_ov(M, R)
     if rtol is None:
-        rtol = 1e-9 if M_t.dtype == torch.float64 else 1e-4
+        rtol = default_rtol(M_t.dtype)
     Mn = M_t.double().numpy()
     Rn = R_t.double().numpy()
     H, d = Mn.shape[0], Mn.shape[-1]
