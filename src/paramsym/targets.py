@@ -249,11 +249,12 @@ class BoundaryTarget(Target):
         def hook(_mod, inputs):
             captured["h"] = inputs[0].detach()
 
-        handle = modules[in_layer].register_forward_pre_hook(hook)
+        probe = copy.deepcopy(model).eval()  # eval mode on a copy: the user's model is never modified
+        handle = dict(probe.named_modules())[in_layer].register_forward_pre_hook(hook)
         try:
             args, kwargs = _split_batch(batch)
             with torch.no_grad():
-                model.eval()(*args, **kwargs)
+                probe(*args, **kwargs)
         finally:
             handle.remove()
         self.h = captured["h"]
