@@ -101,6 +101,12 @@ def test_spec_examples_z2():
     np.testing.assert_allclose(t @ M[0] @ t.T, M[1], atol=1e-14)
     np.testing.assert_allclose(t @ R[0] @ t.T, R[1], atol=1e-14)
     assert np.abs(M[0] - M[1]).max() > 1e-3
+    fixed = PartialClustering(G, [0, 1])  # trivial action on two clusters: M_h, R_h ∈ End_G(V)
+    M, R = (a.numpy() for a in build_equivariant_rmhsa(fixed, rep))
+    for h in range(2):
+        np.testing.assert_allclose(t @ M[h], M[h] @ t, atol=1e-14)
+        np.testing.assert_allclose(t @ R[h], R[h] @ t, atol=1e-14)
+    assert np.abs(M[0] - M[1]).max() > 1e-3
     one = PartialClustering(G, [0])  # one head: M, R ∈ End_G(V)
     M, R = (a.numpy() for a in build_equivariant_rmhsa(one, rep))
     np.testing.assert_allclose(t @ M[0], M[0] @ t, atol=1e-14)

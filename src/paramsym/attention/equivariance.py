@@ -6,7 +6,8 @@ check reports, for each given matrix ``ρ(g)``,
 
     max over samples  ‖f(g·x) − g·f(x)‖ / (‖x‖ · Σ_h ‖R_h‖_F)
 
-(Frobenius norms over all tokens) on random float64 token sequences. The denominator bounds the
+(Frobenius norms over all tokens; with a constant output offset ``c`` the denominator gains
+``√L ‖c‖``) on random float64 token sequences. The denominator bounds the
 size the output could have without cancellation between heads, so a layer whose output vanishes
 identically (e.g. an ``X_0`` cluster, whose OV maps sum to zero) has error at rounding level
 instead of 0/0; a layer with ``R = 0`` has error 0. Tokens are
