@@ -1,0 +1,538 @@
+"""Public test-kit: is *your* action a symmetry of *your* model?
+
+:func:`check_action` runs the finite-action verdict of :mod:`paramsym.verdict` (one definition
+per metric; nothing is re-implemented here) on any :class:`~paramsym.actions.base.GroupAction`
+and any target, and returns an :class:`ActionCheck` with every metric's value, tolerance,
+pass/fail and worst sample. :func:`assert_invariant` turns a failed check into an
+``AssertionError`` naming the metric, the value, the tolerance and the worst sample, for use
+inside a user's own test-suite::
+
+    from paramsym.testing import assert_invariant
+
+    def test_my_rescaling_is_a_symmetry():
+        assert_invariant(model, MyRescaling(...), block=["fc1.weight", "fc2.weight"], batch=X)
+
+For each factor count ``k`` in ``factors`` the check draws ``samples`` points θ and elements
+``g1, g2`` (signed exponential products of exactly ``k`` factors with coefficient radius ρ, as
+in :func:`paramsym.verdict.evaluate`, in the same order, so the same seed gives the same
+numbers) and measures, per sample,
+
+=====================  ===========================================================  ===========
+metric                 definition (:mod:`paramsym.verdict`)                        passes when
+=====================  ===========================================================  ===========
+output                 ``‖F(a(g,θ)) − F(θ)‖ / s_F``                                 p95 ≤ 1e-3
+composition            ``‖a(g2g1,θ) − a(g2,a(g1,θ))‖ / (motion of both steps)``     p95 ≤ 1e-2
+inverse                composition with ``g2 = g1⁻¹``                                p95 ≤ 1e-2
+subdivision            ``a(g,θ)`` vs every factor as two half steps, rel. motion    p95 ≤ 1e-2
+transport              ``‖D_g a[hg] − v_h(a)‖ / ‖v_h(a)‖``                          p95 ≤ 2e-2
+motion                 ``‖a(g,θ) − θ‖ / s_θ``                                        median ≥ 0.05
+=====================  ===========================================================  ===========
+
+Motion is judged on one-factor elements only (a product such as ``exp(th) exp(−th)`` may not
+move at all), so ``factors`` must include 1; it is what stops a trivial action ``a(g, θ) = θ``
+— which satisfies every error metric exactly — from passing. With ``unit_outputs`` the
+compensation metrics (moving-output change, median ≥ 0.005 s_F; cancellation error, p95 ≤ 1e-2)
+are added. The check passes when every cell passes :func:`paramsym.verdict.cell_fits`.
+
+Scales (when not given), from the points ``θ_1..θ_n`` (see :func:`estimate_scales`):
+``s_θ = sqrt(mean_k ‖θ_k‖²)`` and ``s_F = sqrt(mean_k ‖F(θ_k) − F̄‖²)`` with ``F̄`` the mean
+output — the output's variation over the points. A single point has no variation; then the
+points for ``s_F`` are ``θ_0 + σ ε_k`` (64 draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``,
+``perturb = 0.05``: random moves of 5% of the block's norm). ``s_F = 0`` (the output does not
+depend on the block) raises :class:`~paramsym.errors.DegenerateTargetError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.func import vmap
+
+from . import verdict as V
+from .actions.base import GroupAction
+from .errors import ActionError, ConfigError, DegenerateTargetError, ShapeError, check_finite
+from .params import Selection
+from .targets import Batch, FunctionTarget, Target
+
+PointSampler = Callable[[int, torch.Generator], Tensor]
+
+#: Short metric names (used in messages and by ``assert_invariant(metrics=...)``) → verdict keys.
+METRICS: dict[str, str] = {
+    "output": "output_err_p95",
+    "composition": "composition_err_p95",
+    "inverse": "inverse_err_p95",
+    "subdivision": "subdivision_err_p95",
+    "transport": "transport_err_p95",
+    "motion": "motion_median",
+    "moving_output": "moving_output_median",
+    "cancellation": "cancellation_err_p95",
+}
+_LOWER_BOUNDS = ("motion_median", "moving_output_median")
+
+
+@dataclass
+class MetricResult:
+    """One metric in one cell: its summary value against its tolerance, and the worst sample.
+
+    ``bound`` is ``"<="`` for errors (95th percentile) and ``">="`` for motion and
+    moving-output change (medians). ``enforced`` is False for motion in multi-factor cells
+    (reported, not judged). ``worst`` describes the sample with the largest error (smallest
+    motion): its index, value, the group element's coefficients ``t_j`` and generator indices
+    ``i_j`` (factor 0 applied first) and ``‖θ‖``.
+    """
+
+    name: str
+    key: str
+    factors: int
+    value: float
+    tolerance: float
+    bound: str
+    enforced: bool
+    worst: dict[str, Any]
+
+    @property
+    def passed(self) -> bool:
+        if not self.enforced:
+            return True
+        if self.bound == "<=":
+            return bool(self.value <= self.tolerance)
+        return bool(self.value >= self.tolerance)
+
+    def describe(self) -> str:
+        """``"composition error p95 = 3.1e-01 > tolerance 1.0e-02 (ρ=0.5, 2 factors; worst ...)"``."""
+        stat = "median" if self.bound == ">=" else "p95"
+        label = self.name.replace("_", "-")
+        label = label if label == "motion" else f"{label} {'change' if label == 'moving-output' else 'error'}"
+        cmp = ("≥" if self.passed else "<") if self.bound == ">=" else ("≤" if self.passed else ">")
+        w = self.worst
+        worst = f"worst sample #{w['sample']}: value {w['value']:.3g}, g = {_element(w['coeffs'], w['index'])}"
+        if "coeffs2" in w:
+            worst += f", g2 = {_element(w['coeffs2'], w['index2'])}"
+        if "generator" in w:
+            worst += f", h = h{w['generator']}"
+        worst += f", ‖θ‖ = {w['theta_norm']:.4g}"
+        return (
+            f"{label} {stat} = {self.value:.3g} {cmp} tolerance {self.tolerance:.3g} "
+            f"({self.factors} factor{'s' if self.factors != 1 else ''}; {worst})"
+        )
+
+
+@dataclass
+class ActionCheck:
+    """Result of :func:`check_action`.
+
+    Attributes:
+        results: one :class:`MetricResult` per metric and factor count.
+        cells: the verdict cells (same keys as :func:`paramsym.verdict.evaluate` cells,
+            including ``fits`` from :func:`paramsym.verdict.cell_fits`).
+        tolerances: the tolerances used.
+        s_F, s_theta: the output and parameter scales used; ``scales_estimated`` says whether
+            they were estimated from the points.
+        rho, samples, seed: the settings of the check.
+    """
+
+    results: list[MetricResult]
+    cells: list[dict[str, float]]
+    tolerances: dict[str, float]
+    s_F: float
+    s_theta: float
+    scales_estimated: dict[str, bool]
+    rho: float
+    samples: int
+    seed: int
+    name: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Every enforced metric meets its tolerance (equivalently: every cell fits)."""
+        return all(r.passed for r in self.results)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def failures(self) -> list[MetricResult]:
+        return [r for r in self.results if not r.passed]
+
+    def value(self, metric: str, factors: int = 1) -> float:
+        """The summary value of ``metric`` (short name or verdict key) in the ``factors`` cell."""
+        key = METRICS.get(metric, metric)
+        for r in self.results:
+            if r.key == key and r.factors == factors:
+                return r.value
+        raise KeyError(f"no metric {metric!r} with {factors} factor(s); have {sorted({(r.name, r.factors) for r in self.results})}.")
+
+    def summary(self) -> str:
+        """A readable table: one row per metric, one column per factor count."""
+        facs = sorted({r.factors for r in self.results})
+        head = (
+            f"{'PASS' if self.passed else 'FAIL'}: {self.name or 'action'} at ρ = {self.rho}, "
+            f"{self.samples} samples per cell, seed {self.seed}; s_F = {self.s_F:.4g}"
+            f"{' (estimated)' if self.scales_estimated.get('s_F') else ''}, s_θ = {self.s_theta:.4g}"
+            f"{' (estimated)' if self.scales_estimated.get('s_theta') else ''}"
+        )
+        cols = "".join(f"{f'{k} factor' + ('s' if k != 1 else ''):>16}" for k in facs)
+        lines = [head, f"  {'metric':<22}{'tolerance':>14}{cols}"]
+        names = list(dict.fromkeys(r.name for r in self.results))
+        for name in names:
+            rows = {r.factors: r for r in self.results if r.name == name}
+            first = next(iter(rows.values()))
+            tol = f"{'≥' if first.bound == '>=' else '≤'} {first.tolerance:.3g}"
+            stat = "median" if first.bound == ">=" else "p95"
+            cells = ""
+            for k in facs:
+                r = rows.get(k)
+                if r is None:
+                    cells += f"{'':>16}"
+                    continue
+                mark = "ok" if r.passed and r.enforced else ("--" if not r.enforced else "FAIL")
+                cells += f"{f'{r.value:.3g} {mark}':>16}"
+            lines.append(f"  {name + ' ' + stat:<22}{tol:>14}{cells}")
+        lines.append("  (motion is judged on one-factor elements only; -- = reported, not judged)")
+        for r in self.failures:
+            lines.append("  ✗ " + r.describe())
+        return "\n".join(lines)
+
+    __str__ = summary
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "rho": self.rho,
+            "samples": self.samples,
+            "seed": self.seed,
+            "s_F": self.s_F,
+            "s_theta": self.s_theta,
+            "scales_estimated": dict(self.scales_estimated),
+            "tolerances": dict(self.tolerances),
+            "cells": [dict(c) for c in self.cells],
+            "results": [
+                {**{k: getattr(r, k) for k in ("name", "key", "factors", "value", "tolerance", "bound", "enforced", "worst")},
+                 "passed": r.passed}
+                for r in self.results
+            ],
+        }
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+def _as_target(target: Any, block: Any, batch: Any, output: Any, points: Any) -> Target:
+    if isinstance(target, Target):
+        if block is not None or batch is not None:
+            raise ConfigError("block= and batch= are only used with an nn.Module; the Target already has its own.")
+        return target
+    if isinstance(target, nn.Module):
+        if block is None or batch is None:
+            missing = " and ".join(n for n, v in (("block", block), ("batch", batch)) if v is None)
+            raise ConfigError(
+                f"a torch.nn.Module needs {missing}: pass block=['layer.weight', ...] (the parameters "
+                "the action transforms) and batch=X (the fixed inputs), or pass a paramsym Target."
+            )
+        return Target(model=target, block=block, batch=batch, output=output)
+    if callable(target):
+        if points is None:
+            raise ConfigError(
+                "a plain function F(θ) needs points: pass a tensor of parameter points (n, p) or (p,), "
+                "or a sampler (n, generator) -> (n, p), so that paramsym knows the block's dimension."
+            )
+        # the base point: the first point, or one draw of the sampler (on a throwaway generator)
+        pts = points(1, torch.Generator().manual_seed(0)) if callable(points) else torch.as_tensor(points)
+        return FunctionTarget(target, pts.reshape(-1, pts.shape[-1])[0], name=getattr(target, "__name__", "function"))
+    raise ConfigError(
+        f"target must be a paramsym Target, a torch.nn.Module (with block= and batch=) or a function "
+        f"F(θ) -> Tensor; received {type(target).__name__}."
+    )
+
+
+def _check_action(action: Any, p: int) -> None:
+    if not isinstance(action, GroupAction):
+        raise ActionError(
+            f"action must be a paramsym GroupAction (subclass paramsym.actions.base.GroupAction and "
+            f"implement act(g, θ) with a .group and .p); received {type(action).__name__}."
+        )
+    if int(action.p) != p:
+        raise ShapeError(f"the action acts on blocks of dimension p = {action.p}, but the target's block has p = {p}.")
+
+
+def _sampler(points: Tensor | PointSampler | None, target: Target, dtype: torch.dtype) -> tuple[PointSampler, int]:
+    """``(sampler, number of distinct points)``; a tensor of n points is cycled through."""
+    if points is None:
+        points = target.theta0
+    if callable(points):
+        return points, -1
+    pts = torch.as_tensor(points)
+    if pts.ndim == 1:
+        pts = pts[None]
+    if pts.ndim != 2 or pts.shape[-1] != target.p or pts.shape[0] == 0:
+        raise ShapeError(
+            f"points must have shape (n, p) or (p,) with p = {target.p} (the block's dimension); "
+            f"received {tuple(torch.as_tensor(points).shape)}."
+        )
+    if not pts.is_floating_point():
+        raise ShapeError(f"points must be floating point; received dtype {pts.dtype}.")
+    check_finite("points", pts, "Evaluate the action only at finite parameter points.")
+    pts = pts.detach().to(dtype)
+
+    def sample(n: int, _gen: torch.Generator) -> Tensor:
+        return pts[torch.arange(n) % pts.shape[0]]
+
+    return sample, int(pts.shape[0])
+
+
+def _tolerances(tolerances: Mapping[str, float] | None) -> dict[str, float]:
+    tol = dict(V.TOLERANCES)
+    for key, value in (tolerances or {}).items():
+        full = METRICS.get(key, key)
+        if full not in tol:
+            raise ConfigError(f"unknown tolerance {key!r}; valid: {sorted(METRICS)} or {sorted(tol)}.")
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise ConfigError(f"tolerance {key!r} must be a finite number ≥ 0; received {value!r}.")
+        tol[full] = float(value)
+    return tol
+
+
+def estimate_scales(
+    target: Callable[[Tensor], Tensor],
+    points: Tensor,
+    *,
+    generator: torch.Generator | None = None,
+    perturb: float = 0.05,
+    draws: int = 64,
+) -> tuple[float, float]:
+    """``(s_F, s_θ)`` from parameter points (float64).
+
+    ``s_θ = sqrt(mean_k ‖θ_k‖²)``; ``s_F = sqrt(mean_k ‖F(θ_k) − F̄‖²)``, ``F̄ = mean_k F(θ_k)``.
+    When all points coincide (e.g. a single point), ``s_F`` is measured over ``θ_0 + σ ε_k``
+    (``draws`` draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``).
+
+    Raises:
+        DegenerateTargetError: ``s_F = 0`` (relative to the output's RMS, below 1e-10): the
+            output does not depend on the block; or ``s_θ = 0``.
+    """
+    pts = points.to(torch.float64)
+    s_theta = float(pts.pow(2).sum(-1).mean().sqrt())
+    if s_theta == 0.0:
+        raise DegenerateTargetError(
+            "every parameter point is zero, so the parameter scale s_θ = 0 and motion is undefined; "
+            "pass s_theta= explicitly."
+        )
+    if bool((pts == pts[0]).all()):
+        p = pts.shape[-1]
+        gen = generator or torch.Generator().manual_seed(0)
+        eps = torch.randn(draws, p, generator=gen, dtype=torch.float64)
+        pts = pts[0] + perturb * s_theta / math.sqrt(p) * eps
+    with torch.no_grad():
+        F = vmap(target)(pts)
+    check_finite("the target's output F(θ)", F, "The model produced NaN/inf at the parameter points.")
+    s_F = float((F - F.mean(0)).pow(2).sum(-1).mean().sqrt())
+    rms = float(F.pow(2).sum(-1).mean().sqrt())
+    if not s_F > 1e-10 * rms or s_F == 0.0:
+        raise DegenerateTargetError(
+            f"the target's output does not vary with the parameter block: s_F = {s_F:.3g} (output RMS "
+            f"{rms:.3g}) over {pts.shape[0]} points. Select parameters that the output uses, or pass "
+            "s_F= explicitly."
+        )
+    return s_F, s_theta
+
+
+# -- the check ------------------------------------------------------------------------------------
+
+def _worst(values: Tensor, lower: bool, key: str, s1, s2, which: Tensor, theta: Tensor) -> dict[str, Any]:
+    """The worst sample of one metric: its index and value, the element ``g1`` (coefficients
+    and generator indices, factor 0 first), ``g2`` for composition, the generator ``h`` for
+    transport, and ``‖θ‖``."""
+    v = values.detach().double()
+    nan = torch.isnan(v)
+    if nan.any():
+        i = int(nan.nonzero()[0])
+    else:
+        i = int(v.argmin()) if lower else int(v.argmax())
+    out: dict[str, Any] = {
+        "sample": i,
+        "value": float(v[i]),
+        "coeffs": [float(c) for c in s1.coeffs[i]],
+        "index": [int(j) for j in s1.index[i]],
+        "theta_norm": float(theta[i].norm()),
+    }
+    if key == "composition_err_p95":
+        out["coeffs2"] = [float(c) for c in s2.coeffs[i]]
+        out["index2"] = [int(j) for j in s2.index[i]]
+    if key == "transport_err_p95":
+        out["generator"] = int(which[i])
+    return out
+
+
+def _element(coeffs: list[float], index: list[int]) -> str:
+    return " · ".join(f"exp({t:+.4g} h{i})" for t, i in reversed(list(zip(coeffs, index))))
+
+
+def check_action(
+    action: GroupAction,
+    target: Target | nn.Module | Callable[[Tensor], Tensor],
+    points: Tensor | PointSampler | None = None,
+    *,
+    block: Selection | Sequence[Selection] | None = None,
+    batch: Batch | None = None,
+    output: Callable[[Any], Tensor] | None = None,
+    s_F: float | None = None,
+    s_theta: float | None = None,
+    rho: float = 0.5,
+    factors: Sequence[int] = (1, 2),
+    samples: int = 256,
+    seed: int = 0,
+    tolerances: Mapping[str, float] | None = None,
+    unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None,
+) -> ActionCheck:
+    """Run the verdict metrics of ``action`` on ``target`` and judge them against tolerances.
+
+    Args:
+        action: any :class:`~paramsym.actions.base.GroupAction` (evaluated on a float64 copy).
+        target: a :class:`~paramsym.targets.Target`, an ``nn.Module`` (then ``block`` and
+            ``batch`` are required; ``output`` optional, see :class:`~paramsym.targets.Target`),
+            or a plain function ``F(θ) -> Tensor`` accepting float64 θ (then ``points`` is
+            required).
+        points: parameter points: a tensor ``(n, p)`` or ``(p,)`` (cycled through, ``samples``
+            per cell), or a sampler ``(n, torch.Generator) -> (n, p)``; default: the target's
+            current block ``θ_0``.
+        s_F, s_theta: output and parameter scales; estimated from the points when ``None``
+            (see :func:`estimate_scales`).
+        rho: coefficient radius of the group elements (``Σ|t_j|`` uniform in ``[0.2ρ, ρ]``).
+        factors: product lengths tested, one cell each; must include 1 (motion).
+        samples: samples per cell (≥ 20).
+        seed: seed of the check's ``torch.Generator``.
+        tolerances: overrides of :data:`paramsym.verdict.TOLERANCES` (short names such as
+            ``"output"`` or verdict keys such as ``"output_err_p95"``).
+        unit_outputs: optional per-unit outputs for the compensation metrics.
+
+    Returns:
+        :class:`ActionCheck` (truthy when it passes; ``print`` it for a table).
+
+    Raises:
+        ActionError: ``action`` is not a GroupAction.
+        ShapeError: points or action of the wrong dimension.
+        ConfigError: missing ``block``/``batch``/``points``, bad settings or tolerance keys.
+        NonFiniteError: non-finite points, parameters, batch or action output.
+        DegenerateTargetError: estimated ``s_F = 0`` (the output ignores the block).
+    """
+    factors = [int(k) for k in factors]
+    if 1 not in factors or any(k < 1 for k in factors):
+        raise ConfigError(f"factors must be integers ≥ 1 and include 1 (motion is judged on one-factor elements); received {factors}.")
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
+        raise ConfigError(f"rho must be a finite number > 0; received {rho!r}.")
+    if int(samples) < 20:
+        raise ConfigError(f"samples must be ≥ 20 (the errors are 95th percentiles); received {samples}.")
+    for nm, val in (("s_F", s_F), ("s_theta", s_theta)):
+        if val is not None and not (math.isfinite(val) and val > 0):
+            raise ConfigError(f"{nm} must be a finite number > 0; received {val!r}.")
+    tol = _tolerances(tolerances)
+    tgt = _as_target(target, block, batch, output, points)
+    _check_action(action, tgt.p)
+    target64 = tgt.to(torch.float64)
+    sample_points, distinct = _sampler(points, tgt, torch.float64)
+    gen = torch.Generator().manual_seed(int(seed))
+    estimated = {"s_F": s_F is None, "s_theta": s_theta is None}
+    if s_F is None or s_theta is None:
+        scale_pts = sample_points(max(distinct, 1) if distinct > 0 else 256, torch.Generator().manual_seed(int(seed) + 1))
+        est_F, est_theta = estimate_scales(target64, scale_pts, generator=torch.Generator().manual_seed(int(seed) + 2))
+        s_F = est_F if s_F is None else float(s_F)
+        s_theta = est_theta if s_theta is None else float(s_theta)
+
+    act = copy.deepcopy(action).double().eval()
+    group = act.group
+    results: list[MetricResult] = []
+    cells: list[dict[str, float]] = []
+    with torch.no_grad():
+        for k in factors:
+            # the same draws, in the same order, as paramsym.verdict.evaluate
+            theta = sample_points(int(samples), gen).double()
+            s1 = group.sample(int(samples), float(rho), exact_factors=k, generator=gen)
+            s2 = group.sample(int(samples), float(rho), exact_factors=k, generator=gen)
+            g1 = group.matrices(s1).double()
+            g2 = group.matrices(s2).double()
+            g1_inv = group.matrices(s1.inverse()).double()
+            which = torch.randint(0, group.num_generators, (int(samples),), generator=gen)
+            h = group.generators().double()[which]
+            moved = act.act_many(g1, theta)
+            if tuple(moved.shape) != tuple(theta.shape):
+                raise ShapeError(f"action.act_many returned shape {tuple(moved.shape)} for points of shape {tuple(theta.shape)}.")
+            check_finite("the action's output a(g, θ)", moved, "The action produced NaN/inf; check act() near these points.")
+            per = {
+                "output_err_p95": V.output_errors(act, target64, theta, g1, s_F),
+                "composition_err_p95": V.composition_errors(act, theta, g1, g2),
+                "inverse_err_p95": V.inverse_errors(act, theta, g1, g1_inv),
+                "subdivision_err_p95": V.subdivision_errors(act, theta, s1),
+                "transport_err_p95": V.transport_errors(act, theta, g1, h),
+                "motion_median": V.motions(act, theta, g1, s_theta),
+            }
+            if unit_outputs is not None:
+                mv, canc = V.compensation(unit_outputs, theta, moved, s_F)
+                per["moving_output_median"], per["cancellation_err_p95"] = mv, canc
+            cell: dict[str, float] = {"rho": float(rho), "factors": k}
+            for key, vals in per.items():
+                lower = key in _LOWER_BOUNDS
+                value = V.median(vals) if lower else V.p95(vals)
+                if torch.isnan(vals).any():
+                    value = float("nan")
+                cell[key] = value
+                name = next(n for n, kk in METRICS.items() if kk == key)
+                results.append(MetricResult(
+                    name=name, key=key, factors=k, value=value, tolerance=tol[key],
+                    bound=">=" if lower else "<=", enforced=(key != "motion_median" or k == 1),
+                    worst=_worst(vals, lower, key, s1, s2, which, theta),
+                ))
+            cell["fits"] = V.cell_fits(cell, tol)
+            cells.append(cell)
+    return ActionCheck(
+        results=results, cells=cells, tolerances=tol, s_F=float(s_F), s_theta=float(s_theta),
+        scales_estimated=estimated, rho=float(rho), samples=int(samples), seed=int(seed),
+        name=f"{type(action).__name__} on {tgt.name}",
+    )
+
+
+def assert_invariant(
+    target_or_model: Target | nn.Module | Callable[[Tensor], Tensor],
+    action: GroupAction,
+    points: Tensor | PointSampler | None = None,
+    *,
+    metrics: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> ActionCheck:
+    """Assert that ``action`` is an (approximate) symmetry of the target that moves parameters.
+
+    Runs :func:`check_action` (all keyword arguments are passed on, e.g. ``block=``, ``batch=``,
+    ``rho=``, ``tolerances=``) and raises ``AssertionError`` listing every failed metric with
+    its value, tolerance and worst sample (the group element's coefficients and generators).
+
+    Args:
+        target_or_model: a Target, an ``nn.Module`` (with ``block=`` and ``batch=``) or ``F(θ)``.
+        action: the action to test.
+        points: parameter points or a sampler (default: the model's current block).
+        metrics: short names of the metrics to enforce (default: all of them — invariance
+            *and* the action law *and* motion). ``("output", "motion")`` checks only that the
+            output is preserved and the parameters move.
+
+    Returns:
+        The :class:`ActionCheck` (when it passes).
+    """
+    if metrics is not None:
+        unknown = [m for m in metrics if m not in METRICS]
+        if unknown:
+            raise ConfigError(f"unknown metric(s) {unknown}; valid: {list(METRICS)}.")
+    check = check_action(action, target_or_model, points, **kwargs)
+    keys = None if metrics is None else {METRICS[m] for m in metrics}
+    failed = [r for r in check.failures if keys is None or r.key in keys]
+    if failed:
+        lines = [f"{check.name} is not an approximate symmetry (ρ = {check.rho}, {check.samples} samples per cell, "
+                 f"seed {check.seed}, s_F = {check.s_F:.4g}, s_θ = {check.s_theta:.4g}):"]
+        lines += ["  " + r.describe() for r in failed]
+        raise AssertionError("\n".join(lines))
+    return check
+
+
+__all__ = ["ActionCheck", "MetricResult", "METRICS", "assert_invariant", "check_action", "estimate_scales"]
