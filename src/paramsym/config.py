@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -103,6 +104,11 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
             raise ConfigError(f"{key}: expected an integer, received {raw!r}.")
         return int(parsed)
     if annotation is float:
+        if isinstance(parsed, str):  # YAML 1.1 reads "3e-4" (no dot) as a string
+            try:
+                parsed = float(parsed) if math.isfinite(float(parsed)) else parsed
+            except ValueError:
+                pass
         if isinstance(parsed, bool) or not isinstance(parsed, (int, float)):
             raise ConfigError(f"{key}: expected a number, received {raw!r}.")
         return float(parsed)
