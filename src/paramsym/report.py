@@ -15,6 +15,8 @@ from .runs import RunDir
 #: run kind -> module providing ``render(run) -> str``
 RENDERERS = {
     "discovery": "paramsym.discovery.report",
+    "discovery-objectives": "paramsym.experiments.objectives",
+    "discovery-lifting": "paramsym.experiments.lifting",
     "attribution": "paramsym.attribution.report",
     "attention": "paramsym.attention.report",
 }

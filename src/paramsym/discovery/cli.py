@@ -38,6 +38,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_list)
 
+    ex = sub.add_parser("experiment", help="paper comparisons built on discovery runs")
+    exs = ex.add_subparsers(dest="experiment", metavar="NAME")
+    eo = exs.add_parser("objectives", help="hybrid vs finite (vs infinitesimal) objectives at the same step budget")
+    eo.add_argument("--preset", default="sigmoid-scalar")
+    eo.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
+    eo.add_argument("--seeds", default="0", help="comma-separated training seeds")
+    eo.add_argument("--steps", type=int, default=None)
+    eo.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    eo.add_argument("--out", default=None)
+    eo.add_argument("--json", action="store_true")
+    eo.add_argument("--quiet", action="store_true")
+    eo.set_defaults(func=cmd_experiment_objectives)
+    el = exs.add_parser("lifting", help="ReLU (2,8,8,1): one unit (boundary output) vs all weights, full-network error")
+    el.add_argument("--seeds", default="0")
+    el.add_argument("--steps", type=int, default=None)
+    el.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    el.add_argument("--out", default=None)
+    el.add_argument("--json", action="store_true")
+    el.add_argument("--quiet", action="store_true")
+    el.set_defaults(func=cmd_experiment_lifting)
+
     rp = sub.add_parser("report", help="regenerate report.md (and figures) of a run directory")
     rp.add_argument("run_dir")
     rp.add_argument("--json", action="store_true", help="print the run's metrics.json")
@@ -139,4 +160,39 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(json.dumps(run.read_json("metrics.json"), indent=2))
     else:
         print(f"wrote {path}")
+    return 0
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"{what} must be comma-separated integers, e.g. 0,1,2; received {text!r}.") from exc
+
+
+def cmd_experiment_objectives(args: argparse.Namespace) -> int:
+    from ..experiments.objectives import ObjectivesConfig, run
+
+    cfg = ObjectivesConfig(preset=args.preset, variants=[v.strip() for v in args.variants.split(",") if v.strip()],
+                           seeds=_ints(args.seeds, "--seeds"), steps=args.steps, overrides=list(args.overrides))
+    cfg.validate()
+    out = RunDir(args.out or default_run_dir("objectives", cfg.preset))
+    metrics = run(cfg, out, progress=not args.quiet)
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+    else:
+        print(out.file("report.md").read_text())
+    return 0
+
+
+def cmd_experiment_lifting(args: argparse.Namespace) -> int:
+    from ..experiments.lifting import LiftingConfig, run
+
+    cfg = LiftingConfig(seeds=_ints(args.seeds, "--seeds"), steps=args.steps, overrides=list(args.overrides))
+    out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
+    metrics = run(cfg, out, progress=not args.quiet)
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+    else:
+        print(out.file("report.md").read_text())
     return 0
