@@ -1,0 +1,412 @@
+"""Annulus classifier (seed 003, §3.1 and App. C.2): lifted flows on a rotation-invariant task.
+
+Data: an inner disc (100 points, radius ``√U``, angle uniform, label +1) and an outer band
+(100 points, radius ``U[2.3, 3.0]``, angle ``arc·(U − ½)``, label −1) with ``arc = 90°``
+(``data="wedge"``) or ``360°`` (``"full"``). Model: MLP 2→96→96→96→1, GELU (19,009 parameters),
+full-batch Adam (lr 3e-3, 200 epochs, BCE with logits). Probe grid: 24×24 on ``[−3.5, 3.5]²``
+kept where ``‖x‖ ≤ 3.5`` (N = 408). Group: SO(2) on the input, trivial on the logit, Reynolds
+over ``C_64``.
+
+For the model at initialisation (``stage="init"``) or after training (``"trained"``) the run
+lifts ``η`` and ``−δ`` (``c*``, ``b*``) and integrates the resolved and fixed flows along
+``+c`` and ``−b`` on ``t ∈ [0, 1]`` (forward Euler, ``dt = 0.005``, raw — unnormalised —
+directions), comparing ``‖δ_t‖``, angular deviation profiles and decision boundaries with the
+exact predictions (``f_0 ∘ R_t`` along ``+c``, ``P_E f_0 + e^{−t} δ_0`` along ``−b``).
+
+Randomness: the initialisation uses ``torch.Generator().manual_seed(seed)``, the data
+``manual_seed(seed + 1)``; the model at initialisation is therefore the same for both data sets.
+The source's exact random draws are unknown, so ‖δ‖ values differ from the paper's; the
+comparisons that matter are the ratios (end vs prediction, resolved vs fixed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..attribution.flows import FlowTrace, angular_profile, predicted_function, rms, run_flow
+from ..attribution.jacobian import function_from_module
+from ..attribution.presets import LiftRecord, PresetRequest, finish_run
+from ..attribution.problem import SymmetryProblem
+from ..attribution.symmetry import so2
+from ..attribution.tables import parameter_table, tensor_table
+from ..config import apply_overrides
+from ..errors import ConfigError
+from ..models.mlp import mlp
+from ..runs import RunDir, load_tensors, read_json, save_tensors, write_json
+
+#: the source's numbers (resolved flows: start → end (prediction); fixed flows: end at t = 1)
+PAPER = {
+    "resolved": {
+        ("wedge", "trained", "+c"): (298, 298, 298),
+        ("wedge", "trained", "-b"): (298, 109, 110),
+        ("full", "trained", "-b"): (56.1, 20.5, 20.6),
+        ("init", "init", "-b"): (0.273, 0.100, 0.101),
+    },
+    "fixed_end": {("wedge", "+c"): 321, ("full", "+c"): 1237, ("wedge", "-b"): 823},
+}
+
+
+@dataclass
+class AnnulusConfig:
+    """Configuration of the annulus experiment (override with ``--set key=value``)."""
+
+    data: str = "wedge"
+    stage: str = "trained"
+    seed: int = 42
+    n_inner: int = 100
+    n_outer: int = 100
+    r_outer_min: float = 2.3
+    r_outer_max: float = 3.0
+    hidden: int = 96
+    depth: int = 3
+    activation: str = "gelu"
+    epochs: int = 200
+    lr: float = 3e-3
+    grid: int = 24
+    extent: float = 3.5
+    n_quadrature: int = 64
+    rtol: float = 1e-3
+    gauge: str = "column"
+    t_end: float = 1.0
+    dt: float = 0.005
+    directions: tuple[str, ...] = ("+c", "-b")
+    profile_radius: float = 2.0
+    boundary_grid: int = 121
+
+    def validate(self) -> None:
+        if self.data not in ("wedge", "full"):
+            raise ConfigError(f"data must be 'wedge' or 'full', received {self.data!r}.")
+        if self.stage not in ("init", "trained"):
+            raise ConfigError(f"stage must be 'init' or 'trained', received {self.stage!r}.")
+        if self.gauge not in ("column", "none"):
+            raise ConfigError(f"gauge must be 'column' or 'none', received {self.gauge!r}.")
+        bad = [d for d in self.directions if d not in ("+c", "-b")]
+        if bad:
+            raise ConfigError(f"directions must be '+c' and/or '-b', received {bad}.")
+        if self.dt <= 0 or self.t_end <= 0:
+            raise ConfigError(f"dt and t_end must be positive, received dt={self.dt}, t_end={self.t_end}.")
+
+    @property
+    def arc(self) -> float:
+        return math.pi / 2 if self.data == "wedge" else 2 * math.pi
+
+
+def make_data(cfg: AnnulusConfig) -> tuple[Tensor, Tensor]:
+    """``(x [200, 2], y [200])`` with ``y = 1`` inside the disc and ``0`` on the band."""
+    g = torch.Generator().manual_seed(cfg.seed + 1)
+    r_in = torch.sqrt(torch.rand(cfg.n_inner, generator=g, dtype=torch.float64))
+    a_in = 2 * math.pi * torch.rand(cfg.n_inner, generator=g, dtype=torch.float64)
+    r_out = cfg.r_outer_min + (cfg.r_outer_max - cfg.r_outer_min) * torch.rand(cfg.n_outer, generator=g, dtype=torch.float64)
+    a_out = cfg.arc * (torch.rand(cfg.n_outer, generator=g, dtype=torch.float64) - 0.5)
+    r = torch.cat([r_in, r_out])
+    a = torch.cat([a_in, a_out])
+    x = torch.stack([r * torch.cos(a), r * torch.sin(a)], 1)
+    y = torch.cat([torch.ones(cfg.n_inner), torch.zeros(cfg.n_outer)]).double()
+    return x, y
+
+
+def probe_grid(n: int = 24, extent: float = 3.5) -> Tensor:
+    """``n × n`` grid on ``[−extent, extent]²`` kept where ``‖x‖ ≤ extent`` (408 points for 24)."""
+    g = torch.linspace(-extent, extent, n, dtype=torch.float64)
+    X, Y = torch.meshgrid(g, g, indexing="xy")
+    pts = torch.stack([X.reshape(-1), Y.reshape(-1)], 1)
+    return pts[pts.norm(dim=1) <= extent + 1e-12]
+
+
+def build_model(cfg: AnnulusConfig):
+    gen = torch.Generator().manual_seed(cfg.seed)
+    return mlp([2] + [cfg.hidden] * cfg.depth + [1], cfg.activation, generator=gen)
+
+
+def train(model, x: Tensor, y: Tensor, cfg: AnnulusConfig, progress: bool = False) -> list[float]:
+    """Full-batch Adam on BCE-with-logits; returns the loss per epoch."""
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    losses = []
+    it = range(cfg.epochs)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc="train", leave=False)
+    for _ in it:
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x).squeeze(-1), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    return losses
+
+
+def build_problem(cfg: AnnulusConfig, progress: bool = False) -> tuple[SymmetryProblem, dict[str, Any]]:
+    """Model (trained or not), probe grid and SO(2) as a :class:`SymmetryProblem`."""
+    model = build_model(cfg)
+    x, y = make_data(cfg)
+    info: dict[str, Any] = {"n_params": sum(p.numel() for p in model.parameters())}
+    if cfg.stage == "trained":
+        losses = train(model, x, y, cfg, progress)
+        with torch.no_grad():
+            acc = float(((model(x).squeeze(-1) > 0).double() == y).double().mean())
+        info.update({"loss_first": losses[0], "loss_final": losses[-1], "train_accuracy": acc, "losses": losses})
+    fn, params = function_from_module(model)
+    probes = probe_grid(cfg.grid, cfg.extent)
+    group = so2(n_quadrature=cfg.n_quadrature)
+    problem = SymmetryProblem(fn, params, probes, group, rtol=cfg.rtol, gauge=cfg.gauge)
+    info["n_probes"] = int(probes.shape[0])
+    return problem, {"info": info, "data": (x, y)}
+
+
+def _paper_row(cfg: AnnulusConfig, mode: str, direction: str) -> dict[str, Any] | None:
+    if mode == "resolved":
+        key = ("init", "init", direction) if cfg.stage == "init" else (cfg.data, cfg.stage, direction)
+        row = PAPER["resolved"].get(key)
+        if row:
+            return {"paper_delta_start": row[0], "paper_delta_end": row[1], "paper_delta_predicted": row[2]}
+        return None
+    if cfg.stage == "trained":
+        end = PAPER["fixed_end"].get((cfg.data, direction))
+        if end is not None:
+            return {"paper_delta_end": end}
+    return None
+
+
+def _boundary_grid(cfg: AnnulusConfig) -> Tensor:
+    g = torch.linspace(-cfg.extent, cfg.extent, cfg.boundary_grid, dtype=torch.float64)
+    X, Y = torch.meshgrid(g, g, indexing="xy")
+    return torch.stack([X.reshape(-1), Y.reshape(-1)], 1)
+
+
+def _flow_arrays(problem: SymmetryProblem, trace: FlowTrace, cfg: AnnulusConfig, key: str) -> dict[str, Tensor]:
+    """Profiles (measured and predicted) and decision-boundary fields at the snapshot times."""
+    th0 = trace.snapshots[0.0]
+    grid = _boundary_grid(cfg)
+    out: dict[str, Tensor] = {}
+    times = sorted(trace.snapshots)
+    out[f"{key}.times"] = torch.tensor(times, dtype=torch.float64)
+    for i, t in enumerate(times):
+        th = trace.snapshots[t]
+        tau = trace.snapshot_taus[t]
+        fx = problem.function_of_x(th)
+        pred = predicted_function(problem, th0, trace.direction, tau)
+        _, d = angular_profile(fx, cfg.profile_radius)
+        _, dp = angular_profile(pred, cfg.profile_radius)
+        out[f"{key}.profile.{i}"] = torch.from_numpy(d[:, 0].copy())
+        out[f"{key}.profile_pred.{i}"] = torch.from_numpy(dp[:, 0].copy())
+        with torch.no_grad():
+            out[f"{key}.field.{i}"] = fx(grid).reshape(cfg.boundary_grid, cfg.boundary_grid)
+            out[f"{key}.field_pred.{i}"] = pred(grid).reshape(cfg.boundary_grid, cfg.boundary_grid)
+    return out
+
+
+def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
+    """Preset ``annulus-wedge`` / ``annulus-full`` (see :mod:`paramsym.attribution.presets`)."""
+    base = AnnulusConfig(data=request.options.get("data", "wedge"), stage=request.stage or "trained")
+    if request.seed is not None:
+        base.seed = request.seed
+    if request.quick:
+        base.epochs, base.t_end, base.dt, base.boundary_grid = 60, 0.1, 0.02, 41
+    cfg = apply_overrides(base, request.overrides)
+    # config.json first, so an interrupted run can be recognised and resumed
+    out.write_json("config.json", {"kind": "attribution", "preset": request.preset, "stage": cfg.stage,
+                                   "flows": list(request.flows), "quick": request.quick,
+                                   "config": _cfg_dict(cfg)})
+    problem, extra = build_problem(cfg, request.progress)
+    info = extra["info"]
+    x, y = extra["data"]
+    save_tensors(out.file("model.safetensors"), problem.params)
+    save_tensors(out.file("data.safetensors"), {"x": x, "y": y, "probes": problem.probes})
+
+    att = problem.lifts()
+    lifts = [
+        LiftRecord("c*", "eta", att.c.residual, att.c.rank, att.c.target_norm, float(att.c.direction.norm()),
+                   att.c.liftable(), att.c.verdict("symmetry direction η (c* = J⁺η)")),
+        LiftRecord("b*", "-delta", att.b.residual, att.b.rank, att.b.target_norm, float(att.b.direction.norm()),
+                   att.b.liftable(), att.b.verdict("equivariance direction −δ (b* = J⁺(−δ))")),
+    ]
+    records = []
+    flows_dir = out.path / "flows"
+    flows_dir.mkdir(exist_ok=True)
+    for mode in request.flows:
+        for direction in cfg.directions:
+            key = f"{mode}_{'c' if direction == '+c' else 'b'}"
+            done = flows_dir / f"{key}.json"
+            if done.exists():  # resume: this flow finished in an earlier attempt
+                rec = read_json(done)["record"]
+                records.append(rec)
+                continue
+            trace = run_flow(problem, direction, mode, t_end=cfg.t_end, dt=cfg.dt,
+                             snapshot_at=[0.0, 0.25 * cfg.t_end, 0.5 * cfg.t_end, 0.75 * cfg.t_end, cfg.t_end],
+                             progress=request.progress)
+            arrays = _flow_arrays(problem, trace, cfg, key)
+            d0 = arrays[f"{key}.profile.0"].numpy()
+            dT = arrays[f"{key}.profile.{len(trace.snapshots) - 1}"].numpy()
+            dP = arrays[f"{key}.profile_pred.{len(trace.snapshots) - 1}"].numpy()
+            extra_fields = {
+                "rms_ratio": rms(dT) / rms(d0) if rms(d0) > 0 else None,
+                "rms_ratio_predicted": rms(dP) / rms(d0) if rms(d0) > 0 else None,
+                "profile_error_end": float(np.sqrt(np.mean((dT - dP) ** 2))) / max(rms(d0), 1e-300),
+            }
+            paper = _paper_row(cfg, mode, direction)
+            if paper:
+                extra_fields.update(paper)
+            rec = trace.record()
+            rec.extra.update(extra_fields)
+            rec_json = rec.to_json()
+            save_tensors(flows_dir / f"{key}.safetensors", arrays)
+            write_json(done, {"record": rec_json, "trace": trace.to_json()})
+            records.append(rec_json)
+    summary = {
+        "preset": request.preset,
+        "stage": cfg.stage,
+        "lifts": [r.to_json() for r in lifts],
+        "flows": records,
+        "paper": {"resolved": {"/".join(k): v for k, v in PAPER["resolved"].items()},
+                  "fixed_end": {"/".join(k): v for k, v in PAPER["fixed_end"].items()}},
+    }
+    metrics = {
+        "info": {k: v for k, v in info.items() if k != "losses"},
+        "losses": info.get("losses"),
+        "delta_norm": att.delta_norm,
+        "eta_norm": float(att.eta.norm()),
+        "sigma": att.c.sigma[: min(200, att.c.sigma.numel())].tolist() if att.c.sigma is not None else None,
+        "tensor_table": tensor_table(att),
+        "top_c": parameter_table(att, top=10, by="c"),
+        "top_b": parameter_table(att, top=10, by="b"),
+        "gauge_image_shift": {"c": att.c.info.get("gauge_image_shift"), "b": att.b.info.get("gauge_image_shift")},
+    }
+    finish_run(out, preset=request.preset, config=_cfg_dict(cfg), summary=summary, metrics=metrics,
+               seed=cfg.seed, stage=cfg.stage, flows=list(request.flows), quick=request.quick)
+    return summary
+
+
+def _cfg_dict(cfg: AnnulusConfig) -> dict[str, Any]:
+    from ..config import to_dict
+
+    return to_dict(cfg)
+
+
+# --------------------------------------------------------------------------------------------
+# Figures and report sections (read the run directory only)
+# --------------------------------------------------------------------------------------------
+
+
+def make_figures(run: RunDir) -> list[str]:
+    """Draw the figures of an annulus run from its files; returns the figure file names."""
+    from .. import plots
+
+    plt = plots.pyplot()
+    if plt is None:
+        return []
+    cfg = run.read_json("config.json")["config"]
+    names = []
+    data = load_tensors(run.file("data.safetensors")) if run.has("data.safetensors") else None
+    flow_files = sorted((run.path / "flows").glob("*.json")) if (run.path / "flows").exists() else []
+    traces = {f.stem: read_json(f)["trace"] for f in flow_files}
+    if traces:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for ax, d in zip(axes, ("c", "b")):
+            for key, tr in traces.items():
+                if not key.endswith("_" + d):
+                    continue
+                (ln,) = ax.plot(tr["t"], tr["delta_norm"], label=f"{tr['mode']} (measured)")
+            first = next((tr for k, tr in traces.items() if k.endswith("_" + d)), None)
+            if first is not None:
+                ax.plot(first["t"], first["delta_predicted"], "k--", label="prediction")
+            ax.set_title(f"‖δ_t‖ along {'+c' if d == 'c' else '−b'}")
+            ax.set_xlabel("t")
+            ax.grid(alpha=0.3)
+            ax.legend()
+        names.append(plots.save(fig, run.figures / "delta_norm.png").name)
+    for key in traces:
+        path = run.path / "flows" / f"{key}.safetensors"
+        if not path.exists():
+            continue
+        arr = load_tensors(path)
+        times = arr[f"{key}.times"].tolist()
+        n = len(times)
+        phi = np.arange(arr[f"{key}.profile.0"].numel()) * 360.0 / arr[f"{key}.profile.0"].numel()
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for i in (0, n // 2, n - 1):
+            (ln,) = ax.plot(phi, arr[f"{key}.profile.{i}"].numpy(), label=f"t = {times[i]:.2f}")
+            if i > 0:
+                ax.plot(phi, arr[f"{key}.profile_pred.{i}"].numpy(), "--", color=ln.get_color(), label=f"predicted t = {times[i]:.2f}")
+        ax.set_xlabel("φ (degrees)")
+        ax.set_ylabel(f"d_t(φ) at r = {cfg['profile_radius']}")
+        ax.set_title(f"angular deviation profile — {key.replace('_', ' ')}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        names.append(plots.save(fig, run.figures / f"profile_{key}.png").name)
+        # decision boundaries along the flow
+        fig, axes = plt.subplots(1, n, figsize=(3.0 * n, 3.2))
+        ext = cfg["extent"]
+        for i, ax in enumerate(np.atleast_1d(axes)):
+            F = arr[f"{key}.field.{i}"].numpy()
+            P = arr[f"{key}.field_pred.{i}"].numpy()
+            ax.contourf(F, levels=[-1e9, 0, 1e9], colors=["#f4c7c3", "#c6dbef"], extent=(-ext, ext, -ext, ext))
+            ax.contour(F, levels=[0], colors="b", extent=(-ext, ext, -ext, ext))
+            ax.contour(P, levels=[0], colors="k", linestyles="--", extent=(-ext, ext, -ext, ext))
+            if data is not None:
+                x, y = data["x"].numpy(), data["y"].numpy()
+                ax.scatter(x[y > 0.5, 0], x[y > 0.5, 1], s=3, c="navy")
+                ax.scatter(x[y < 0.5, 0], x[y < 0.5, 1], s=3, c="darkred")
+            ax.set_title(f"t = {times[i]:.2f}", fontsize=9)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        fig.suptitle(f"decision boundary f = 0 — {key.replace('_', ' ')} (blue: flow, dashed: prediction)", fontsize=10)
+        names.append(plots.save(fig, run.figures / f"boundary_{key}.png").name)
+    return names
+
+
+def report_sections(run: RunDir) -> str:
+    """Annulus-specific report sections: training facts, side-by-side with the paper, figures."""
+    from ..attribution.tables import markdown
+
+    metrics = run.read_json("metrics.json")
+    cfg = run.read_json("config.json")["config"]
+    names = make_figures(run)
+    info = metrics.get("info", {})
+    lines = [f"## Annulus classifier ({cfg['data']}, {cfg['stage']})", ""]
+    lines.append(
+        f"MLP 2→{cfg['hidden']}×{cfg['depth']}→1 ({cfg['activation']}), {info.get('n_params')} parameters; "
+        f"probe grid N = {info.get('n_probes')}; Reynolds over C_{cfg['n_quadrature']}; τ = {cfg['rtol']}, "
+        f"gauge {cfg['gauge']}; Euler dt = {cfg['dt']} on [0, {cfg['t_end']}]."
+    )
+    if "loss_final" in info:
+        lines.append(
+            f"Training: {cfg['epochs']} epochs, BCE {info['loss_first']:.4f} → {info['loss_final']:.4f}, "
+            f"train accuracy {info['train_accuracy']:.3f}."
+        )
+    lines += ["", "### Flows beside the paper", ""]
+    rows = []
+    for r in metrics["summary"]["flows"]:
+        paper = ""
+        if "paper_delta_start" in r:
+            paper = f"{r['paper_delta_start']} → {r['paper_delta_end']} ({r['paper_delta_predicted']})"
+        elif "paper_delta_end" in r:
+            paper = f"end {r['paper_delta_end']}"
+        rows.append({
+            "flow": r["flow"], "dir": r["direction"],
+            "‖δ‖ start → end (pred.)": f"{r['delta_start']:.4g} → {r['delta_end']:.4g} ({r['delta_predicted']:.4g})",
+            "|end−pred|/pred": r.get("delta_error_end_relative"),
+            "‖f_t − pred‖/‖f_0‖": r.get("deviation_end_relative"),
+            "RMS ratio (pred.)": f"{r.get('rms_ratio') or float('nan'):.3f} ({r.get('rms_ratio_predicted') or float('nan'):.3f})",
+            "eq. error start → end": f"{r.get('equivariance_error_start', float('nan')):.3g} → {r.get('equivariance_error_end', float('nan')):.3g}",
+            "residual start/end": f"{_fmt(r.get('residual_start'))} / {_fmt(r.get('residual_end'))}",
+            "paper": paper,
+        })
+    lines.append(markdown(rows))
+    lines += ["Per-tensor attribution at t = 0 (S = RMS sensitivity; share = ‖c_T‖²/‖c‖²):", ""]
+    lines.append(markdown(metrics.get("tensor_table", []),
+                          ["tensor", "numel", "dead", "S_mean", "S_max", "c_share", "b_share"]))
+    for n in names:
+        lines.append(f"![{n}](figures/{n})")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else f"{v:.3g}"
