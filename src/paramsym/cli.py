@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "paramsym.discovery.cli",
     "paramsym.attention.cli",
     "paramsym.attribution.cli",
+    "paramsym.groups.cli",
 ]
 
 
