@@ -28,7 +28,7 @@ def test_objective_variants_combine_the_terms_as_documented(variant):
     tr, cfg = _trainer(variant, extra=("objective.lambda_sparse=0.1",))
     terms = tr.losses(step=20)
     ob = cfg.objective
-    t = {k: float(v) for k, v in terms.items()}
+    t = {k: float(v.detach()) for k, v in terms.items()}
     reg = ob.lambda_scale * t["scale"] + ob.lambda_div * t["div"] + ob.lambda_sparse * t["sparse"]
     if variant == "hybrid":
         expected = t["inv"] + ob.gamma_transport * t["trans"] + ob.gamma_finite * (t["comp"] + t["pres"]) + reg
