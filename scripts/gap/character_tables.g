@@ -68,7 +68,12 @@ Append(groups, [
   ["V4", DirectProduct(CyclicGroup(IsPermGroup, 2), CyclicGroup(IsPermGroup, 2))],
   ["C2xC3", DirectProduct(CyclicGroup(IsPermGroup, 2), CyclicGroup(IsPermGroup, 3))],
   ["D4xC2", DirectProduct(DihedralGroup(IsPermGroup, 8), CyclicGroup(IsPermGroup, 2))],
-  ["C4xC2", DirectProduct(CyclicGroup(IsPermGroup, 4), CyclicGroup(IsPermGroup, 2))]
+  ["C4xC2", DirectProduct(CyclicGroup(IsPermGroup, 4), CyclicGroup(IsPermGroup, 2))],
+  # no closed form in paramsym; they exercise complex irreducibles of degree > 1 (F21) and
+  # quaternionic ones (Dic3, SL(2,3))
+  ["F21", Group((1,2,3,4,5,6,7), (2,3,5)(4,7,6))],
+  ["Dic3", Image(SmallerDegreePermutationRepresentation(Image(IsomorphismPermGroup(SmallGroup(12, 1)))))],
+  ["SL(2,3)", Image(SmallerDegreePermutationRepresentation(Image(IsomorphismPermGroup(SmallGroup(24, 3)))))]
 ]);
 
 entries := List(groups, p -> GroupEntry(p[1], p[2]));
