@@ -259,6 +259,8 @@ def test_wrong_size():
         direct_sum(regular(g), regular(dihedral(4)))
     with pytest.raises(RepresentationError, match="integer"):
         copies(regular(g), 0)
+    with pytest.raises(RepresentationError, match="FiniteGroup"):
+        Representation("D4", np.zeros((8, 2, 2)))
 
 
 def test_non_finite_and_identity():

@@ -62,6 +62,11 @@ class Representation:
         check: bool = True,
         tol: float = 1e-9,
     ) -> None:
+        if not isinstance(group, FiniteGroup):
+            raise RepresentationError(
+                f"group must be a paramsym.groups.finite.FiniteGroup; got {type(group).__name__} "
+                "(build one with group_by_name, from_permutations or from_matrices)."
+            )
         try:
             arr = np.asarray(matrices, dtype=np.float64)
         except (TypeError, ValueError) as exc:
