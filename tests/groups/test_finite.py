@@ -254,3 +254,8 @@ def test_bad_table():
     loop = np.array([[0, 1, 2, 3, 4], [1, 0, 3, 4, 2], [2, 4, 0, 1, 3], [3, 2, 4, 0, 1], [4, 3, 1, 2, 0]])
     with pytest.raises(GroupError, match="associative"):
         FiniteGroup(loop)
+
+
+def test_generators_out_of_range():
+    with pytest.raises(GroupError, match="element indices"):
+        FiniteGroup(cyclic(3).table, generators=[7])

@@ -124,3 +124,9 @@ def test_bad_gsets():
         coset_space(g, [0, 1])
     with pytest.raises(TooLargeError, match="MAX_RELABELINGS"):
         all_actions(g, 9)
+
+
+def test_actions_on_zero_and_one_points():
+    g = cyclic(3)
+    assert [h.shape for h in all_actions(g, 0)] == [(3, 0)]
+    assert len(all_actions(g, 1)) == 1 and np.array_equal(all_actions(g, 1)[0], np.zeros((3, 1)))

@@ -83,6 +83,8 @@ class FiniteGroup:
         self.labels = list(labels) if labels is not None else None
         self.permutations = permutations
         self.matrices = matrices
+        if generators is not None and any(not 0 <= int(s) < n for s in generators):
+            raise GroupError(f"generators {list(generators)} must be element indices in 0..{n - 1}.")
         self._cache: dict = {}
         if validate:
             self._validate_table(generators)

@@ -228,7 +228,9 @@ def all_actions(group: FiniteGroup, n: int) -> list[np.ndarray]:
             f"{MAX_RELABELINGS} steps per G-set type (paramsym.groups.gsets.MAX_RELABELINGS); "
             "use gsets_of_size(G, n) to get the actions up to isomorphism instead."
         )
-    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64).reshape(-1, n)
+    if n == 0:
+        return [np.zeros((group.order, 0), dtype=np.int64)]
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
     pinv = np.argsort(perms, axis=1)
     gens = np.array(group.generators, dtype=np.int64)
     out: list[np.ndarray] = []
