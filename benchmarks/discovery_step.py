@@ -1,0 +1,271 @@
+"""Benchmark: cost of one hybrid discovery training step (spec §4), measured side by side.
+
+Prints, per problem, medians over interleaved repetitions (the machine is noisy: compare the
+ratios, not the absolute times):
+
+(a) ``Trainer.step`` (the full hybrid objective, backward, clipping, Adam) over one forward +
+    backward of the action network on the same batch (``act_many`` of B sampled elements on B
+    points, squared norm, backward) — the issue's aim is a ratio ≤ 10×;
+(b) steps per second of ``Trainer.step`` against a naive baseline that computes the same hybrid
+    objective one sample at a time (see :func:`naive_losses`):
+
+    * group elements are sampled in a Python loop, one sample at a time (product length,
+      simplex weights, total length, signs and generator indices drawn per sample), each element
+      built factor by factor with ``torch.linalg.matrix_exp``; the inverse pairs of L_comp are
+      built the same way from the reversed, negated factors; as in ``Trainer.losses`` one set of
+      elements ``g1`` serves transport, composition and preservation;
+    * every directional derivative is ``torch.autograd.functional.jvp(..., create_graph=True)``
+      for one sample: the fields ``v_i(θ)`` (B points × r generators, for both the μ points and
+      the mixed batch), ``D_θF(θ)[v_i(θ)]``, ``D_g a(g,θ)[h g]`` and ``v_h(a(g,θ))``;
+    * ``a(g, θ)`` and ``F`` are evaluated per sample with the action's single-sample ``act``;
+    * the batch composition (half μ points, half detached transformed points), the share of
+      inverse pairs, the loss weights, the regularisers (on the μ fields), gradient clipping and
+      Adam are those of ``Trainer``.
+
+Before timing, the baseline's loss terms and gradients are compared with the library's
+objectives (``paramsym.discovery.objectives``) on identical points and elements in float64, and
+the agreement is printed: the baseline computes the same function, only without batching.
+
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/discovery_step.py [--rounds 7]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+
+import torch
+from torch.autograd.functional import jvp as af_jvp
+
+from paramsym.config import apply_overrides
+from paramsym.discovery import objectives as O
+from paramsym.discovery.config import DiscoverConfig
+from paramsym.discovery.problems import build_problem
+from paramsym.discovery.train import Trainer
+
+# -- the naive baseline ---------------------------------------------------------------------------
+
+
+def naive_sample(group, n: int, rho: float, max_factors: int, gen: torch.Generator, dtype=torch.float32):
+    """``n`` elements drawn one at a time (same law as ``MatrixLieGroup.sample``).
+
+    Returns ``(matrices (n, s, s), factors)`` with ``factors[k] = [(t_j, i_j), ...]`` (applied
+    first to last) so that inverses can be built from them.
+    """
+    gens = group.generators()
+    eye = torch.eye(group.size, dtype=dtype)
+    mats, factors = [], []
+    for _ in range(n):
+        m = int(torch.randint(1, max_factors + 1, (1,), generator=gen))
+        w = -torch.log(torch.rand(m, dtype=torch.float64, generator=gen).clamp_min(1e-300))
+        w = w / w.sum()
+        total = rho * (0.2 + 0.8 * float(torch.rand(1, dtype=torch.float64, generator=gen)))
+        signs = torch.randint(0, 2, (m,), generator=gen) * 2 - 1
+        idx = torch.randint(0, group.num_generators, (m,), generator=gen)
+        fac = [(float(total * w[j] * signs[j]), int(idx[j])) for j in range(m)]
+        g = eye
+        for t, i in fac:
+            g = torch.linalg.matrix_exp(t * gens[i].to(dtype)) @ g
+        mats.append(g)
+        factors.append(fac)
+    return torch.stack(mats), factors
+
+
+def naive_inverse(group, factors, dtype=torch.float32) -> torch.Tensor:
+    """``g⁻¹`` for each factor list, built one sample and one factor at a time."""
+    gens = group.generators()
+    eye = torch.eye(group.size, dtype=dtype)
+    out = []
+    for fac in factors:
+        g = eye
+        for t, i in reversed(fac):
+            g = torch.linalg.matrix_exp(-t * gens[i].to(dtype)) @ g
+        out.append(g)
+    return torch.stack(out)
+
+
+def _field(action, h, theta):
+    eye = torch.eye(h.shape[-1], dtype=h.dtype)
+    return af_jvp(lambda g: action.act(g, theta), eye, h, create_graph=True)[1]
+
+
+def naive_losses(action, target, scales: O.Scales, theta_mu, theta, g_tr, h_tr, g1, g2, g_pres):
+    """The hybrid loss terms, one sample at a time with ``torch.autograd.functional.jvp``."""
+    gens = action.group.generators().to(theta.dtype)
+    r = gens.shape[0]
+    m2 = scales.motion**2
+    fields_mu = torch.stack([torch.stack([_field(action, gens[i], th) for i in range(r)]) for th in theta_mu])
+    inv = torch.stack([
+        af_jvp(target, th, _field(action, gens[i], th), create_graph=True)[1].pow(2).sum()
+        for th in theta for i in range(r)
+    ]).mean() / scales.s_F**2
+    trans = torch.stack([
+        (af_jvp(lambda gg, th=th: action.act(gg, th), g, h @ g, create_graph=True)[1]
+         - _field(action, h, action.act(g, th))).pow(2).sum()
+        for th, g, h in zip(theta, g_tr, h_tr)
+    ]).mean() / m2
+    comp = torch.stack([
+        (action.act(b @ a, th) - action.act(b, action.act(a, th))).pow(2).sum() for th, a, b in zip(theta, g1, g2)
+    ]).mean() / m2
+    pres = torch.stack([
+        (target(action.act(g, th)) - target(th)).pow(2).sum() for th, g in zip(theta, g_pres)
+    ]).mean() / scales.s_F**2
+    msq = torch.stack([torch.stack([fields_mu[n, i].div(scales.s_theta).pow(2).sum() for n in range(len(theta_mu))]).mean()
+                       for i in range(r)])
+    scale = ((msq - scales.beta**2) / scales.beta**2).pow(2).mean()
+    div = theta.new_zeros(())
+    for i in range(r):
+        for j in range(r):
+            if i != j:
+                num = torch.stack([fields_mu[n, i] @ fields_mu[n, j] for n in range(len(theta_mu))]).mean()
+                div = div + num**2 / (msq[i] * msq[j] * scales.s_theta**4)
+    return {"inv": inv, "trans": trans, "comp": comp, "pres": pres, "scale": scale, "div": div}
+
+
+def naive_step(trainer: Trainer, action, opt, step: int) -> float:
+    """One hybrid step of the baseline (same batch composition, weights, clipping and Adam)."""
+    cfg, sc = trainer.cfg, trainer.scales
+    group = action.group
+    rng = trainer.rng
+    B = cfg.train.batch
+    half = B // 2
+    rho, mf = trainer.stage(step)
+    theta_mu = trainer.problem.sample(B, rng, torch.float32)
+    with torch.no_grad():
+        q, _ = naive_sample(group, half, rho, mf, rng)
+        pts = trainer.problem.sample(half, rng, torch.float32)
+        theta_tr = torch.stack([action.act(qq, th) for qq, th in zip(q, pts)])
+    theta = torch.cat([theta_mu[:half], theta_tr])
+    # as in Trainer.losses: one set of elements g1 serves transport, composition and
+    # preservation; g2 completes the composition pairs, a quarter of them inverse pairs g1⁻¹
+    g1, f1 = naive_sample(group, B, rho, mf, rng)
+    g2, _ = naive_sample(group, B, rho, mf, rng)
+    n_inv = int(round(cfg.objective.inverse_fraction * B))
+    g2 = torch.cat([naive_inverse(group, f1[:n_inv]), g2[n_inv:]])
+    which = [int(torch.randint(0, group.num_generators, (1,), generator=rng)) for _ in range(B)]
+    h = group.generators()[which]
+    t = naive_losses(action, trainer.target, sc, theta_mu, theta, g1, h, g1, g2, g1)
+    ob = cfg.objective
+    total = (t["inv"] + ob.gamma_transport * t["trans"] + ob.gamma_finite * (t["comp"] + t["pres"])
+             + ob.lambda_scale * t["scale"] + ob.lambda_div * t["div"])
+    opt.zero_grad(set_to_none=True)
+    total.backward()
+    torch.nn.utils.clip_grad_norm_(action.parameters(), cfg.train.clip)
+    opt.step()
+    return float(total.detach())
+
+
+# -- checks and timing ----------------------------------------------------------------------------
+
+
+def verify_baseline(trainer: Trainer) -> tuple[float, float]:
+    """Max relative difference (loss terms, gradient) between the baseline and the library
+    objectives on identical float64 inputs."""
+    action = copy.deepcopy(trainer.action).double()
+    target = trainer.problem.target.to(torch.float64)
+    sc = trainer.scales
+    gen = torch.Generator().manual_seed(123)
+    B = 6
+    group = action.group
+    theta_mu = trainer.problem.sample(B, gen, torch.float64)
+    theta = trainer.problem.sample(B, gen, torch.float64)
+    samples = [group.sample(B, 0.5, 3, generator=gen) for _ in range(4)]
+    which = torch.arange(B) % group.num_generators
+
+    def library(g_tr, g1, g2, g_pres, h):
+        fields_mu = action.fields_all(theta_mu)
+        return {"inv": O.invariance(action, target, theta, sc), "trans": O.transport(action, theta, g_tr, h, sc),
+                "comp": O.composition(action, theta, g1, g2, sc), "pres": O.preservation(action, target, theta, g_pres, sc),
+                "scale": O.scale_penalty(fields_mu, sc), "div": O.diversity_penalty(fields_mu)}
+
+    def naive(g_tr, g1, g2, g_pres, h):
+        return naive_losses(action, target, sc, theta_mu, theta, g_tr, h, g1, g2, g_pres)
+
+    results = []
+    for fn in (library, naive):
+        action.zero_grad()
+        # elements built inside, so that gradients reach learned generators through g and h
+        terms = fn(*(group.matrices(x) for x in samples), group.generators()[which])
+        sum(terms.values()).backward()
+        grad = torch.cat([p.grad.reshape(-1) for p in action.parameters() if p.grad is not None])
+        results.append(({k: float(v.detach()) for k, v in terms.items()}, grad))
+    (lt, lg), (nt, ng) = results
+    term_err = max(abs(lt[k] - nt[k]) / max(abs(lt[k]), 1e-300) for k in lt)
+    grad_err = float((lg - ng).norm() / lg.norm())
+    return term_err, grad_err
+
+
+def time_it(fn, reps: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps
+
+
+def bench(preset: str, extra: list[str], rounds: int, naive_reps: int) -> None:
+    problem = build_problem(preset)
+    items = [f"problem.preset={preset}"] + [f"{k}={v}" for k, v in problem.recipe.items()] + extra
+    cfg = apply_overrides(DiscoverConfig(), items)
+    scales = problem.scales(cfg.objective.beta, torch.Generator().manual_seed(10_000))
+    trainer = Trainer(problem, cfg, scales)
+    step_index = cfg.train.steps // 2  # the main curriculum stage: full ρ and product length
+    rho, mf = trainer.stage(step_index)
+    B = cfg.train.batch
+    # warm-up training so the fields are not at their near-zero start
+    for s in range(20):
+        trainer.step(step_index + s)
+    term_err, grad_err = verify_baseline(trainer)
+
+    naive_action = copy.deepcopy(trainer.action)
+    naive_opt = torch.optim.Adam(naive_action.parameters(), lr=cfg.train.lr)
+    gen = torch.Generator().manual_seed(1)
+    theta = problem.sample(B, gen, torch.float32)
+    g = trainer.action.group.matrices(trainer.action.group.sample(B, rho, mf, generator=gen)).detach()
+
+    def fwd_bwd():
+        trainer.action.zero_grad(set_to_none=True)
+        trainer.action.act_many(g, theta).pow(2).sum().backward()
+
+    def fast_step():
+        trainer.step(step_index)
+
+    def slow_step():
+        naive_step(trainer, naive_action, naive_opt, step_index)
+
+    times: dict[str, list[float]] = {"fwd_bwd": [], "step": [], "naive": []}
+    for _ in range(rounds):  # interleaved repetitions
+        times["fwd_bwd"].append(time_it(fwd_bwd, 10))
+        times["step"].append(time_it(fast_step, 5))
+        times["naive"].append(time_it(slow_step, naive_reps))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    r = cfg.group.generators
+    print(f"\n== {preset}: p = {problem.target.p}, r = {r} generator(s) of size {cfg.group.size}, batch {B}, "
+          f"width {cfg.action.width}×{cfg.action.depth}, rho = {rho}, up to {mf} factors; {rounds} interleaved rounds")
+    print(f"   baseline vs library objectives (float64, same inputs): terms agree to {term_err:.1e}, "
+          f"gradient to {grad_err:.1e} (relative)")
+    print(f"   forward+backward of the action : {med['fwd_bwd'] * 1e3:8.2f} ms  (median)")
+    print(f"   Trainer.step (hybrid)          : {med['step'] * 1e3:8.2f} ms  = {1 / med['step']:7.1f} steps/s")
+    print(f"   naive per-sample baseline step : {med['naive'] * 1e3:8.2f} ms  = {1 / med['naive']:7.1f} steps/s")
+    print(f"   (a) step / forward+backward     : {med['step'] / med['fwd_bwd']:6.1f}x  (aim <= 10x)")
+    print(f"   (b) speed-up over the baseline  : {med['naive'] / med['step']:6.1f}x  more steps per second")
+    spread = {k: (min(v) / med[k], max(v) / med[k]) for k, v in times.items()}
+    print("   spread across rounds (min/median, max/median): "
+          + ", ".join(f"{k} {a:.2f}-{b:.2f}" for k, (a, b) in spread.items()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--naive-reps", type=int, default=1)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op thread(s)")
+    # the default run's problem, and a non-commutative one with four generators (gl(2))
+    bench("sigmoid-scalar", [], args.rounds, args.naive_reps)
+    bench("linear2x2", ["group.generators=4"], args.rounds, args.naive_reps)
+
+
+if __name__ == "__main__":
+    main()
