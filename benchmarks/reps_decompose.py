@@ -86,8 +86,8 @@ def main() -> None:
         grp = group_by_name(name)
         t_irr, _ = timed(lambda grp=grp: real_irreps(grp), repeat=1)
         rep = regular(grp)
-        t_ours, dec = timed(lambda rep=rep: rep.decompose(), repeat=1)
-        t_base, (_, berr) = timed(lambda rep=rep: baseline_decompose(rep), repeat=1)
+        t_ours, dec = timed(lambda rep=rep: rep.decompose())
+        t_base, (_, berr) = timed(lambda rep=rep: baseline_decompose(rep))
         print(f"  {name:6s} |G|={grp.order:4d}: irreps {t_irr:.3f} s; ours {t_ours:.3f} s "
               f"{max(dec.equivariance_error, dec.orthogonality_error):.1e} | baseline {t_base:.3f} s "
               f"{berr:.1e} | {t_base / t_ours:5.1f}x")
