@@ -399,6 +399,8 @@ def train_hamiltonian(
     stride: int = 1,
     progress: bool = True,
     callback: Callable[[int, float], None] | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    start_epoch: int = 0,
 ) -> list[float]:
     """Full-batch Adam on :func:`trajectory_loss` ``+ l1 · Σ|θ|`` over all windows.
 
@@ -411,9 +413,12 @@ def train_hamiltonian(
         stride: spacing of window starts along each trajectory.
         progress: show a tqdm progress bar.
         callback: called as ``callback(epoch, loss)`` after each step (used to checkpoint).
+        optimizer: an Adam optimiser over ``model.parameters()`` to continue (resume); a new
+            one with ``lr`` by default.
+        start_epoch: first epoch index (when resuming); runs epochs ``start_epoch..epochs-1``.
 
     Returns:
-        The trajectory-loss history (without the L1 term), one value per epoch.
+        The trajectory-loss history (without the L1 term) of the epochs run here.
 
     Raises:
         NonFiniteError: the loss became NaN/inf (lower the learning rate).
@@ -421,9 +426,9 @@ def train_hamiltonian(
     from tqdm.auto import tqdm
 
     q, p, alpha = trajectory_windows(data, horizon, stride)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = optimizer if optimizer is not None else torch.optim.Adam(model.parameters(), lr=lr)
     history: list[float] = []
-    bar = tqdm(range(epochs), desc="train Hamiltonian", disable=not progress, leave=False)
+    bar = tqdm(range(start_epoch, epochs), desc="train Hamiltonian", disable=not progress, leave=False)
     for epoch in bar:
         opt.zero_grad()
         loss = trajectory_loss(model, q, p, alpha, data.dt)

@@ -1,0 +1,488 @@
+"""Preset ``hamiltonian``: symmetry attribution in a learned Hamiltonian (seed 003, §3.2, App. C.1).
+
+Pipeline (:func:`run`):
+
+1. **Train** a separable Hamiltonian ``K_θ1(p) + V_θ2(q, α)`` (leapfrog, Δt = 0.1) on Mexican-hat
+   trajectories at α ∈ {±1.1, ±0.8, ±0.6, ±0.2}, 10 initial conditions each (Adam lr 1e-3,
+   L1 1e-5). The trained model is cached in the run directory (``model.safetensors``; resumable
+   checkpoints under ``checkpoint/``): a second run into the same directory reuses it.
+2. **Analyse** the learned force ``F_θ(q; α) = −∇_q V_θ2(q, α)`` as a function of V's
+   parameters on a polar grid (15 radii × 32 angles in ‖q‖ ≤ 1, N = 480) for every training and
+   analysis α, rows stacked into one least-squares system; G = SO(2) rotating q (not α) and F;
+   Reynolds projection by 64-point quadrature; ``c* = J⁺η``, ``b* = J⁺(−δ)``.
+3. **α sweep**: per α the force error against the truth, the relative defect ‖δ_α‖/‖F_α‖, the
+   finite-rotation error at 73°, the per-α lifting residuals and a held-out trajectory error.
+4. **Walks**: unit-normalised direction, step 0.02 in parameter space, 5 forward and 3 backward
+   steps; *resolved* (re-solved every step) and *fixed* (direction of step 0). The predicted
+   function-space time is ``τ = Σ ±0.02/‖z_k‖``: along +c the potential's angular deviation
+   profile shifts by ``τ`` (``d_τ(φ) = d_0(φ + τ)``), along −b it shrinks by ``e^{−τ}``.
+5. **Perturbation sweep** ``θ + ε ĉ`` (and ``θ + ε b̂``), ε ∈ [−0.2, 0.2], 21 values.
+
+The source reports no numbers for this experiment (only Figures 3 and 4 and the qualitative
+claims quoted in :data:`PAPER`), so the report shows its claims beside our measurements.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..attribution.flows import run_flow
+from ..attribution.presets import FlowRecord, LiftRecord, PresetRequest, finish_run
+from ..attribution.symmetry import equivariance_error_x, polar_grid, so2
+from ..attribution.tables import tensor_table
+from ..config import apply_overrides, to_dict
+from ..errors import ConfigError
+from ..models.hamiltonian import (
+    SeparableHamiltonian,
+    force_function,
+    generate_trajectories,
+    mexican_hat_force,
+)
+from ..runs import RunDir, save_tensors
+from .hamiltonian_lift import TallSymmetryProblem, phase_shift
+from .hamiltonian_report import report_sections
+from .hamiltonian_train import train_or_load
+
+__all__ = ["HamiltonianConfig", "PAPER", "build_problem", "force_group", "make_config", "report_sections",
+           "run", "stacked_probes"]
+
+#: what the source says about this experiment (it gives no numbers)
+PAPER: dict[str, Any] = {
+    "numbers": None,
+    "claims": [
+        "resolved walk along c* shifts the angular deviation profile (effectively rotates the "
+        "learned potential)",
+        "resolved walk along b* reduces the equivariance error (the learned potential becomes "
+        "'more' equivariant)",
+        "fixed directions behave similarly for the first few steps, then drift accumulates",
+    ],
+    "source": "seed 003, §3.2 and App. C.1 (Figures 3 and 4)",
+}
+
+
+@dataclass
+class SystemConfig:
+    """Ground truth and data."""
+
+    train_alphas: tuple[float, ...] = (-1.1, -0.8, -0.6, -0.2, 0.2, 0.6, 0.8, 1.1)
+    analysis_alphas: tuple[float, ...] = (-1.0, 0.0, 1.0)
+    n_initial: int = 10
+    num_steps: int = 30
+    dt: float = 0.1
+    q_radius: float = 1.0
+    p_radius: float = 0.5
+    n_test_initial: int = 5
+
+
+@dataclass
+class ModelConfig:
+    width: int = 32
+    depth: int = 3
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 1500
+    lr: float = 1e-3
+    l1: float = 1e-5
+    horizon: int = 5
+    stride: int = 5
+    dtype: Literal["float32", "float64"] = "float32"
+    checkpoint_every: int = 250
+
+
+@dataclass
+class ProbeConfig:
+    n_radii: int = 15
+    n_angles: int = 32
+    r_max: float = 1.0
+    n_quadrature: int = 64
+    rtol: float = 1e-3
+    gauge: Literal["column", "none"] = "column"
+    rotation_deg: float = 73.0
+    n_error_angles: int = 40
+    profile_radius: float = 0.8
+    profile_angles: int = 360
+    profile_alphas: tuple[float, ...] = (-1.1, 0.0, 1.1)
+
+
+@dataclass
+class WalkConfig:
+    step: float = 0.02
+    forward: int = 5
+    backward: int = 3
+
+
+@dataclass
+class SweepConfig:
+    eps_max: float = 0.2
+    n: int = 21
+
+
+@dataclass
+class HamiltonianConfig:
+    """Configuration of the ``hamiltonian`` preset (``--set section.key=value``)."""
+
+    seed: int = 0
+    system: SystemConfig = field(default_factory=SystemConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
+    walk: WalkConfig = field(default_factory=WalkConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+
+    def validate(self) -> None:
+        s, w, p = self.system, self.walk, self.probe
+        if not s.train_alphas:
+            raise ConfigError("system.train_alphas must list at least one α.")
+        if w.step <= 0 or w.forward < 1 or w.backward < 0:
+            raise ConfigError(
+                f"walk needs step > 0, forward ≥ 1, backward ≥ 0; received {w.step}, {w.forward}, {w.backward}."
+            )
+        if self.sweep.n < 2 or self.sweep.eps_max <= 0:
+            raise ConfigError(f"sweep needs n ≥ 2 and eps_max > 0; received {self.sweep.n}, {self.sweep.eps_max}.")
+        if not 0 < p.profile_radius <= p.r_max:
+            raise ConfigError(f"probe.profile_radius must lie in (0, r_max={p.r_max}]; received {p.profile_radius}.")
+        if not p.profile_alphas:
+            raise ConfigError("probe.profile_alphas must list at least one α.")
+
+
+#: overrides making ``--quick`` (tests) small and fast
+QUICK_OVERRIDES = (
+    "system.train_alphas=[-1.1,0.6]", "system.analysis_alphas=[0.0]", "system.n_initial=3",
+    "system.num_steps=10", "system.n_test_initial=2", "train.epochs=40", "train.checkpoint_every=20",
+    "probe.n_radii=4", "probe.n_angles=12", "probe.n_quadrature=24", "probe.profile_angles=90",
+    "probe.profile_alphas=[-1.1]", "walk.forward=2", "walk.backward=1", "sweep.n=5",
+)
+
+
+def make_config(request: PresetRequest) -> HamiltonianConfig:
+    """Default config, then ``--quick`` overrides, then the user's ``--set`` overrides."""
+    cfg = HamiltonianConfig()
+    if request.seed is not None:
+        cfg.seed = int(request.seed)
+    if request.quick:
+        cfg = apply_overrides(cfg, QUICK_OVERRIDES)
+    return apply_overrides(cfg, request.overrides)
+
+
+# --------------------------------------------------------------------------------------------
+# The analysed function, probe set and group
+# --------------------------------------------------------------------------------------------
+
+
+def all_alphas(cfg: HamiltonianConfig) -> list[float]:
+    """Training α then analysis α (duplicates removed, order kept)."""
+    out: list[float] = []
+    for a in (*cfg.system.train_alphas, *cfg.system.analysis_alphas):
+        if a not in out:
+            out.append(float(a))
+    return out
+
+
+def stacked_probes(cfg: HamiltonianConfig, alphas: list[float]) -> Tensor:
+    """Polar grid × α values: ``[n_α · N, 3]`` rows ``(q₁, q₂, α)``, α-major (one block per α)."""
+    q = polar_grid(cfg.probe.n_radii, cfg.probe.n_angles, cfg.probe.r_max)
+    return torch.cat([torch.cat([q, torch.full((q.shape[0], 1), a, dtype=q.dtype)], 1) for a in alphas])
+
+
+def force_group(n_quadrature: int = 64):
+    """SO(2) rotating ``q`` inside ``x = (q₁, q₂, α)`` and the force ``F`` by the same rotation."""
+    return so2(input_dim=3, input_plane=(0, 1), output_dim=2, output_plane=(0, 1), n_quadrature=n_quadrature)
+
+
+def build_problem(model: SeparableHamiltonian, cfg: HamiltonianConfig, alphas: list[float]) -> TallSymmetryProblem:
+    """The stacked-α attribution problem for the learned force (float64)."""
+    pot = model.potential.double()
+    params = {k: v.detach() for k, v in pot.named_parameters()}
+    return TallSymmetryProblem(
+        force_function(pot), params, stacked_probes(cfg, alphas), force_group(cfg.probe.n_quadrature),
+        rtol=cfg.probe.rtol, gauge=cfg.probe.gauge,
+    )
+
+
+def rotation_error(g, x: Tensor, group, degrees: float) -> float:
+    """``‖ρ(R)⁻¹ g(τ_R x) − g(x)‖ / ‖g(x)‖`` for the rotation by ``degrees`` (relative, L²)."""
+    tau, rho = group.exp(-math.radians(degrees))  # exp(−aΩ) = R_a
+    with torch.no_grad():
+        y0 = g(x)
+        y = g(x @ tau.to(x.dtype).T) @ torch.linalg.inv(rho).to(x.dtype).T
+    n0 = float(y0.norm())
+    return float((y - y0).norm()) / n0 if n0 > 0 else 0.0
+
+
+class Observer:
+    """Measurements of the learned potential and force at any flat ``θ`` of V."""
+
+    def __init__(self, model: SeparableHamiltonian, problem: TallSymmetryProblem, cfg: HamiltonianConfig):
+        self.pot = model.potential
+        self.problem = problem
+        self.cfg = cfg
+        p = cfg.probe
+        phi = 2 * math.pi * torch.arange(p.profile_angles, dtype=torch.float64) / p.profile_angles
+        self.phi = phi.numpy()
+        ring = torch.stack([p.profile_radius * torch.cos(phi), p.profile_radius * torch.sin(phi)], -1)
+        self.ring = torch.cat(
+            [torch.cat([ring, torch.full((len(phi), 1), a, dtype=torch.float64)], 1) for a in p.profile_alphas]
+        )
+
+    def potential(self, theta: Tensor, x: Tensor) -> Tensor:
+        params = self.problem.unflatten(theta)
+        with torch.no_grad():
+            return torch.func.functional_call(self.pot, params, (x,))
+
+    def profile(self, theta: Tensor) -> np.ndarray:
+        """Angular deviation profiles of ``V_θ`` on the ring, ``[n_angles, n_profile_alphas]``."""
+        v = self.potential(theta, self.ring).reshape(len(self.cfg.probe.profile_alphas), -1).T
+        return (v - v.mean(0, keepdim=True)).numpy()
+
+    def measure(self, theta: Tensor, max_error: bool = False) -> dict[str, Any]:
+        """Rotation error at ``probe.rotation_deg``, the potential's profiles and, when
+        ``max_error``, the max equivariance error over ``probe.n_error_angles`` angles."""
+        g = self.problem.function_of_x(theta)
+        x, grp = self.problem.probes, self.problem.group
+        out: dict[str, Any] = {
+            "rotation_error": rotation_error(g, x, grp, self.cfg.probe.rotation_deg),
+            "profile": self.profile(theta),
+        }
+        if max_error:
+            with torch.no_grad():
+                out["equivariance_error_40"] = equivariance_error_x(g, x, grp, self.cfg.probe.n_error_angles)
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# α sweep, walks, perturbation sweep
+# --------------------------------------------------------------------------------------------
+
+
+def alpha_sweep(model, problem, att, alphas, cfg) -> list[dict[str, Any]]:
+    """Per-α diagnostics at the trained parameters (see module docstring, step 3)."""
+    n = cfg.probe.n_radii * cfg.probe.n_angles
+    x = problem.probes
+    F = att.values
+    truth = mexican_hat_force(x[:, :2], x[:, 2])
+    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    test = generate_trajectories(alphas, cfg.system.n_test_initial, cfg.system.num_steps, cfg.system.dt,
+                                 generator=gen, q_radius=cfg.system.q_radius, p_radius=cfg.system.p_radius)
+    with torch.no_grad():
+        qh, _ = model.rollout(test.q[0], test.p[0], test.alpha, cfg.system.dt, test.num_steps)
+    rows = []
+    f0 = problem.function_of_x()
+    for i, a in enumerate(alphas):
+        sl = slice(i * n, (i + 1) * n)
+        rs = slice(2 * i * n, 2 * (i + 1) * n)
+        tr = slice(i * cfg.system.n_test_initial, (i + 1) * cfg.system.n_test_initial)
+        Fa, Ta = F[sl], truth[sl]
+        eta_a, d_a = att.eta[sl].reshape(-1), att.delta[sl].reshape(-1)
+        rows.append({
+            "alpha": a,
+            "train": a in cfg.system.train_alphas,
+            "force_error": float((Fa - Ta).norm() / Ta.norm()),
+            "defect_relative": float(d_a.norm() / Fa.norm()),
+            "rotation_error": rotation_error(f0, x[sl], problem.group, cfg.probe.rotation_deg),
+            "rotation_error_truth": rotation_error(
+                lambda z: mexican_hat_force(z[:, :2], z[:, 2]), x[sl], problem.group, cfg.probe.rotation_deg),
+            "c_residual": float((att.c.reached[rs] - eta_a).norm() / eta_a.norm()),
+            "b_residual": float((att.b.reached[rs] + d_a).norm() / d_a.norm()),
+            "trajectory_error": float((qh[:, tr] - test.q[:, tr]).norm() / test.q[:, tr].norm()),
+        })
+    return rows
+
+
+def walk(problem, observer, direction: str, mode: str, cfg, progress: bool) -> dict[str, Any]:
+    """Forward and backward unit-step walks of one (direction, mode); see module docstring."""
+    w = cfg.walk
+    out: dict[str, Any] = {"direction": direction, "mode": mode}
+    for label, sign, steps in (("forward", 1, w.forward), ("backward", -1, w.backward)):
+        if steps == 0:
+            continue
+        meas: list[dict[str, Any]] = []
+        trace = run_flow(
+            problem, direction, mode, dt=w.step, steps=steps, sign=sign, normalize=True,
+            snapshot_at=[k * w.step for k in range(steps + 1)], progress=progress,
+            callback=lambda k, th, tr, meas=meas: meas.append(observer.measure(th)),
+        )
+        out[label] = {"trace": trace, "measure": meas}
+    return out
+
+
+def summarise_walk(res: dict[str, Any]) -> dict[str, Any]:
+    """Per step (backward steps first, negative k): τ, ‖δ‖ and prediction, phase shift, errors."""
+    fwd, bwd = res["forward"], res.get("backward")
+    p0 = fwd["measure"][0]["profile"]
+    steps = []
+    parts = [] if bwd is None else [(-k, bwd["trace"], bwd["measure"], k) for k in range(len(bwd["measure"]) - 1, 0, -1)]
+    parts += [(k, fwd["trace"], fwd["measure"], k) for k in range(len(fwd["measure"]))]
+    for k, tr, meas, i in parts:
+        prof = meas[i]["profile"]
+        s, misfit = phase_shift(p0, prof)
+        r0 = float(np.sqrt(np.mean(p0**2)))
+        tau = tr.taus[i]
+        pred_shift_profile = np.fft.irfft(np.fft.rfft(p0, axis=0) * np.exp(1j * np.arange(p0.shape[0] // 2 + 1)[:, None] * tau),
+                                          n=p0.shape[0], axis=0)
+        pred_profile = pred_shift_profile if res["direction"] == "+c" else math.exp(-tau) * p0
+        steps.append({
+            "k": k, "tau": tau, "delta": tr.delta_norms[i], "delta_predicted": tr.delta_predicted[i],
+            "deviation": tr.deviation[i], "residual": tr.residuals[i] if i < len(tr.residuals) else None,
+            "direction_norm": tr.direction_norms[i] if i < len(tr.direction_norms) else None,
+            "phase_shift": s, "phase_misfit": misfit,
+            "profile_rms_ratio": float(np.sqrt(np.mean(prof**2))) / r0 if r0 > 0 else float("nan"),
+            "profile_error": float(np.linalg.norm(prof - pred_profile) / np.linalg.norm(p0)),
+            "rotation_error": meas[i]["rotation_error"],
+        })
+    return {"direction": res["direction"], "mode": res["mode"], "steps": steps,
+            "f0_norm": fwd["trace"].extra["f0_norm"]}
+
+
+def perturbation_sweep(problem, observer, att, cfg) -> dict[str, Any]:
+    """``θ₀ + ε ẑ`` for ẑ = ĉ, b̂ and ε on a uniform grid of ``cfg.sweep.n`` values in ±eps_max."""
+    eps = np.linspace(-cfg.sweep.eps_max, cfg.sweep.eps_max, cfg.sweep.n)
+    th0 = problem.theta0
+    p0 = observer.profile(th0)
+    out: dict[str, Any] = {"eps": eps.tolist()}
+    for key, lr in (("c", att.c), ("b", att.b)):
+        z = lr.direction
+        zn = float(z.norm())
+        rows = []
+        for e in eps:
+            th = th0 + float(e) * z / zn
+            m = observer.measure(th)
+            s, misfit = phase_shift(p0, m["profile"])
+            rows.append({
+                "eps": float(e), "delta": float(problem.delta(th, warn=False).norm()),
+                "phase_shift": s, "phase_misfit": misfit,
+                "profile_rms_ratio": float(np.sqrt(np.mean(m["profile"] ** 2)) / np.sqrt(np.mean(p0**2))),
+                "rotation_error": m["rotation_error"],
+            })
+        out[key] = {"direction_norm": zn, "predicted_rate": 1.0 / zn, "rows": rows}
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The preset
+# --------------------------------------------------------------------------------------------
+
+
+def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
+    """Run the ``hamiltonian`` preset into ``out`` and return the ``--json`` summary.
+
+    Honours ``request.flows`` (``resolved``/``fixed`` walks), ``request.overrides``
+    (``--set``, keys of :class:`HamiltonianConfig`), ``request.quick``, ``request.progress`` and
+    ``request.seed``. Writes ``config.json`` (kind ``attribution``), ``env.json``,
+    ``model.safetensors`` (and ``checkpoint/``), ``walks.safetensors`` (profiles),
+    ``metrics.json`` and ``figures/*.png``.
+    """
+    from .hamiltonian_report import make_figures
+
+    cfg = make_config(request)
+    timing: dict[str, float] = {}
+    t0 = time.perf_counter()
+    out.write_json("config.json", {"kind": "attribution", "preset": request.preset, "config": to_dict(cfg),
+                                   "flows": list(request.flows), "quick": request.quick})
+    model, train_info = train_or_load(cfg, out, progress=request.progress)
+    timing["train"] = time.perf_counter() - t0
+    model = model.double()
+    alphas = all_alphas(cfg)
+    problem = build_problem(model, cfg, alphas)
+    observer = Observer(model, problem, cfg)
+
+    t = time.perf_counter()
+    att = problem.lifts()
+    timing["lift"] = time.perf_counter() - t
+    base = observer.measure(problem.theta0, max_error=True)
+    sweep_alpha = alpha_sweep(model, problem, att, alphas, cfg)
+
+    t = time.perf_counter()
+    walks, profiles = [], {}
+    for mode in request.flows:
+        for direction in ("+c", "-b"):
+            res = walk(problem, observer, direction, mode, cfg, request.progress)
+            summ = summarise_walk(res)
+            walks.append({"summary": summ, "trace": res["forward"]["trace"]})
+            tag = f"{mode}_{'c' if direction == '+c' else 'b'}"
+            for k, st in zip([s["k"] for s in summ["steps"]], _profiles_in_order(res)):
+                profiles[f"{tag}_{k:+d}"] = torch.from_numpy(np.ascontiguousarray(st))
+            snaps = res["forward"]["trace"].snapshots
+            profiles[f"theta_{tag}_end"] = snaps[max(snaps)]
+    timing["walks"] = time.perf_counter() - t
+    t = time.perf_counter()
+    sweep = perturbation_sweep(problem, observer, att, cfg)
+    timing["sweep"] = time.perf_counter() - t
+    profiles["phi"] = torch.from_numpy(observer.phi)
+    profiles["theta_0"] = problem.theta0
+    save_tensors(out.file("walks.safetensors"), profiles)
+
+    lifts = [
+        LiftRecord("c*", "eta", att.c.residual, att.c.rank, att.c.target_norm, float(att.c.direction.norm()),
+                   att.c.liftable(), att.c.verdict("symmetry direction η (c* = J⁺η)")),
+        LiftRecord("b*", "-delta", att.b.residual, att.b.rank, att.b.target_norm, float(att.b.direction.norm()),
+                   att.b.liftable(), att.b.verdict("equivariance direction −δ (b* = J⁺(−δ))")),
+    ]
+    flows = [_flow_record(w) for w in walks]
+    summary = {
+        "preset": request.preset, "stage": None,
+        "lifts": [r.to_json() for r in lifts],
+        "flows": [f.to_json() for f in flows],
+        "paper": PAPER,
+    }
+    timing["total"] = time.perf_counter() - t0
+    metrics = {
+        "train": train_info,
+        "problem": {
+            "alphas": alphas, "n_probe_per_alpha": cfg.probe.n_radii * cfg.probe.n_angles,
+            "rows": int(att.eta.numel()), "params": problem.layout.numel,
+            "delta_norm": att.delta_norm, "eta_norm": float(att.eta.norm()),
+            "values_norm": float(att.values.norm()),
+            "rotation_error": base["rotation_error"], "equivariance_error_40": base["equivariance_error_40"],
+            "sigma": att.c.sigma[: min(400, att.c.sigma.numel())].tolist(),
+            "c": att.c.summary(), "b": att.b.summary(),
+            "c_b_cosine": float(att.c.direction @ att.b.direction
+                                / (att.c.direction.norm() * att.b.direction.norm())),
+        },
+        "tensor_table": tensor_table(att),
+        "alpha_sweep": sweep_alpha,
+        "walks": [w["summary"] for w in walks],
+        "perturbation_sweep": sweep,
+        "timing_s": timing,
+    }
+    finish_run(out, preset=request.preset, config=cfg, summary=summary, metrics=metrics, seed=cfg.seed,
+               flows=list(request.flows), quick=request.quick)
+    make_figures(out)
+    return summary
+
+
+def _profiles_in_order(res: dict[str, Any]) -> list[np.ndarray]:
+    bwd = res.get("backward")
+    out = [] if bwd is None else [bwd["measure"][i]["profile"] for i in range(len(bwd["measure"]) - 1, 0, -1)]
+    return out + [m["profile"] for m in res["forward"]["measure"]]
+
+
+def _flow_record(w: dict[str, Any]) -> FlowRecord:
+    """``--json`` row of one walk: forward end against its prediction, plus walk extras."""
+    summ, trace = w["summary"], w["trace"]
+    rec = trace.record()
+    steps = summ["steps"]
+    end = steps[-1]
+    first = steps[0]
+    rec.extra.update({
+        "walk_step": trace.dt,
+        "phase_shift_end": end["phase_shift"],
+        "phase_shift_predicted_end": end["tau"] if summ["direction"] == "+c" else 0.0,
+        "profile_rms_ratio_end": end["profile_rms_ratio"],
+        "profile_rms_ratio_predicted_end": 1.0 if summ["direction"] == "+c" else math.exp(-end["tau"]),
+        "profile_error_end": end["profile_error"],
+        "rotation_error_start": next(s for s in steps if s["k"] == 0)["rotation_error"],
+        "rotation_error_end": end["rotation_error"],
+        "backward_k": first["k"], "backward_delta": first["delta"],
+        "backward_delta_predicted": first["delta_predicted"], "backward_phase_shift": first["phase_shift"],
+        "backward_tau": first["tau"],
+    })
+    return rec

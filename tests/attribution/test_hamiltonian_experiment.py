@@ -1,0 +1,239 @@
+"""Tests of the Hamiltonian attribution experiment: the tall lift against the core's DenseLift, the
+ground-truth force's exact equivariance and exact liftability, profile phase shifts against known
+shifts, cached/resumable training, and a small end-to-end run of the preset.
+
+The full reproduction (default configuration) is the ``slow`` test at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from paramsym.attribution import DenseLift, PresetRequest, SymmetryProblem, orbit_tangent, reynolds
+from paramsym.config import apply_overrides
+from paramsym.errors import ConfigError, RunDirError
+from paramsym.experiments.hamiltonian import (
+    HamiltonianConfig,
+    force_group,
+    make_config,
+    report_sections,
+    run,
+    stacked_probes,
+)
+from paramsym.experiments.hamiltonian_lift import TallLift, TallSymmetryProblem, phase_shift
+from paramsym.experiments.hamiltonian_train import train_or_load
+from paramsym.models.hamiltonian import mexican_hat_force
+from paramsym.runs import RunDir
+
+D = torch.float64
+
+
+# ---------------------------------------------------------------- tall lift == core DenseLift
+
+
+def _tall_matrix(seed: int, M: int = 500, p: int = 70) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    U, _ = torch.linalg.qr(torch.randn(M, p, generator=g, dtype=D))
+    V, _ = torch.linalg.qr(torch.randn(p, p, generator=g, dtype=D))
+    s = torch.logspace(0, -7, p, dtype=D)  # σ straddle τ = 1e-3
+    J = (U * s) @ V.T * torch.logspace(-1, 1, p, dtype=D)  # unequal column scales: gauge matters
+    J[:, 3] = 0.0  # a dead column
+    return J
+
+
+@pytest.mark.parametrize("gauge", ["column", "none"])
+def test_tall_lift_matches_core_dense_lift(gauge):
+    J = _tall_matrix(0)
+    t = torch.randn(J.shape[0], generator=torch.Generator().manual_seed(1), dtype=D)
+    ref = DenseLift(J, gauge=gauge).solve(t)
+    ours = TallLift(J, gauge=gauge).solve(t)
+    assert ours.rank == ref.rank and 0 < ours.rank < J.shape[1]
+    assert bool(ours.dead[3]) and float(ours.direction[3]) == 0.0
+    rel = float((ours.direction - ref.direction).norm() / ref.direction.norm())
+    assert rel < 1e-8, rel
+    assert abs(ours.residual - ref.residual) < 1e-10
+    torch.testing.assert_close(ours.sigma[: ref.rank], ref.sigma[: ref.rank], rtol=1e-9, atol=0)
+
+
+def test_tall_lift_on_a_learned_force_matches_dense_lift():
+    from paramsym.models.hamiltonian import SeparableHamiltonian, force_function
+
+    m = SeparableHamiltonian(width=6, depth=2, generator=torch.Generator().manual_seed(2))
+    cfg = apply_overrides(HamiltonianConfig(), ["probe.n_radii=3", "probe.n_angles=8"])
+    x = stacked_probes(cfg, [-1.1, 0.6])  # 48 points, 96 rows ≥ 73 parameters
+    fn = force_function(m.potential)
+    params = {k: v.detach() for k, v in m.potential.named_parameters()}
+    grp = force_group(32)
+    tall = TallSymmetryProblem(fn, params, x, grp).lifts()
+    core = SymmetryProblem(fn, params, x, grp).lifts()
+    assert tall.eta.numel() >= tall.layout.numel
+    for a, b in ((tall.c, core.c), (tall.b, core.b)):
+        assert a.rank == b.rank
+        assert float((a.direction - b.direction).norm() / b.direction.norm()) < 1e-8
+        assert abs(a.residual - b.residual) < 1e-9
+
+
+# ---------------------------------------------------------------- ground truth
+
+
+def _frame_force(params, x):
+    """``F(q; α) = R_φ G(R_{−φ} q; α)``, ``G = −(a α + b‖q‖²) q + ε (q₁², q₁ q₂)``.
+
+    At ε = 0, a = b = 1 this is the Mexican-hat force for every φ. The parameter φ realises the
+    group action exactly: with the seed's generator Ω = [[0, 1], [−1, 0]] (exp(tΩ) = R_{−t}),
+    Π(exp tΩ) F_φ = F_{φ−t}, so η = −∂F/∂φ.
+    """
+    phi, a, b, eps = params["phi"], params["a"], params["b"], params["eps"]
+    c, s = torch.cos(phi), torch.sin(phi)
+    R = torch.stack([torch.stack([c, -s]), torch.stack([s, c])])
+    q = x[:, :2] @ R  # R_{−φ} q, row-vector form
+    r2 = (q * q).sum(-1, keepdim=True)
+    g = -(a * x[:, 2:3] + b * r2) * q + eps * torch.stack([q[:, 0] ** 2, q[:, 0] * q[:, 1]], -1)
+    return g @ R.T
+
+
+def _truth_params(eps: float):
+    return {k: torch.tensor(v, dtype=D) for k, v in {"phi": 0.0, "a": 1.0, "b": 1.0, "eps": eps}.items()}
+
+
+def test_ground_truth_force_is_exactly_equivariant_on_the_stacked_grid():
+    cfg = HamiltonianConfig()
+    x = stacked_probes(cfg, [-1.1, -0.2, 0.0, 0.8])  # 15 × 32 polar grid per α
+    grp = force_group(64)
+    params = _truth_params(0.0)
+    F = _frame_force(params, x)
+    torch.testing.assert_close(F, mexican_hat_force(x[:, :2], x[:, 2]), rtol=0, atol=1e-15)
+    # Reynolds projection leaves the exactly equivariant field unchanged; δ ≈ 0 and η ≈ 0
+    delta = F - reynolds(_frame_force, params, x, grp)
+    eta = orbit_tangent(_frame_force, params, x, grp)
+    assert float(delta.norm() / F.norm()) < 1e-13
+    assert float(eta.norm() / F.norm()) < 1e-13
+
+
+def test_rotation_of_a_non_equivariant_truth_is_exactly_liftable_through_phi():
+    x = stacked_probes(HamiltonianConfig(), [-1.1, 0.6])
+    grp = force_group(64)
+    prob = TallSymmetryProblem(_frame_force, _truth_params(0.3), x, grp)
+    att = prob.lifts()
+    assert float(att.eta.norm()) > 1e-2  # the anisotropic term makes η non-zero
+    assert float(att.delta.norm()) > 1e-2
+    assert att.c.residual < 1e-8  # η is the φ column of J: liftable
+    # the closed-form lift: η = −∂F/∂φ, the φ column of J with a minus sign
+    J = prob.jacobian()
+    torch.testing.assert_close(att.eta.reshape(-1), -J[:, 0], rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- profiles
+
+
+def test_phase_shift_recovers_known_shifts():
+    phi = 2 * np.pi * np.arange(360) / 360
+
+    def prof(s):
+        return np.stack([np.cos(2 * (phi + s)) + 0.3 * np.sin(5 * (phi + s)), np.sin(3 * (phi + s))], 1)
+
+    for s in (0.0137, -0.4, 1.2):
+        got, misfit = phase_shift(prof(0.0), prof(s))
+        assert abs(got - s) < 1e-8 and misfit < 1e-7
+    # a profile that is not a shift has a large misfit
+    _, misfit = phase_shift(prof(0.0)[:, 0], 0.5 * prof(0.0)[:, 0] ** 2)
+    assert misfit > 0.1
+
+
+# ---------------------------------------------------------------- training cache and resume
+
+
+def _tiny(epochs: int, seed: int = 0) -> HamiltonianConfig:
+    return apply_overrides(HamiltonianConfig(seed=seed), [
+        "system.train_alphas=[-0.8]", "system.n_initial=2", "system.num_steps=5",
+        "model.width=8", "model.depth=2", f"train.epochs={epochs}", "train.checkpoint_every=2",
+    ])
+
+
+def test_training_is_cached_resumable_bit_for_bit_and_refuses_other_configs(tmp_path):
+    straight, info = train_or_load(_tiny(6), RunDir(tmp_path / "a"), progress=False)
+    assert not info["cached"] and info["resumed_from_epoch"] == 0
+    # interrupted after 3 epochs, then continued to 6 in the same directory
+    train_or_load(_tiny(3), RunDir(tmp_path / "b"), progress=False)
+    resumed, info_b = train_or_load(_tiny(6), RunDir(tmp_path / "b"), progress=False)
+    assert info_b["resumed_from_epoch"] == 3
+    for (k, w1), (_, w2) in zip(straight.state_dict().items(), resumed.state_dict().items()):
+        assert torch.equal(w1, w2), k
+    again, info_c = train_or_load(_tiny(6), RunDir(tmp_path / "a"), progress=False)
+    assert info_c["cached"]
+    assert all(torch.equal(a, b) for a, b in zip(straight.state_dict().values(), again.state_dict().values()))
+    hist = json.loads((tmp_path / "a" / "history.json").read_text())["loss"]
+    assert len(hist) == 6
+    with pytest.raises(RunDirError, match="different configuration"):
+        train_or_load(_tiny(6, seed=1), RunDir(tmp_path / "a"), progress=False)
+    with pytest.raises(RunDirError, match="more than the requested"):
+        train_or_load(_tiny(4), RunDir(tmp_path / "a"), progress=False)
+
+
+def test_config_errors_are_named():
+    with pytest.raises(ConfigError, match="walk needs"):
+        apply_overrides(HamiltonianConfig(), ["walk.step=0"])
+    with pytest.raises(ConfigError, match="unknown config key"):
+        make_config(PresetRequest(preset="hamiltonian", overrides=("walk.stride=3",)))
+    with pytest.raises(ConfigError, match="profile_radius"):
+        apply_overrides(HamiltonianConfig(), ["probe.profile_radius=2.0"])
+
+
+# ---------------------------------------------------------------- end to end (quick)
+
+
+def test_quick_preset_end_to_end(tmp_path):
+    out = RunDir(tmp_path / "run")
+    summary = run(PresetRequest(preset="hamiltonian", quick=True, progress=False), out)
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["kind"] == "attribution" and cfg["preset"] == "hamiltonian"
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["summary"] == json.loads(json.dumps(summary))
+    for name in ("model.safetensors", "walks.safetensors", "env.json", "history.json"):
+        assert (tmp_path / "run" / name).exists(), name
+    figs = {p.name for p in (tmp_path / "run" / "figures").glob("*.png")}
+    assert {"ham_profiles.png", "ham_walk.png", "ham_sweep.png", "ham_alpha.png", "ham_potential.png"} <= figs
+
+    flows = {(f["flow"], f["direction"]): f for f in summary["flows"]}
+    assert set(flows) == {(m, d) for m in ("resolved", "fixed") for d in ("+c", "-b")}
+    for f in flows.values():
+        for key in ("delta_start", "delta_end", "delta_predicted", "residual_start", "residual_end"):
+            assert f[key] is not None and math.isfinite(f[key]), key
+    # +c: the potential's profile shifts by the predicted τ; ‖δ‖ is kept
+    rc = flows[("resolved", "+c")]
+    assert rc["phase_shift_predicted_end"] > 0
+    assert abs(rc["phase_shift_end"] / rc["phase_shift_predicted_end"] - 1) < 0.05
+    assert abs(rc["delta_end"] / rc["delta_start"] - 1) < 1e-3
+    # −b: ‖δ‖ decreases as predicted
+    rb = flows[("resolved", "-b")]
+    assert rb["delta_end"] < rb["delta_start"]
+    assert abs(rb["delta_end"] - rb["delta_predicted"]) < 0.05 * (rb["delta_start"] - rb["delta_predicted"])
+    text = report_sections(out)
+    assert "## Hamiltonian network" in text and "ham_profiles.png" in text
+
+
+# ---------------------------------------------------------------- full reproduction
+
+
+@pytest.mark.slow
+def test_full_hamiltonian_reproduction(tmp_path):
+    out = RunDir(tmp_path / "full")
+    summary = run(PresetRequest(preset="hamiltonian", progress=False), out)
+    metrics = json.loads((tmp_path / "full" / "metrics.json").read_text())
+    flows = {(f["flow"], f["direction"]): f for f in summary["flows"]}
+    rc, rb = flows[("resolved", "+c")], flows[("resolved", "-b")]
+    fc, fb = flows[("fixed", "+c")], flows[("fixed", "-b")]
+    # resolved +c rotates the learned potential by the predicted angle
+    assert abs(rc["phase_shift_end"] / rc["phase_shift_predicted_end"] - 1) < 0.05
+    assert abs(rc["backward_phase_shift"] / rc["backward_tau"] - 1) < 0.05
+    # resolved −b reduces ‖δ‖ and the 73° rotation error
+    assert rb["delta_end"] < rb["delta_start"] and rb["rotation_error_end"] < rb["rotation_error_start"]
+    # fixed walks depart further from the function-space prediction than resolved ones
+    assert fc["deviation_end"] > rc["deviation_end"]
+    assert fb["deviation_end"] > rb["deviation_end"]
+    assert metrics["problem"]["rows"] == 2 * 480 * len(metrics["problem"]["alphas"])
