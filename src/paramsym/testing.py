@@ -105,7 +105,7 @@ class MetricResult:
         return bool(self.value >= self.tolerance)
 
     def describe(self) -> str:
-        """``"composition error p95 = 3.1e-01 > tolerance 1.0e-02 (ρ=0.5, 2 factors; worst ...)"``."""
+        """``"composition error p95 = 0.31 > tolerance 0.01 (2 factors; worst sample #7: ...)"``."""
         stat = "median" if self.bound == ">=" else "p95"
         label = self.name.replace("_", "-")
         label = label if label == "motion" else f"{label} {'change' if label == 'moving-output' else 'error'}"

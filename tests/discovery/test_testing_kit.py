@@ -91,6 +91,7 @@ def test_counterexample_fails_exactly_the_action_law_metrics(actions):
     failed = {(r.name, r.factors) for r in check.failures}
     assert failed == {(m, k) for m in ("composition", "inverse", "subdivision", "transport") for k in (1, 2)}
     assert check.value("output") < 1e-13 and check.value("motion") > 0.05
+    assert [c["fits"] for c in check.cells] == [False, False]  # verdict.cell_fits agrees
     # the worst composition sample is reported precisely: |2st| / (|t + t²| + |s + s²|)
     worst = next(r for r in check.results if r.name == "composition" and r.factors == 1).worst
     t, s = worst["coeffs"][0], worst["coeffs2"][0]
