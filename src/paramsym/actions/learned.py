@@ -148,3 +148,65 @@ class LearnedAction(GroupAction):
         n, r = theta.shape[0], gens.shape[0]
         v = self.field_many(gens.repeat(n, 1, 1), theta.repeat_interleave(r, 0))
         return v.reshape(n, r, -1)
+
+    # -- fused training step --------------------------------------------------------------------
+    def step_quantities(self, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor, *,
+                        infinitesimal: bool, finite: bool):
+        """All quantities of one training step in two batched network passes.
+
+        Same values as :func:`paramsym.discovery.objectives.step_quantities` (tested), but the
+        evaluations at the original points (fields at I, ``b(g1, θ)`` with its transported
+        derivative, ``b(g2 g1, θ)``, fields at the regulariser points) share one dual pass and
+        the evaluations at ``a(g1, θ)`` a second one.
+        """
+        from ..discovery.objectives import StepQuantities
+
+        dt = theta.dtype
+        n, p = theta.shape
+        gens = self.group.generators().to(dt)
+        r = gens.shape[0]
+        s = gens.shape[-1]
+        eye = torch.eye(s, dtype=dt, device=theta.device)
+        zeros = torch.zeros_like(g1)
+        blocks_g, blocks_dg, blocks_t = [], [], []
+
+        def add(g: Tensor, dg: Tensor, t: Tensor) -> slice:
+            start = sum(x.shape[0] for x in blocks_g)
+            blocks_g.append(g), blocks_dg.append(dg), blocks_t.append(t)
+            return slice(start, start + g.shape[0])
+
+        m = theta_mu.shape[0]
+        if infinitesimal:
+            at_I = add(eye.expand(n * r, s, s), gens.repeat(n, 1, 1), theta.repeat_interleave(r, 0))
+        else:
+            at_I = add(eye.expand(n, s, s), zeros, theta)
+        at_mu = add(eye.expand(m * r, s, s), gens.repeat(m, 1, 1), theta_mu.repeat_interleave(r, 0))
+        at_g1 = add(g1, h @ g1 if infinitesimal else zeros, theta)
+        at_g21 = add(g2 @ g1, zeros, theta) if finite else None
+        b1, db1 = self._batch(blocks_g, blocks_dg, blocks_t)
+
+        b_I = b1[at_I].reshape(n, -1, p)[:, 0] if infinitesimal else b1[at_I]
+        moved = theta + (b1[at_g1] - b_I)
+        q = StepQuantities(fields_mu=db1[at_mu].reshape(m, r, p), moved=moved)
+        if infinitesimal:
+            q.fields = db1[at_I].reshape(n, r, p)
+            q.transported = db1[at_g1]
+        if finite:
+            q.direct = theta + (b1[at_g21] - b_I)
+        blocks_g, blocks_dg, blocks_t = [], [], []
+        at_I2 = add(eye.expand(n, s, s), h if infinitesimal else zeros, moved)
+        at_g2 = add(g2, zeros, moved) if finite else None
+        b2, db2 = self._batch(blocks_g, blocks_dg, blocks_t)
+        if infinitesimal:
+            q.field_at_moved = db2[at_I2]
+        if finite:
+            q.two_step = moved + (b2[at_g2] - b2[at_I2])
+        return q
+
+    def _batch(self, gs: list[Tensor], dgs: list[Tensor], ts: list[Tensor]) -> tuple[Tensor, Tensor]:
+        g, dg, t = torch.cat(gs), torch.cat(dgs), torch.cat(ts)
+        x = self._inputs(g, t)
+        dx = torch.cat([dg.reshape(dg.shape[0], -1).to(t.dtype) / self.g_scale.to(t.dtype), torch.zeros_like(t)], -1)
+        y, dy = self._dual(x, dx)
+        scale = self.out_scale.to(t.dtype)
+        return y * scale, dy * scale

@@ -51,32 +51,90 @@ def output_directional(target: TargetFn, theta: Tensor, v: Tensor) -> Tensor:
     return vmap(lambda th, vv: jvp(target, (th,), (vv,))[1])(theta, v)
 
 
+# -- loss formulas (one definition each), from precomputed quantities ---------------------------
+
+def invariance_loss(target: TargetFn, theta: Tensor, fields: Tensor, scales: Scales) -> Tensor:
+    """``mean_{θ,i} ‖D_θF(θ)[v_i(θ)]‖² / s_F²`` for fields ``(n, r, p)`` at ``theta`` ``(n, p)``."""
+    n, r, p = fields.shape
+    dF = output_directional(target, theta.repeat_interleave(r, 0), fields.reshape(n * r, p))
+    return dF.pow(2).sum(-1).mean() / scales.s_F**2
+
+
+def transport_loss(transported: Tensor, field_at_moved: Tensor, scales: Scales) -> Tensor:
+    """``mean ‖D_g a(g,θ)[h g] − v_h(a(g,θ))‖² / (s_θ β)²``."""
+    return (transported - field_at_moved).pow(2).sum(-1).mean() / scales.motion**2
+
+
+def composition_loss(direct: Tensor, two_step: Tensor, scales: Scales) -> Tensor:
+    """``mean ‖a(g2 g1, θ) − a(g2, a(g1, θ))‖² / (s_θ β)²``."""
+    return (direct - two_step).pow(2).sum(-1).mean() / scales.motion**2
+
+
+def preservation_loss(target: TargetFn, theta: Tensor, moved: Tensor, scales: Scales) -> Tensor:
+    """``mean ‖F(a(g,θ)) − F(θ)‖² / s_F²``."""
+    return (vmap(target)(moved) - vmap(target)(theta)).pow(2).sum(-1).mean() / scales.s_F**2
+
+
+# -- the same losses from an action (generic GroupAction methods) --------------------------------
+
 def invariance(action: GroupAction, target: TargetFn, theta: Tensor, scales: Scales, fields: Tensor | None = None) -> Tensor:
     """``L_inv = mean_{θ,i} ‖D_θF(θ)[v_i(θ)]‖² / s_F²``; ``fields`` (n, r, p) may be passed in."""
-    V = action.fields_all(theta) if fields is None else fields
-    n, r, p = V.shape
-    dF = output_directional(target, theta.repeat_interleave(r, 0), V.reshape(n * r, p))
-    return dF.pow(2).sum(-1).mean() / scales.s_F**2
+    return invariance_loss(target, theta, action.fields_all(theta) if fields is None else fields, scales)
 
 
 def transport(action: GroupAction, theta: Tensor, g: Tensor, h: Tensor, scales: Scales) -> Tensor:
     """``L_trans = mean ‖D_g a(g,θ)[h g] − v_h(a(g,θ))‖² / (s_θ β)²`` (one h per sample)."""
-    lhs = action.transported_many(g, h, theta)
-    rhs = action.field_many(h, action.act_many(g, theta))
-    return (lhs - rhs).pow(2).sum(-1).mean() / scales.motion**2
+    return transport_loss(action.transported_many(g, h, theta), action.field_many(h, action.act_many(g, theta)), scales)
 
 
 def composition(action: GroupAction, theta: Tensor, g1: Tensor, g2: Tensor, scales: Scales) -> Tensor:
     """``L_comp = mean ‖a(g2 g1, θ) − a(g2, a(g1, θ))‖² / (s_θ β)²``."""
-    lhs = action.act_many(g2 @ g1, theta)
-    rhs = action.act_many(g2, action.act_many(g1, theta))
-    return (lhs - rhs).pow(2).sum(-1).mean() / scales.motion**2
+    return composition_loss(action.act_many(g2 @ g1, theta), action.act_many(g2, action.act_many(g1, theta)), scales)
 
 
 def preservation(action: GroupAction, target: TargetFn, theta: Tensor, g: Tensor, scales: Scales) -> Tensor:
     """``L_pres = mean ‖F(a(g,θ)) − F(θ)‖² / s_F²``."""
-    moved = action.act_many(g, theta)
-    return (vmap(target)(moved) - vmap(target)(theta)).pow(2).sum(-1).mean() / scales.s_F**2
+    return preservation_loss(target, theta, action.act_many(g, theta), scales)
+
+
+@dataclass
+class StepQuantities:
+    """Everything one training step needs, for shared samples ``g1, g2, h`` at points θ.
+
+    ``fields``: ``v_i(θ)`` (n, r, p) · ``fields_mu``: ``v_i`` at the regulariser points ·
+    ``moved``: ``a(g1, θ)`` · ``direct``: ``a(g2 g1, θ)`` · ``two_step``: ``a(g2, a(g1, θ))`` ·
+    ``transported``: ``D_g a(g1, θ)[h g1]`` · ``field_at_moved``: ``v_h(a(g1, θ))``.
+    Entries not requested are ``None``.
+    """
+
+    fields_mu: Tensor
+    moved: Tensor
+    fields: Tensor | None = None
+    direct: Tensor | None = None
+    two_step: Tensor | None = None
+    transported: Tensor | None = None
+    field_at_moved: Tensor | None = None
+
+
+def step_quantities(
+    action: GroupAction, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor,
+    *, infinitesimal: bool, finite: bool,
+) -> StepQuantities:
+    """:class:`StepQuantities` by the generic :class:`GroupAction` methods.
+
+    Actions may provide a fused ``step_quantities`` method with the same signature and values
+    (the :class:`~paramsym.actions.learned.LearnedAction` does; tested against this one).
+    """
+    moved = action.act_many(g1, theta)
+    q = StepQuantities(fields_mu=action.fields_all(theta_mu), moved=moved)
+    if infinitesimal:
+        q.fields = action.fields_all(theta)
+        q.transported = action.transported_many(g1, h, theta)
+        q.field_at_moved = action.field_many(h, moved)
+    if finite:
+        q.direct = action.act_many(g2 @ g1, theta)
+        q.two_step = action.act_many(g2, moved)
+    return q
 
 
 def scale_penalty(fields: Tensor, scales: Scales) -> Tensor:

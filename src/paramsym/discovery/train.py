@@ -106,24 +106,28 @@ class Trainer:
             theta_tr = a.act_many(q, self._points(half)).detach()
         theta = torch.cat([theta_mu[:half], theta_tr])
         variant = cfg.objective.variant
+        inf, fin = variant in ("hybrid", "infinitesimal"), variant in ("hybrid", "finite")
+        # one set of samples serves every term: g1 for transport, composition and preservation,
+        # g2 for composition (a quarter of the pairs are inverse pairs g2 = g1⁻¹)
+        s1, s2 = self._sample(B, rho, mf), self._sample(B, rho, mf)
+        n_inv = int(round(cfg.objective.inverse_fraction * B))
+        g1 = group.matrices(s1)
+        g2 = torch.cat([group.matrices(s1.select(slice(0, n_inv)).inverse()), group.matrices(s2.select(slice(n_inv, B)))])
+        which = torch.randint(0, group.num_generators, (B,), generator=self.rng).to(self.device)
+        h = group.generators()[which]
+        fused = getattr(a, "step_quantities", None)
+        args = (theta, theta_mu, g1, g2, h)
+        q = fused(*args, infinitesimal=inf, finite=fin) if fused else O.step_quantities(a, *args, infinitesimal=inf, finite=fin)
         zero = theta.new_zeros(())
         out: dict[str, Tensor] = dict.fromkeys(LOSS_TERMS, zero)
-        fields_mu = a.fields_all(theta_mu)
-        if variant in ("hybrid", "infinitesimal"):
-            out["inv"] = O.invariance(a, self.target, theta, sc)
-            s_tr = self._sample(B, rho, mf)
-            g_tr = group.matrices(s_tr)
-            which = torch.randint(0, group.num_generators, (B,), generator=self.rng).to(self.device)
-            out["trans"] = O.transport(a, theta, g_tr, group.generators()[which], sc)
-        if variant in ("hybrid", "finite"):
-            s1, s2 = self._sample(B, rho, mf), self._sample(B, rho, mf)
-            n_inv = int(round(cfg.objective.inverse_fraction * B))
-            g1 = group.matrices(s1)
-            g2 = torch.cat([group.matrices(s1.select(slice(0, n_inv)).inverse()), group.matrices(s2.select(slice(n_inv, B)))])
-            out["comp"] = O.composition(a, theta, g1, g2, sc)
-            out["pres"] = O.preservation(a, self.target, theta, group.matrices(self._sample(B, rho, mf)), sc)
-        out["scale"] = O.scale_penalty(fields_mu, sc)
-        out["div"] = O.diversity_penalty(fields_mu)
+        if inf:
+            out["inv"] = O.invariance_loss(self.target, theta, q.fields, sc)
+            out["trans"] = O.transport_loss(q.transported, q.field_at_moved, sc)
+        if fin:
+            out["comp"] = O.composition_loss(q.direct, q.two_step, sc)
+            out["pres"] = O.preservation_loss(self.target, theta, q.moved, sc)
+        out["scale"] = O.scale_penalty(q.fields_mu, sc)
+        out["div"] = O.diversity_penalty(q.fields_mu)
         if cfg.objective.lambda_sparse > 0:
             out["sparse"] = O.sparsity_penalty(group.generators())
         ob = cfg.objective
