@@ -159,6 +159,12 @@ def run_flow(
     trace = FlowTrace(mode=mode, direction=direction, dt=dt, sign=sign, normalize=normalize)
     f0_vals = problem.values(th0)
     trace.extra["f0_norm"] = float(f0_vals.norm())
+    if direction == "-b":
+        f0x = problem.function_of_x(th0)
+        with torch.no_grad():
+            P0 = reynolds_x(f0x, problem.probes, problem.group, warn=False)
+            PP0 = reynolds_x(lambda z: reynolds_x(f0x, z, problem.group, warn=False), problem.probes,
+                             problem.group, warn=False, chunk=4)
     delta0 = None
     z_fixed = None
     tau = 0.0
@@ -191,11 +197,16 @@ def run_flow(
         if delta0 is None:
             delta0 = delta
         # measurements at time t_k
-        pred = predicted_function(problem, th0, direction, tau)
         with torch.no_grad():
-            pred_vals = pred(problem.probes)
             cur_vals = problem.values(theta)
-            pred_delta = pred_vals - reynolds_x(pred, problem.probes, problem.group, warn=False)
+            if direction == "+c":
+                pred = predicted_function(problem, th0, direction, tau)
+                pred_vals = pred(problem.probes)
+                pred_delta = pred_vals - reynolds_x(pred, problem.probes, problem.group, warn=False)
+            else:  # affine in e^{−τ}: combine the precomputed P_E f_0 and P_E P_E f_0
+                decay = math.exp(-tau)
+                pred_vals = P0 + decay * (f0_vals - P0)
+                pred_delta = pred_vals - (PP0 + decay * (P0 - PP0))
         trace.ts.append(k * dt)
         trace.taus.append(tau)
         trace.delta_norms.append(float(delta.norm()))

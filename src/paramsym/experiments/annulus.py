@@ -208,7 +208,7 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
     if request.seed is not None:
         base.seed = request.seed
     if request.quick:
-        base.epochs, base.t_end, base.dt, base.boundary_grid = 60, 0.1, 0.02, 41
+        base.epochs, base.t_end, base.dt, base.boundary_grid = 60, 0.04, 0.02, 31
     cfg = apply_overrides(base, request.overrides)
     # config.json first, so an interrupted run can be recognised and resumed
     out.write_json("config.json", {"kind": "attribution", "preset": request.preset, "stage": cfg.stage,
