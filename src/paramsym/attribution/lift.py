@@ -191,7 +191,7 @@ class DenseLift:
         cmax = float(self.col.max())
         self.dead = self.col <= dead_tol * cmax if cmax > 0 else torch.ones_like(self.col, dtype=torch.bool)
         self.live = ~self.dead
-        JL = J[:, self.live]
+        JL = J if bool(self.live.all()) else J[:, self.live]
         self.JL = JL
         if JL.shape[1] == 0:
             self.sigma = torch.zeros(0, dtype=J.dtype)

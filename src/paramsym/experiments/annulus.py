@@ -78,6 +78,7 @@ class AnnulusConfig:
     directions: tuple[str, ...] = ("+c", "-b")
     profile_radius: float = 2.0
     boundary_grid: int = 121
+    predict_every: int = 5
 
     def validate(self) -> None:
         if self.data not in ("wedge", "full"):
@@ -240,7 +241,7 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
                 continue
             trace = run_flow(problem, direction, mode, t_end=cfg.t_end, dt=cfg.dt,
                              snapshot_at=[0.0, 0.25 * cfg.t_end, 0.5 * cfg.t_end, 0.75 * cfg.t_end, cfg.t_end],
-                             progress=request.progress)
+                             progress=request.progress, predict_every=cfg.predict_every)
             arrays = _flow_arrays(problem, trace, cfg, key)
             d0 = arrays[f"{key}.profile.0"].numpy()
             dT = arrays[f"{key}.profile.{len(trace.snapshots) - 1}"].numpy()
@@ -315,7 +316,8 @@ def make_figures(run: RunDir) -> list[str]:
                 (ln,) = ax.plot(tr["t"], tr["delta_norm"], label=f"{tr['mode']} (measured)")
             first = next((tr for k, tr in traces.items() if k.endswith("_" + d)), None)
             if first is not None:
-                ax.plot(first["t"], first["delta_predicted"], "k--", label="prediction")
+                tp = [(t, v) for t, v in zip(first["t"], first["delta_predicted"]) if v is not None]
+                ax.plot([a for a, _ in tp], [b for _, b in tp], "k--", label="prediction")
             ax.set_title(f"‖δ_t‖ along {'+c' if d == 'c' else '−b'}")
             ax.set_xlabel("t")
             ax.grid(alpha=0.3)
