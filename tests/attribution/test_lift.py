@@ -205,3 +205,33 @@ def test_dense_lift_reuses_factorisation():
     solver = DenseLift(J, gauge="none")
     t1, t2 = J[:, 0].clone(), J[:, 1].clone()
     assert solver.solve(t1).residual < 1e-12 and solver.solve(t2).residual < 1e-12
+
+
+def test_generator_lifts_and_tables():
+    """Several generators (so(3) acting on R³): one factorisation, one lift per generator."""
+    from paramsym.attribution import lie_group
+    from paramsym.attribution.tables import markdown, parameter_table, tensor_table
+
+    gen = torch.Generator().manual_seed(7)
+    model = mlp([3, 8, 1], "tanh", generator=gen)
+    fn, params = function_from_module(model)
+    x = torch.randn(40, 3, generator=gen, dtype=torch.float64)
+    E = torch.zeros(3, 3, 3, dtype=torch.float64)
+    for k, (i, j) in enumerate([(1, 2), (2, 0), (0, 1)]):
+        E[k, i, j], E[k, j, i] = -1.0, 1.0
+    g = lie_group(E, torch.zeros(3, 1, 1, dtype=torch.float64), name="SO(3)")
+    prob = SymmetryProblem(fn, params, x, g)
+    lifts = prob.generator_lifts()
+    J = dense_jacobian(fn, params, x)
+    for k, r in enumerate(lifts):
+        ref = lift(J, orbit_tangent(fn, params, x, g, k).reshape(-1))
+        torch.testing.assert_close(r.direction, ref.direction, rtol=1e-10, atol=1e-12)
+    # the first layer is trainable, so every rotation generator is liftable up to truncation
+    assert max(r.residual for r in lifts) < 1e-2
+    att = SymmetryProblem(fn, params, x, g, xi=torch.tensor([1.0, 0.0, 0.0])).lifts(which=("c",))
+    rows = tensor_table(att)
+    assert sum(r["c_share"] for r in rows) == pytest.approx(1.0)
+    assert sum(r["Sc_share"] for r in rows) == pytest.approx(1.0)
+    top = parameter_table(att, top=5)
+    assert len(top) == 5 and top[0]["abs_c"] == pytest.approx(float(att.c.direction.abs().max()))
+    assert markdown(rows).count("\n") == len(rows) + 2

@@ -141,10 +141,14 @@ class SymmetryProblem:
               warn: bool = True) -> Attribution:
         """Compute ``η``, ``δ`` and the requested lifts (``"c"``, ``"b"``) at ``θ``.
 
-        A lift not requested is returned with ``NaN`` residual and a zero direction.
+        A lift not requested is returned with ``NaN`` residual and a zero direction; for a group
+        without Haar quadrature (only ``"c"`` possible) ``delta`` is ``NaN``.
         """
         eta = self.eta(theta)
-        delta = self.delta(theta, warn=warn)
+        if self.group.order == 0 and "b" not in which:  # no Haar quadrature: δ is undefined
+            delta = torch.full_like(eta, float("nan"))
+        else:
+            delta = self.delta(theta, warn=warn)
         values = self.values(theta)
         m = eta.numel()
         sens = None
@@ -171,6 +175,20 @@ class SymmetryProblem:
         if sens is None and out["c"].column_norms is not None:
             sens = out["c"].column_norms / (m**0.5)
         return Attribution(out["c"], out["b"], eta, delta, values, self.layout, sens)
+
+
+    def generator_lifts(self, theta: Tensor | None = None) -> list[LiftResult]:
+        """``c*(ξ_k) = J⁺ η_{ξ_k}`` for every basis generator of the group (one factorisation of
+        ``J``): the linear map ``L: ξ ↦ c*(ξ)`` of seed 003, App. A.3, column by column."""
+        if self.method != "dense":
+            op = self.operator(theta)
+            return [lift_matrix_free(op, orbit_tangent(self.fn, self.unflatten(theta), self.probes, self.group, k)
+                                     .detach().reshape(-1), method=self.method, rtol=self.rtol, gauge=self.gauge,
+                                     **self.lsmr_options) for k in range(self.group.dim)]
+        solver = DenseLift(self.jacobian(theta), rtol=self.rtol, gauge=self.gauge)
+        p = self.unflatten(theta)
+        return [solver.solve(orbit_tangent(self.fn, p, self.probes, self.group, k).detach().reshape(-1))
+                for k in range(self.group.dim)]
 
 
 def _empty_lift(p: int, m: int, gauge: str, method: str, rtol: float) -> LiftResult:

@@ -7,7 +7,9 @@ For a lift ``c`` (``c*`` or ``b*``) and the Jacobian column norms:
   probe set do not cancel);
 * ``|c_i|`` — the parameter's coefficient in the direction;
 * per tensor ``T``: the share of the direction ``‖c_T‖² / ‖c‖²`` (shares sum to 1 over tensors),
-  the mean and max ``S_i``, and the dead-column count.
+  the share of its function-space-weighted form ``‖(S∘c)_T‖² / ‖S∘c‖²`` (how much of the motion
+  each tensor's sensitivity-scaled coefficients carry), the mean and max ``S_i``, and the
+  dead-column count.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def tensor_table(att: Attribution) -> list[dict[str, Any]]:
     b = att.b.direction.numpy()
     S = att.sensitivity.numpy() if att.sensitivity is not None else None
     dead = att.c.dead.numpy()
+    cS = c * S if S is not None else None
+    bS = b * S if S is not None else None
     rows = []
     for name in att.layout.names:
         sl = att.layout.slice(name)
@@ -45,6 +49,8 @@ def tensor_table(att: Attribution) -> list[dict[str, Any]]:
                 "c_share": _share(c, sl),
                 "b_norm": float(np.linalg.norm(b[sl])),
                 "b_share": _share(b, sl),
+                "Sc_share": None if cS is None else _share(cS, sl),
+                "Sb_share": None if bS is None else _share(bS, sl),
             }
         )
     return rows

@@ -402,9 +402,10 @@ def report_sections(run: RunDir) -> str:
             "paper": paper,
         })
     lines.append(markdown(rows))
-    lines += ["Per-tensor attribution at t = 0 (S = RMS sensitivity; share = ‖c_T‖²/‖c‖²):", ""]
+    lines += ["Per-tensor attribution at t = 0 (S = RMS sensitivity; c_share = ‖c_T‖²/‖c‖², "
+              "Sc_share = ‖(S∘c)_T‖²/‖S∘c‖²):", ""]
     lines.append(markdown(metrics.get("tensor_table", []),
-                          ["tensor", "numel", "dead", "S_mean", "S_max", "c_share", "b_share"]))
+                          ["tensor", "numel", "dead", "S_mean", "S_max", "c_share", "Sc_share", "b_share", "Sb_share"]))
     for n in names:
         lines.append(f"![{n}](figures/{n})")
     return "\n".join(lines) + "\n"
