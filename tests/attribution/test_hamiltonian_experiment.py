@@ -36,19 +36,20 @@ D = torch.float64
 # ---------------------------------------------------------------- tall lift == core DenseLift
 
 
-def _tall_matrix(seed: int, M: int = 500, p: int = 70) -> torch.Tensor:
+def _tall_matrix(seed: int, M: int, p: int, decades: float) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     U, _ = torch.linalg.qr(torch.randn(M, p, generator=g, dtype=D))
     V, _ = torch.linalg.qr(torch.randn(p, p, generator=g, dtype=D))
-    s = torch.logspace(0, -7, p, dtype=D)  # σ straddle τ = 1e-3
+    s = torch.logspace(0, -decades, p, dtype=D)  # σ straddle τ = 1e-3
     J = (U * s) @ V.T * torch.logspace(-1, 1, p, dtype=D)  # unequal column scales: gauge matters
     J[:, 3] = 0.0  # a dead column
     return J
 
 
 @pytest.mark.parametrize("gauge", ["column", "none"])
-def test_tall_lift_matches_core_dense_lift(gauge):
-    J = _tall_matrix(0)
+@pytest.mark.parametrize("shape", [(300, 70, 7.0), (700, 360, 12.0)])  # LAPACK and Lanczos paths
+def test_tall_lift_matches_core_dense_lift(gauge, shape):
+    J = _tall_matrix(0, *shape)
     t = torch.randn(J.shape[0], generator=torch.Generator().manual_seed(1), dtype=D)
     ref = DenseLift(J, gauge=gauge).solve(t)
     ours = TallLift(J, gauge=gauge).solve(t)
@@ -187,17 +188,22 @@ def test_config_errors_are_named():
 # ---------------------------------------------------------------- end to end (quick)
 
 
-def test_quick_preset_end_to_end(tmp_path):
+def test_quick_preset_end_to_end_through_the_command(tmp_path, capsys):
+    from paramsym.cli import main
+
+    rc = main(["attribute", "--preset", "hamiltonian", "--quick", "--json", "--out", str(tmp_path / "run")])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
     out = RunDir(tmp_path / "run")
-    summary = run(PresetRequest(preset="hamiltonian", quick=True, progress=False), out)
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())
     assert cfg["kind"] == "attribution" and cfg["preset"] == "hamiltonian"
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert metrics["summary"] == json.loads(json.dumps(summary))
-    for name in ("model.safetensors", "walks.safetensors", "env.json", "history.json"):
+    assert metrics["summary"] == summary
+    for name in ("model.safetensors", "walks.safetensors", "env.json", "history.json", "report.md"):
         assert (tmp_path / "run" / name).exists(), name
     figs = {p.name for p in (tmp_path / "run" / "figures").glob("*.png")}
     assert {"ham_profiles.png", "ham_walk.png", "ham_sweep.png", "ham_alpha.png", "ham_potential.png"} <= figs
+    assert "## Hamiltonian network" in (tmp_path / "run" / "report.md").read_text()
 
     flows = {(f["flow"], f["direction"]): f for f in summary["flows"]}
     assert set(flows) == {(m, d) for m in ("resolved", "fixed") for d in ("+c", "-b")}
@@ -215,6 +221,7 @@ def test_quick_preset_end_to_end(tmp_path):
     assert abs(rb["delta_end"] - rb["delta_predicted"]) < 0.05 * (rb["delta_start"] - rb["delta_predicted"])
     text = report_sections(out)
     assert "## Hamiltonian network" in text and "ham_profiles.png" in text
+    assert metrics["alpha_sweep"][0]["rotation_error_truth"] < 1e-12  # the truth is equivariant
 
 
 # ---------------------------------------------------------------- full reproduction

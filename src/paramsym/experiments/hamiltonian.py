@@ -96,6 +96,9 @@ class TrainConfig:
     stride: int = 5
     dtype: Literal["float32", "float64"] = "float32"
     checkpoint_every: int = 250
+    #: intra-op threads while training: the matrices are tiny (batch × 32), so one thread is
+    #: fastest, and several threads on a shared machine mostly wait on each other
+    threads: int = 1
 
 
 @dataclass
@@ -377,9 +380,10 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
     Honours ``request.flows`` (``resolved``/``fixed`` walks), ``request.overrides``
     (``--set``, keys of :class:`HamiltonianConfig`), ``request.quick``, ``request.progress`` and
     ``request.seed``. Writes ``config.json`` (kind ``attribution``), ``env.json``,
-    ``model.safetensors`` (and ``checkpoint/``), ``walks.safetensors`` (profiles),
-    ``metrics.json`` and ``figures/*.png``.
+    ``model.safetensors`` (and ``checkpoint/``), ``walks.safetensors`` (profiles and parameter
+    snapshots), ``metrics.json``, ``figures/*.png`` and ``report.md``.
     """
+    from ..attribution.report import render
     from .hamiltonian_report import make_figures
 
     cfg = make_config(request)
@@ -456,6 +460,7 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
     finish_run(out, preset=request.preset, config=cfg, summary=summary, metrics=metrics, seed=cfg.seed,
                flows=list(request.flows), quick=request.quick)
     make_figures(out)
+    out.write_text("report.md", render(out))
     return summary
 
 

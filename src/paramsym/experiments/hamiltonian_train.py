@@ -34,6 +34,7 @@ def fingerprint(cfg: HamiltonianConfig) -> str:
     train = to_dict(cfg.train)
     train.pop("checkpoint_every")
     train.pop("epochs")
+    train.pop("threads")
     return json.dumps({"seed": cfg.seed, "system": to_dict(cfg.system), "model": to_dict(cfg.model),
                        "train": train}, sort_keys=True)
 
@@ -106,9 +107,14 @@ def train_or_load(cfg: HamiltonianConfig, out: RunDir, *, progress: bool = True)
             save(epoch + 1)
 
     if start < cfg.train.epochs:
-        train_hamiltonian(model, data, epochs=cfg.train.epochs, lr=cfg.train.lr, l1=cfg.train.l1,
-                          horizon=cfg.train.horizon, stride=cfg.train.stride, progress=progress,
-                          callback=callback, optimizer=opt, start_epoch=start)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(max(1, cfg.train.threads))
+        try:
+            train_hamiltonian(model, data, epochs=cfg.train.epochs, lr=cfg.train.lr, l1=cfg.train.l1,
+                              horizon=cfg.train.horizon, stride=cfg.train.stride, progress=progress,
+                              callback=callback, optimizer=opt, start_epoch=start)
+        finally:
+            torch.set_num_threads(threads)
         save(cfg.train.epochs)
         save_tensors(out.file("model.safetensors"), model.state_dict(), metadata={"fingerprint": fp})
     out.write_json("history.json", {"loss": history})
