@@ -25,7 +25,12 @@ from paramsym.experiments.hamiltonian import (
     run,
     stacked_probes,
 )
-from paramsym.experiments.hamiltonian_lift import TallLift, TallSymmetryProblem, phase_shift
+from paramsym.experiments.hamiltonian_lift import (
+    TallLift,
+    TallSymmetryProblem,
+    phase_shift,
+    predicted_profile,
+)
 from paramsym.experiments.hamiltonian_train import train_or_load
 from paramsym.models.hamiltonian import mexican_hat_force
 from paramsym.runs import RunDir
@@ -141,6 +146,9 @@ def test_phase_shift_recovers_known_shifts():
     for s in (0.0137, -0.4, 1.2):
         got, misfit = phase_shift(prof(0.0), prof(s))
         assert abs(got - s) < 1e-8 and misfit < 1e-7
+    # the +c prediction is the same interpolated shift, the −b prediction a uniform decay
+    np.testing.assert_allclose(predicted_profile(prof(0.0), "+c", 0.3), prof(0.3), atol=1e-12)
+    np.testing.assert_allclose(predicted_profile(prof(0.0), "-b", 0.3), math.exp(-0.3) * prof(0.0))
     # a profile that is not a shift has a large misfit
     _, misfit = phase_shift(prof(0.0)[:, 0], 0.5 * prof(0.0)[:, 0] ** 2)
     assert misfit > 0.1

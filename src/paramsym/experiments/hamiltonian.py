@@ -46,7 +46,7 @@ from ..models.hamiltonian import (
     mexican_hat_force,
 )
 from ..runs import RunDir, save_tensors
-from .hamiltonian_lift import TallSymmetryProblem, phase_shift
+from .hamiltonian_lift import TallSymmetryProblem, phase_shift, predicted_profile
 from .hamiltonian_report import report_sections
 from .hamiltonian_train import train_or_load
 
@@ -329,9 +329,7 @@ def summarise_walk(res: dict[str, Any]) -> dict[str, Any]:
         s, misfit = phase_shift(p0, prof)
         r0 = float(np.sqrt(np.mean(p0**2)))
         tau = tr.taus[i]
-        pred_shift_profile = np.fft.irfft(np.fft.rfft(p0, axis=0) * np.exp(1j * np.arange(p0.shape[0] // 2 + 1)[:, None] * tau),
-                                          n=p0.shape[0], axis=0)
-        pred_profile = pred_shift_profile if res["direction"] == "+c" else math.exp(-tau) * p0
+        pred_profile = predicted_profile(p0, res["direction"], tau)
         steps.append({
             "k": k, "tau": tau, "delta": tr.delta_norms[i], "delta_predicted": tr.delta_predicted[i],
             "deviation": tr.deviation[i], "residual": tr.residuals[i] if i < len(tr.residuals) else None,

@@ -202,6 +202,21 @@ class TallSymmetryProblem(SymmetryProblem):
 # --------------------------------------------------------------------------------------------
 
 
+def predicted_profile(d0: np.ndarray, direction: str, tau: float) -> np.ndarray:
+    """Exact prediction of a deviation profile at function-space time ``tau``.
+
+    ``d_0(φ + τ)`` along ``"+c"`` (trigonometric interpolation of the equispaced samples; the
+    seed's ``d_t(φ) = d_0(φ + t)``), ``e^{−τ} d_0`` along ``"-b"``. ``d0``: ``[n]`` or ``[n, K]``.
+    """
+    a = np.asarray(d0, dtype=np.float64)
+    if direction == "-b":
+        return math.exp(-tau) * a
+    if direction != "+c":
+        raise ShapeError(f"direction must be '+c' or '-b', received {direction!r}.")
+    m = np.arange(a.shape[0] // 2 + 1).reshape((-1,) + (1,) * (a.ndim - 1))
+    return np.fft.irfft(np.fft.rfft(a, axis=0) * np.exp(1j * m * tau), n=a.shape[0], axis=0)
+
+
 def phase_shift(d0: np.ndarray, d1: np.ndarray, *, grid: int = 7200) -> tuple[float, float]:
     """Best ``s`` with ``d1(φ) ≈ d0(φ + s)`` for profiles on equispaced angles ``φ_j = 2πj/n``.
 

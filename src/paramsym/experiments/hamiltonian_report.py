@@ -14,16 +14,20 @@ import torch
 
 from .. import plots
 from ..runs import RunDir, load_tensors
+from .hamiltonian_lift import predicted_profile
 
 #: figure files and captions, in report order
 FIGURES = (
-    ("ham_profiles.png", "Angular deviation profiles of the learned potential V_θ(q; α) on the ring "
-     "‖q‖ = r along each walk (colour: step k, backward steps negative); dashed: the exact "
-     "prediction at the last forward step (rotation by τ along +c, e^{−τ} decay along −b)."),
-    ("ham_walk.png", "Walks: measured vs predicted phase shift of the profile (+c), ‖δ‖ relative to "
-     "its start against e^{−τ} (−b), and the function-space tracking error ‖F_k − F_pred‖/‖F_0‖."),
-    ("ham_potential.png", "Angular deviation of the learned potential, V − mean_φ V, over the disc "
-     "at the first profile α: trained, after the resolved +c walk, after the resolved −b walk."),
+    ("ham_profiles.png", "Top: angular deviation profiles d_k(φ) of the learned potential V_θ(q; α) on "
+     "the ring ‖q‖ = r along each walk (colour: step k, backward steps negative). Bottom: the "
+     "change d_k − d_0, measured (colour) and predicted (dashed: d_0(φ + τ_k) − d_0 along +c, "
+     "(e^{−τ_k} − 1) d_0 along −b)."),
+    ("ham_walk.png", "Walks: phase shift of the profile against the predicted τ and its error (+c), "
+     "‖δ‖ relative to its start against e^{−τ} (−b), and the function-space tracking error "
+     "‖F_k − F_pred‖/‖F_0‖ (resolved: grows like the lift residual; fixed: accumulates faster)."),
+    ("ham_potential.png", "The learned potential's angular deviation V − mean_φ V over the disc at "
+     "the first profile α, and its change along the resolved walks: measured (V_end − V_0) beside "
+     "the exact prediction (rotation by τ along +c, e^{−τ} shrinkage along −b)."),
     ("ham_sweep.png", "Perturbation sweep θ + ε ẑ: phase shift (ẑ = ĉ) against ε/‖c*‖, and ‖δ‖ "
      "(ẑ = ĉ, b̂) against the first-order prediction."),
     ("ham_alpha.png", "α sweep: force error against the Mexican-hat truth, relative defect, "
@@ -48,51 +52,58 @@ def make_figures(run: RunDir) -> list[str]:
     phi = tensors["phi"].numpy()
     walks = m["walks"]
 
-    # profiles
+    # profiles (top) and their change from step 0, measured against predicted (bottom)
     if walks:
-        fig, axes = plt.subplots(1, len(walks), figsize=(4.2 * len(walks), 3.4), squeeze=False)
-        for ax, w in zip(axes[0], walks):
+        fig, axes = plt.subplots(2, len(walks), figsize=(4.2 * len(walks), 6.4), squeeze=False, sharex=True)
+        cmap = plt.get_cmap("coolwarm")
+        for j, w in enumerate(walks):
             tag = f"{w['mode']}_{'c' if w['direction'] == '+c' else 'b'}"
-            ks = [s["k"] for s in w["steps"]]
-            cmap = plt.get_cmap("coolwarm")
-            for k in ks:
-                d = tensors[f"{tag}_{k:+d}"].numpy()[:, 0]
-                frac = (k - min(ks)) / max(1, max(ks) - min(ks))
-                ax.plot(np.degrees(phi), d, color=cmap(frac), lw=1.0, label=f"k={k}" if k in (min(ks), 0, max(ks)) else None)
-            end = w["steps"][-1]
+            ks = [st["k"] for st in w["steps"]]
             d0 = tensors[f"{tag}_+0"].numpy()[:, 0]
-            if w["direction"] == "+c":
-                m_idx = np.arange(len(d0) // 2 + 1)
-                pred = np.fft.irfft(np.fft.rfft(d0) * np.exp(1j * m_idx * end["tau"]), n=len(d0))
-            else:
-                pred = math.exp(-end["tau"]) * d0
-            ax.plot(np.degrees(phi), pred, "k--", lw=1.0, label="predicted (end)")
-            ax.set_title(f"{w['mode']} {w['direction']}")
-            ax.set_xlabel("φ (degrees)")
-            ax.grid(alpha=0.3)
-        axes[0][0].set_ylabel(f"d(φ) of V, α = {cfg['probe']['profile_alphas'][0]}")
+            for st in w["steps"]:
+                k = st["k"]
+                col = cmap((k - min(ks)) / max(1, max(ks) - min(ks)))
+                d = tensors[f"{tag}_{k:+d}"].numpy()[:, 0]
+                lab = f"k={k}" if k in (min(ks), 0, max(ks)) else None
+                axes[0][j].plot(np.degrees(phi), d, color=col, lw=1.0, label=lab)
+                if k != 0:
+                    pred = predicted_profile(d0, w["direction"], st["tau"])
+                    axes[1][j].plot(np.degrees(phi), d - d0, color=col, lw=1.2, label=lab)
+                    axes[1][j].plot(np.degrees(phi), pred - d0, color="k", lw=0.8, ls="--",
+                                    label="predicted" if k == max(ks) else None)
+            axes[0][j].set_title(f"{w['mode']} {w['direction']}")
+            axes[1][j].set_xlabel("φ (degrees)")
+            for ax in axes[:, j]:
+                ax.grid(alpha=0.3)
+        alpha0 = cfg["probe"]["profile_alphas"][0]
+        axes[0][0].set_ylabel(f"d_k(φ) of V (α = {alpha0:g})")
+        axes[1][0].set_ylabel("d_k − d_0: measured (colour), predicted (dashed)")
         axes[0][0].legend(fontsize=7)
+        axes[1][0].legend(fontsize=7)
         plots.save(fig, run.figures / "ham_profiles.png")
         written.append("ham_profiles.png")
 
         # walk summary
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+        fig, axes = plt.subplots(2, 2, figsize=(10, 7))
         for w in walks:
             k = _steps(w, "k")
+            nz = k != 0
             lab = f"{w['mode']} {w['direction']}"
             if w["direction"] == "+c":
-                (ln,) = axes[0].plot(k, _steps(w, "phase_shift"), "o-", label=f"{lab} measured")
-                axes[0].plot(k, _steps(w, "tau"), "x--", color=ln.get_color(), label=f"{lab} predicted τ")
+                (ln,) = axes[0][0].plot(k, _steps(w, "phase_shift"), "o-", label=f"{lab} measured")
+                axes[0][0].plot(k, _steps(w, "tau"), "x--", color=ln.get_color(), label=f"{lab} predicted τ")
+                axes[0][1].plot(k[nz], (_steps(w, "phase_shift") - _steps(w, "tau"))[nz], "o-", label=lab)
             else:
                 d = _steps(w, "delta")
                 d0 = d[list(k).index(0)]
-                (ln,) = axes[1].plot(k, d / d0, "o-", label=f"{lab} measured")
-                axes[1].plot(k, np.exp(-_steps(w, "tau")), "x--", color=ln.get_color(), label=f"{lab} e^(−τ)")
-            axes[2].plot(k, _steps(w, "deviation") / w["f0_norm"], "o-", label=lab)
-        axes[0].set(title="+c: profile phase shift (rad)", xlabel="step k")
-        axes[1].set(title="−b: ‖δ‖ / ‖δ₀‖", xlabel="step k")
-        axes[2].set(title="tracking error ‖F_k − F_pred‖ / ‖F₀‖", xlabel="step k", yscale="log")
-        for ax in axes:
+                (ln,) = axes[1][0].plot(k, d / d0, "o-", label=f"{lab} measured")
+                axes[1][0].plot(k, np.exp(-_steps(w, "tau")), "x--", color=ln.get_color(), label=f"{lab} e^(−τ)")
+            axes[1][1].plot(k[nz], (_steps(w, "deviation") / w["f0_norm"])[nz], "o-", label=lab)
+        axes[0][0].set(title="+c: phase shift of the profile (rad)")
+        axes[0][1].set(title="+c: phase shift − predicted τ (rad)")
+        axes[1][0].set(title="−b: ‖δ‖ / ‖δ₀‖", xlabel="step k")
+        axes[1][1].set(title="tracking error ‖F_k − F_pred‖ / ‖F₀‖", xlabel="step k", yscale="log")
+        for ax in axes.flat:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
         plots.save(fig, run.figures / "ham_walk.png")
@@ -100,7 +111,7 @@ def make_figures(run: RunDir) -> list[str]:
 
     # potential maps
     if run.has("model.safetensors") and "theta_0" in tensors:
-        written += _potential_figure(run, cfg, tensors, plt)
+        written += _potential_figure(run, cfg, m, tensors, plt)
 
     # perturbation sweep
     sw = m["perturbation_sweep"]
@@ -144,38 +155,54 @@ def make_figures(run: RunDir) -> list[str]:
     return written
 
 
-def _potential_figure(run: RunDir, cfg: dict[str, Any], tensors: dict[str, torch.Tensor], plt) -> list[str]:
+def _potential_figure(run: RunDir, cfg: dict[str, Any], m: dict[str, Any], tensors: dict[str, torch.Tensor],
+                      plt) -> list[str]:
+    """Trained deviation ``V − mean_φ V`` over the disc, and its change along the resolved walks,
+    measured (``V_end − V_0``) against predicted (``V_0 ∘ R_τ − V_0`` along +c,
+    ``(e^{−τ} − 1)(V_0 − mean_φ V_0)`` along −b)."""
     from ..attribution.jacobian import ParamLayout
     from ..models.hamiltonian import SeparableHamiltonian
 
     model = SeparableHamiltonian(cfg["model"]["width"], cfg["model"]["depth"], dtype=torch.float64)
-    state = {k: v.double() for k, v in load_tensors(run.file("model.safetensors")).items()}
-    model.load_state_dict(state)
+    model.load_state_dict({k: v.double() for k, v in load_tensors(run.file("model.safetensors")).items()})
     pot = model.potential
     layout = ParamLayout.from_params(dict(pot.named_parameters()))
-    panels = [("trained", "theta_0")]
-    panels += [(f"after {lab}", key) for lab, key in (("resolved +c", "theta_resolved_c_end"),
-                                                      ("resolved −b", "theta_resolved_b_end")) if key in tensors]
     alpha = cfg["probe"]["profile_alphas"][0]
     r_max = cfg["probe"]["r_max"]
     nr, na = 40, 120
     r = torch.linspace(r_max / nr, r_max, nr, dtype=torch.float64)
-    ph = torch.linspace(0, 2 * math.pi, na + 1, dtype=torch.float64)
+    ph = 2 * math.pi * torch.arange(na + 1, dtype=torch.float64) / na
     R, P = torch.meshgrid(r, ph, indexing="ij")
-    x = torch.stack([R * torch.cos(P), R * torch.sin(P), torch.full_like(R, alpha)], -1).reshape(-1, 3)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6), squeeze=False)
-    maps = []
-    for _, key in panels:
+
+    def dev(theta: torch.Tensor, shift: float = 0.0) -> np.ndarray:
+        x = torch.stack([R * torch.cos(P + shift), R * torch.sin(P + shift), torch.full_like(R, alpha)], -1)
         with torch.no_grad():
-            v = torch.func.functional_call(pot, layout.unflatten(tensors[key]), (x,)).reshape(nr, na + 1)
-        maps.append((v - v[:, :-1].mean(1, keepdim=True)).numpy())
-    lim = max(float(np.abs(mp).max()) for mp in maps) or 1.0
-    for ax, (title, _), mp in zip(axes[0], panels, maps):
-        cs = ax.contourf((R * torch.cos(P)).numpy(), (R * torch.sin(P)).numpy(), mp, levels=21,
-                         cmap="RdBu_r", vmin=-lim, vmax=lim)
+            v = torch.func.functional_call(pot, layout.unflatten(theta), (x.reshape(-1, 3),)).reshape(nr, na + 1)
+        return (v - v[:, :-1].mean(1, keepdim=True)).numpy()
+
+    base = dev(tensors["theta_0"])
+    panels = [("trained V − mean_φ V", base, None)]
+    taus = {(w["mode"], w["direction"]): w["steps"][-1]["tau"] for w in m["walks"]}
+    if "theta_resolved_c_end" in tensors:
+        tau = taus[("resolved", "+c")]
+        panels += [(f"+c walk: ΔV measured (τ = {tau:.3g})", dev(tensors["theta_resolved_c_end"]) - base, "c"),
+                   ("+c walk: ΔV predicted (V₀∘R_τ − V₀)", dev(tensors["theta_0"], tau) - base, "c")]
+    if "theta_resolved_b_end" in tensors:
+        tau = taus[("resolved", "-b")]
+        panels += [(f"−b walk: ΔV measured (τ = {tau:.3g})", dev(tensors["theta_resolved_b_end"]) - base, "b"),
+                   ("−b walk: ΔV predicted ((e^−τ − 1)·dev)", (math.exp(-tau) - 1) * base, "b")]
+    X, Y = (R * torch.cos(P)).numpy(), (R * torch.sin(P)).numpy()
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
+    for ax, (title, mp, group) in zip(axes[0], panels):
+        same = [q for _, q, g in panels if g == group] if group else [mp]
+        lim = max(float(np.abs(q).max()) for q in same) or 1.0
+        cs = ax.contourf(X, Y, mp, levels=np.linspace(-lim, lim, 21), cmap="RdBu_r")
+        fig.colorbar(cs, ax=ax, shrink=0.75, format="%.1e")
         ax.set_aspect("equal")
-        ax.set_title(f"{title} (α = {alpha:g})")
-    fig.colorbar(cs, ax=list(axes[0]), shrink=0.8, label="V − mean_φ V")
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"learned potential at α = {alpha:g}", fontsize=10)
     plots.save(fig, run.figures / "ham_potential.png")
     return ["ham_potential.png"]
 
