@@ -268,7 +268,7 @@ DEFAULT_PRESET = "sigmoid-scalar"
 RECIPES: dict[str, dict[str, Any]] = {
     "linear2x2": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
     "relu242": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
-    "sigmoid-scalar": {"objective.beta": 0.4, "train.rho": 0.8, "train.max_factors": 6},
+    "sigmoid-scalar": {"objective.beta": 0.4, "train.rho": 0.8, "train.max_factors": 6, "train.steps": 10000},
     "sigmoid-two-input": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
     "tanh-student": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
     "gelu-student": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},

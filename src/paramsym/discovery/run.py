@@ -81,6 +81,14 @@ def evaluate_action(problem: DiscoveryProblem, trainer_or_action: Any, cfg: Disc
     return out
 
 
+def choose_threads(cfg: DiscoverConfig, p: int) -> int:
+    """Torch CPU threads for a run: ``cfg.threads``, or 1 for small problems when 0 (auto)."""
+    if cfg.threads > 0:
+        return cfg.threads
+    work = (p + cfg.group.size**2) * cfg.action.width + cfg.action.depth * cfg.action.width**2
+    return 1 if work < 4_000_000 else torch.get_num_threads()
+
+
 def run_discovery(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, progress: bool = True) -> dict[str, Any]:
     """Train and judge a learned action; write everything into ``run``; return the metrics."""
     torch.manual_seed(cfg.seed)
@@ -88,6 +96,8 @@ def run_discovery(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, pro
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' was requested but CUDA is not available here; use --device cpu.")
     problem = resolve_problem(cfg)
+    if device == "cpu":
+        torch.set_num_threads(choose_threads(cfg, problem.target.p))
     scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
     trainer = Trainer(problem, cfg, scales, device=device)
     if resume:
@@ -97,7 +107,8 @@ def run_discovery(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, pro
         trainer.load(*ck)
     else:
         save_config(run, cfg)
-    run.write_env(cfg.seed, device, preset=problem.name, resumed_from_step=trainer.state.step if resume else None)
+    run.write_env(cfg.seed, device, preset=problem.name, resumed_from_step=trainer.state.step if resume else None,
+                  torch_threads_used=torch.get_num_threads())
 
     def checkpoint(tr: Trainer) -> None:
         run.save_checkpoint(tr.state_tensors(), tr.state_json())
