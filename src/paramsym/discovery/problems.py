@@ -280,7 +280,10 @@ RECIPES: dict[str, dict[str, Any]] = {
 def build_problem(name: str, target_seed: int = 0) -> DiscoveryProblem:
     """Build the reference problem ``name`` (see :data:`PRESETS`)."""
     if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; available presets: {sorted(PRESETS)} (see `paramsym list`).")
+        raise ConfigError(
+            f"unknown preset {name!r}; available presets: {sorted(PRESETS)} (see `paramsym list`). A run on "
+            "your own target resumes from Python: run_discovery(load_config(run), run, resume=True, problem=...)."
+        )
     problem = PRESETS[name][0](target_seed)
     problem.recipe = dict(RECIPES.get(name, {}))
     return problem

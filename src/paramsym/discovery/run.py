@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from .. import verdict as V
+from ..actions.learned import LearnedAction
 from ..config import from_dict, to_dict
 from ..errors import ConfigError, RunDirError
 from ..runs import RunDir, load_tensors, save_tensors
+from ..targets import Target
 from .analysis import span_alignment
 from .config import DiscoverConfig
 from .problems import DiscoveryProblem, build_problem
@@ -89,13 +93,24 @@ def choose_threads(cfg: DiscoverConfig, p: int) -> int:
     return 1 if work < 4_000_000 else torch.get_num_threads()
 
 
-def run_discovery(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, progress: bool = True) -> dict[str, Any]:
-    """Train and judge a learned action; write everything into ``run``; return the metrics."""
+def run_discovery(
+    cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
+    problem: DiscoveryProblem | None = None,
+) -> dict[str, Any]:
+    """Train and judge a learned action; write everything into ``run``; return the metrics.
+
+    Args:
+        cfg: the resolved configuration.
+        run: the run directory.
+        resume: continue from the run directory's last checkpoint.
+        progress: show progress bars.
+        problem: a custom problem (your own target); default: the preset ``cfg.problem.preset``.
+    """
     torch.manual_seed(cfg.seed)
     device = cfg.device
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' was requested but CUDA is not available here; use --device cpu.")
-    problem = resolve_problem(cfg)
+    problem = problem if problem is not None else resolve_problem(cfg)
     if device == "cpu":
         torch.set_num_threads(choose_threads(cfg, problem.target.p))
     scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
@@ -106,6 +121,8 @@ def run_discovery(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, pro
             raise RunDirError(f"{run.path} has no checkpoint to resume from; start a new run instead.")
         trainer.load(*ck)
     else:
+        if problem.name != cfg.problem.preset:
+            cfg = dataclasses.replace(cfg, problem=dataclasses.replace(cfg.problem, preset=problem.name))
         save_config(run, cfg)
     run.write_env(cfg.seed, device, preset=problem.name, resumed_from_step=trainer.state.step if resume else None,
                   torch_threads_used=torch.get_num_threads())
@@ -145,6 +162,54 @@ def run_discovery(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, pro
 
     write_report(run)
     return metrics
+
+
+@dataclass
+class DiscoveryResult:
+    """What :func:`discover` returns: the trained action, its metrics and the run directory."""
+
+    action: LearnedAction
+    metrics: dict[str, Any]
+    run: RunDir
+
+
+def discover(
+    target: Target,
+    perturb_std: float,
+    *,
+    cfg: DiscoverConfig | None = None,
+    out: str | Path | None = None,
+    progress: bool = True,
+    **problem_kwargs: Any,
+) -> DiscoveryResult:
+    """Learn a symmetry of your own target (Python entry point of ``paramsym discover``).
+
+    Args:
+        target: ``F_X(θ)`` of your model and block (:class:`~paramsym.targets.Target`).
+        perturb_std: standard deviation σ of the parameter distribution ``μ = θ0 + σ N(0, I)``.
+        cfg: configuration (defaults of :class:`DiscoverConfig`); ``cfg.problem`` is ignored.
+        out: run directory (default ``runs/discover-<target name>-<time>``).
+        progress: show progress bars.
+        **problem_kwargs: further :class:`DiscoveryProblem` fields (``reference_span``,
+            ``unit_outputs``, ``reject``, ``description``).
+
+    Example:
+        >>> res = discover(Target(model, ["fc1.weight", "fc2.weight"], X), 0.1)  # doctest: +SKIP
+        >>> res.metrics["verdict"]["declared"]["output_err_p95"]  # doctest: +SKIP
+    """
+    from ..runs import default_run_dir
+
+    cfg = cfg or DiscoverConfig()
+    name = problem_kwargs.pop("name", target.name)
+    problem = DiscoveryProblem(name=name, description=problem_kwargs.pop("description", f"custom target {name}"),
+                               target=target, perturb_std=float(perturb_std), **problem_kwargs)
+    run = RunDir(out or default_run_dir("discover", name))
+    metrics = run_discovery(cfg, run, progress=progress, problem=problem)
+    action = load_tensors(run.file("action.safetensors"))
+    scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
+    trainer = Trainer(problem, cfg, scales)
+    trainer.action.load_state_dict(action)
+    return DiscoveryResult(action=trainer.action.eval(), metrics=metrics, run=run)
 
 
 def load_action(run: RunDir):
