@@ -46,7 +46,7 @@ from ..models.hamiltonian import (
     mexican_hat_force,
 )
 from ..runs import RunDir, save_tensors
-from .hamiltonian_lift import TallSymmetryProblem, phase_shift, predicted_profile
+from .hamiltonian_lift import PolarGrid, TallSymmetryProblem, phase_shift, predicted_profile
 from .hamiltonian_report import report_sections
 from .hamiltonian_train import train_or_load
 
@@ -205,9 +205,12 @@ def build_problem(model: SeparableHamiltonian, cfg: HamiltonianConfig, alphas: l
     """The stacked-α attribution problem for the learned force (float64)."""
     pot = model.potential.double()
     params = {k: v.detach() for k, v in pot.named_parameters()}
+    p = cfg.probe
+    grid = PolarGrid(tuple(p.r_max * k / p.n_radii for k in range(1, p.n_radii + 1)),
+                     math.lcm(p.n_angles, p.n_quadrature), tuple(alphas))
     return TallSymmetryProblem(
-        force_function(pot), params, stacked_probes(cfg, alphas), force_group(cfg.probe.n_quadrature),
-        rtol=cfg.probe.rtol, gauge=cfg.probe.gauge,
+        force_function(pot), params, stacked_probes(cfg, alphas), force_group(p.n_quadrature),
+        rtol=p.rtol, gauge=p.gauge, grid=grid,
     )
 
 
@@ -335,7 +338,9 @@ def summarise_walk(res: dict[str, Any]) -> dict[str, Any]:
             "deviation": tr.deviation[i], "residual": tr.residuals[i] if i < len(tr.residuals) else None,
             "direction_norm": tr.direction_norms[i] if i < len(tr.direction_norms) else None,
             "phase_shift": s, "phase_misfit": misfit,
+            "phase_shift_per_alpha": [phase_shift(p0[:, j], prof[:, j])[0] for j in range(p0.shape[1])],
             "profile_rms_ratio": float(np.sqrt(np.mean(prof**2))) / r0 if r0 > 0 else float("nan"),
+            "profile_rms_ratio_per_alpha": (np.sqrt(np.mean(prof**2, 0)) / np.sqrt(np.mean(p0**2, 0))).tolist(),
             "profile_error": float(np.linalg.norm(prof - pred_profile) / np.linalg.norm(p0)),
             "rotation_error": meas[i]["rotation_error"],
         })

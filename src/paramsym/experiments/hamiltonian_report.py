@@ -257,6 +257,18 @@ def report_sections(run: RunDir) -> str:
                      f"{_fmt(s['deviation'] / w['f0_norm'])} | {_fmt(s['residual'])} |")
     L += ["", "(τ: predicted function-space time Σ ±step/‖z_k‖ — the predicted phase shift along +c; "
           "tracking: ‖F_k − F_pred‖/‖F_0‖; residual: lifting residual of the direction solved at that step.)"]
+    pa = cfg["probe"]["profile_alphas"]
+    L += ["", f"Per-α profiles at the last forward step (ring ‖q‖ = {cfg['probe']['profile_radius']:g}): "
+          "phase shift for +c (predicted τ), RMS ratio for −b (predicted e^(−τ)).", "",
+          "| walk | predicted | " + " | ".join(f"α = {a:g}" for a in pa) + " |",
+          "|---|---|" + "---|" * len(pa)]
+    for w in m["walks"]:
+        end = w["steps"][-1]
+        if w["direction"] == "+c":
+            vals, pred = end["phase_shift_per_alpha"], end["tau"]
+        else:
+            vals, pred = end["profile_rms_ratio_per_alpha"], math.exp(-end["tau"])
+        L.append(f"| {w['mode']} {w['direction']} | {_fmt(pred, '.4g')} | " + " | ".join(_fmt(v, ".4g") for v in vals) + " |")
     sw = m["perturbation_sweep"]
     L += ["", "### Perturbation sweep θ + ε ẑ", "",
           "| ε | phase shift (ĉ) | ε/‖c*‖ | ‖δ‖ (ĉ) | ‖δ‖ (b̂) | (1 − ε/‖b*‖)‖δ₀‖ | rot. error (ĉ) | rot. error (b̂) |",
