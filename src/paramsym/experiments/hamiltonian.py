@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..attribution.flows import run_flow
+from ..attribution.flows import predicted_function, run_flow
 from ..attribution.presets import FlowRecord, LiftRecord, PresetRequest, finish_run
 from ..attribution.symmetry import equivariance_error_x, polar_grid, so2
 from ..attribution.tables import tensor_table
@@ -320,8 +320,23 @@ def walk(problem, observer, direction: str, mode: str, cfg, progress: bool) -> d
     return out
 
 
-def summarise_walk(res: dict[str, Any]) -> dict[str, Any]:
-    """Per step (backward steps first, negative k): τ, ‖δ‖ and prediction, phase shift, errors."""
+def predicted_change(problem, direction: str, tau: float) -> float:
+    """``‖F_pred(τ) − F_0‖`` on the probe set: how far the exact prediction has moved the
+    function (``‖Π(exp τξ) F_0 − F_0‖`` along +c, ``|1 − e^{−τ}|·‖δ_0‖`` along −b)."""
+    th0 = problem.theta0
+    if direction == "-b":
+        return abs(1.0 - math.exp(-tau)) * float(problem.lifts(th0).delta.norm())
+    with torch.no_grad():
+        pred = predicted_function(problem, th0, "+c", tau)(problem.probes)
+        return float((pred - problem.values(th0)).norm())
+
+
+def summarise_walk(res: dict[str, Any], problem) -> dict[str, Any]:
+    """Per step (backward steps first, negative k): τ, ‖δ‖ and prediction, phase shift, errors.
+
+    ``tracking_relative = ‖F_k − F_pred‖ / ‖F_pred − F_0‖`` is the part of the predicted motion
+    that was not realised (≈ the lifting residual for a resolved walk; it grows for a fixed one).
+    """
     fwd, bwd = res["forward"], res.get("backward")
     p0 = fwd["measure"][0]["profile"]
     steps = []
@@ -333,9 +348,12 @@ def summarise_walk(res: dict[str, Any]) -> dict[str, Any]:
         r0 = float(np.sqrt(np.mean(p0**2)))
         tau = tr.taus[i]
         pred_profile = predicted_profile(p0, res["direction"], tau)
+        change = predicted_change(problem, res["direction"], tau) if k != 0 else 0.0
         steps.append({
             "k": k, "tau": tau, "delta": tr.delta_norms[i], "delta_predicted": tr.delta_predicted[i],
-            "deviation": tr.deviation[i], "residual": tr.residuals[i] if i < len(tr.residuals) else None,
+            "deviation": tr.deviation[i], "change_predicted": change,
+            "tracking_relative": tr.deviation[i] / change if change > 0 else None,
+            "residual": tr.residuals[i] if i < len(tr.residuals) else None,
             "direction_norm": tr.direction_norms[i] if i < len(tr.direction_norms) else None,
             "phase_shift": s, "phase_misfit": misfit,
             "phase_shift_per_alpha": [phase_shift(p0[:, j], prof[:, j])[0] for j in range(p0.shape[1])],
@@ -412,7 +430,7 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
     for mode in request.flows:
         for direction in ("+c", "-b"):
             res = walk(problem, observer, direction, mode, cfg, request.progress)
-            summ = summarise_walk(res)
+            summ = summarise_walk(res, problem)
             walks.append({"summary": summ, "trace": res["forward"]["trace"]})
             tag = f"{mode}_{'c' if direction == '+c' else 'b'}"
             for k, st in zip([s["k"] for s in summ["steps"]], _profiles_in_order(res)):
@@ -487,6 +505,7 @@ def _flow_record(w: dict[str, Any]) -> FlowRecord:
         "profile_rms_ratio_end": end["profile_rms_ratio"],
         "profile_rms_ratio_predicted_end": 1.0 if summ["direction"] == "+c" else math.exp(-end["tau"]),
         "profile_error_end": end["profile_error"],
+        "tracking_relative_end": end["tracking_relative"],
         "rotation_error_start": next(s for s in steps if s["k"] == 0)["rotation_error"],
         "rotation_error_end": end["rotation_error"],
         "backward_k": first["k"], "backward_delta": first["delta"],
