@@ -253,7 +253,9 @@ def test_quick_preset_end_to_end_through_the_command(tmp_path, capsys):
     rb = flows[("resolved", "-b")]
     assert rb["delta_end"] < rb["delta_start"]
     assert abs(rb["delta_end"] - rb["delta_predicted"]) < 0.05 * (rb["delta_start"] - rb["delta_predicted"])
-    text = report_sections(out)
+    (tmp_path / "run" / "figures" / "ham_walk.png").unlink()
+    text = report_sections(out)  # regenerated from the run directory's files
+    assert (tmp_path / "run" / "figures" / "ham_walk.png").exists()
     assert "## Hamiltonian network" in text and "ham_profiles.png" in text
     assert metrics["alpha_sweep"][0]["rotation_error_truth"] < 1e-12  # the truth is equivariant
 

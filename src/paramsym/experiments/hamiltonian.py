@@ -508,8 +508,13 @@ def _flow_record(w: dict[str, Any]) -> FlowRecord:
         "tracking_relative_end": end["tracking_relative"],
         "rotation_error_start": next(s for s in steps if s["k"] == 0)["rotation_error"],
         "rotation_error_end": end["rotation_error"],
-        "backward_k": first["k"], "backward_delta": first["delta"],
-        "backward_delta_predicted": first["delta_predicted"], "backward_phase_shift": first["phase_shift"],
-        "backward_tau": first["tau"],
+    })
+    back = first["k"] < 0
+    rec.extra.update({
+        "backward_k": first["k"] if back else None,
+        "backward_delta": first["delta"] if back else None,
+        "backward_delta_predicted": first["delta_predicted"] if back else None,
+        "backward_phase_shift": first["phase_shift"] if back else None,
+        "backward_tau": first["tau"] if back else None,
     })
     return rec

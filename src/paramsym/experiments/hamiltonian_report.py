@@ -217,7 +217,12 @@ def _fmt(v: Any, spec: str = ".3g") -> str:
 
 
 def report_sections(run: RunDir) -> str:
-    """Markdown sections of the ``hamiltonian`` preset (tables, claims beside ours, figures)."""
+    """Markdown sections of the ``hamiltonian`` preset (tables, claims beside ours, figures).
+
+    Figures missing from the run directory are regenerated from its files first.
+    """
+    if not all((run.figures / name).exists() for name, _ in FIGURES[:4]):
+        make_figures(run)
     m = run.read_json("metrics.json")
     cfg = run.read_json("config.json")["config"]
     pr, tr = m["problem"], m["train"]
