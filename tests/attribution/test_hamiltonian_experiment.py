@@ -202,6 +202,9 @@ def test_training_is_cached_resumable_bit_for_bit_and_refuses_other_configs(tmp_
     again, info_c = train_or_load(_tiny(6), RunDir(tmp_path / "a"), progress=False)
     assert info_c["cached"]
     assert all(torch.equal(a, b) for a, b in zip(straight.state_dict().values(), again.state_dict().values()))
+    # analysis-only settings do not invalidate the cached model
+    other = apply_overrides(_tiny(6), ["system.analysis_alphas=[0.3]", "train.checkpoint_every=5"])
+    assert train_or_load(other, RunDir(tmp_path / "a"), progress=False)[1]["cached"]
     hist = json.loads((tmp_path / "a" / "history.json").read_text())["loss"]
     assert len(hist) == 6
     with pytest.raises(RunDirError, match="different configuration"):

@@ -266,6 +266,8 @@ class TallSymmetryProblem(SymmetryProblem):
 
     def lifts(self, theta: Tensor | None = None, which: Sequence[str] = ("c", "b"),
               warn: bool = True) -> Attribution:
+        """Both lifts at ``θ`` (``which`` is accepted for the core's signature; both are always
+        solved — the second costs one product once ``J`` is factorised — and cached)."""
         th = self.theta0 if theta is None else theta.detach().to(torch.float64)
         key = th.numpy().tobytes()
         cache = self.__dict__.setdefault("_lift_cache", {})

@@ -27,16 +27,20 @@ if TYPE_CHECKING:
 
 
 def fingerprint(cfg: HamiltonianConfig) -> str:
-    """What the training trajectory depends on (seed, system, model, optimiser), as JSON.
+    """What the training trajectory depends on (seed, training data, model, optimiser), as JSON.
 
-    ``train.epochs`` is excluded: asking for more epochs continues a cached run.
+    ``train.epochs`` is excluded (asking for more epochs continues a cached run), and so are the
+    settings that only affect the analysis (``system.analysis_alphas``, ``n_test_initial``) or
+    the speed (``checkpoint_every``, ``threads``).
     """
     train = to_dict(cfg.train)
-    train.pop("checkpoint_every")
-    train.pop("epochs")
-    train.pop("threads")
-    return json.dumps({"seed": cfg.seed, "system": to_dict(cfg.system), "model": to_dict(cfg.model),
-                       "train": train}, sort_keys=True)
+    for key in ("checkpoint_every", "epochs", "threads"):
+        train.pop(key)
+    system = to_dict(cfg.system)
+    for key in ("analysis_alphas", "n_test_initial"):
+        system.pop(key)
+    return json.dumps({"seed": cfg.seed, "system": system, "model": to_dict(cfg.model), "train": train},
+                      sort_keys=True)
 
 
 def _pack(model: SeparableHamiltonian, opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
