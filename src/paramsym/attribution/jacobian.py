@@ -166,7 +166,8 @@ def function_from_module(
             the module with the given parameters; use it for models whose call is not
             ``module(x)`` or whose output needs pooling (e.g. a Hugging Face encoder:
             ``lambda apply, x: apply(inputs_embeds=x).last_hidden_state.mean(1)``).
-        dtype: floating dtype of the copy (float64 by default; ``None`` keeps the module's).
+        dtype: floating dtype of the copy (float64 by default; ``None`` keeps the module's). The
+            copy is put in eval mode (dropout off, batch-norm running statistics).
 
     Returns:
         ``(f, params)``: the function and the dictionary of trainable tensors (detached copies).
