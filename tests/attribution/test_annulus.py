@@ -67,7 +67,11 @@ def test_attribute_command_quick_end_to_end(tmp_path, capsys):
     b = flows["resolved", "-b"]
     assert b["delta_predicted"] == pytest.approx(math.exp(-0.04) * b["delta_start"], rel=1e-9)
     assert b["delta_end"] < b["delta_start"]
-    assert {r["name"] for r in summary["lifts"]} == {"c*", "b*"}
+    lifts = {r["name"]: r for r in summary["lifts"]}
+    assert set(lifts) == {"c*", "b*", "c* (τ=1e-08)", "b* (τ=1e-08)"}
+    # the first layer is trainable, so η ∈ Im J (ΔW₁ = −W₁ξ): the criterion holds at τ = 1e-8
+    assert lifts["c* (τ=1e-08)"]["liftable"] and lifts["c* (τ=1e-08)"]["residual"] <= 1e-6
+    assert "liftable at τ = 1e-08" in lifts["c* (τ=1e-08)"]["verdict"]
     run = RunDir(out)
     cfg = run.read_json("config.json")
     assert cfg["kind"] == "attribution" and cfg["preset"] == "annulus-wedge"

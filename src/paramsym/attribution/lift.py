@@ -112,13 +112,15 @@ class LiftResult:
         return self.residual <= tol
 
     def verdict(self, what: str = "symmetry direction η", tol: float = LIFT_TOL) -> str:
-        """One line: liftable or not, with the residual and the threshold."""
+        """One line: liftable or not at this truncation, with the residual and the threshold."""
+        at = f"at τ = {self.rtol:g}" if self.rank is not None else f"({self.method})"
+        span = (f"the span of the {self.rank} resolved singular directions of J"
+                if self.rank is not None else "the image of J reached by the solver")
         if self.liftable(tol):
-            return f"{what}: liftable — residual {self.residual:.3g} ≤ {tol:g} (resolved rank {self.rank})."
+            return f"{what}: liftable {at} — residual {self.residual:.3g} ≤ {tol:g} (resolved rank {self.rank})."
         return (
-            f"{what}: NOT liftable — residual {self.residual:.3g} > {tol:g}: "
-            f"{100 * min(self.residual, 1.0):.1f}% of the target lies outside the image of J "
-            f"(resolved rank {self.rank}); the parametrisation cannot realise it to first order."
+            f"{what}: NOT liftable {at} — residual {self.residual:.3g} > {tol:g}: "
+            f"{100 * min(self.residual, 1.0):.3g}% of the target lies outside {span}."
         )
 
     def summary(self) -> dict[str, Any]:

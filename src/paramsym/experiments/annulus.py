@@ -31,6 +31,7 @@ from torch import Tensor
 
 from ..attribution.flows import FlowTrace, angular_profile, predicted_function, rms, run_flow
 from ..attribution.jacobian import function_from_module
+from ..attribution.lift import DenseLift
 from ..attribution.presets import LiftRecord, PresetRequest, finish_run
 from ..attribution.problem import SymmetryProblem
 from ..attribution.symmetry import so2
@@ -50,6 +51,10 @@ PAPER = {
     },
     "fixed_end": {("wedge", "+c"): 321, ("full", "+c"): 1237, ("wedge", "-b"): 823},
 }
+
+
+#: truncation of the image-membership check reported beside the flows' τ
+EXACT_RTOL = 1e-8
 
 
 @dataclass
@@ -228,6 +233,13 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
         LiftRecord("b*", "-delta", att.b.residual, att.b.rank, att.b.target_norm, float(att.b.direction.norm()),
                    att.b.liftable(), att.b.verdict("equivariance direction −δ (b* = J⁺(−δ))")),
     ]
+    # the lifting criterion itself (image membership): a nearly untruncated pinv (τ = 1e-8, SVD)
+    exact = DenseLift(problem.jacobian(), rtol=EXACT_RTOL, gauge="none", solver="svd")
+    for name, target, t in (("c*", "eta", att.eta), ("b*", "-delta", -att.delta)):
+        r = exact.solve(t.reshape(-1))
+        lifts.append(LiftRecord(f"{name} (τ={EXACT_RTOL:g})", target, r.residual, r.rank, r.target_norm,
+                                float(r.direction.norm()), r.liftable(),
+                                r.verdict(f"{'η' if name == 'c*' else '−δ'}, lifting criterion")))
     records = []
     flows_dir = out.path / "flows"
     flows_dir.mkdir(exist_ok=True)
