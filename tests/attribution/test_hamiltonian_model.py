@@ -164,12 +164,12 @@ def test_force_function_pure_in_params_and_composes_with_jacrev():
     x = torch.cat([q, torch.full((5, 1), -0.6, dtype=D)], -1)
     torch.testing.assert_close(f(params, x), -m.grad_v(q, -0.6), rtol=0, atol=1e-14)
     # one Jacobian column against a central finite difference in that parameter
-    jac = torch.func.jacrev(f)(params, x)["net.2.weight"]  # [5, 2, 32, 32]
+    jac = torch.func.jacrev(f)(params, x)["net.fc2.weight"]  # [5, 2, 32, 32]
     h = 1e-6
     plus = {k: v.clone() for k, v in params.items()}
     minus = {k: v.clone() for k, v in params.items()}
-    plus["net.2.weight"][3, 7] += h
-    minus["net.2.weight"][3, 7] -= h
+    plus["net.fc2.weight"][3, 7] += h
+    minus["net.fc2.weight"][3, 7] -= h
     fd = (f(plus, x) - f(minus, x)) / (2 * h)
     torch.testing.assert_close(jac[:, :, 3, 7], fd, rtol=0, atol=1e-8)
     with pytest.raises(ShapeError, match="q1, q2, alpha"):

@@ -14,7 +14,7 @@ from torch.func import vmap
 
 from paramsym.discovery.problems import build_problem
 from paramsym.errors import MaskError, NonFiniteError, ParamsymError, ShapeError
-from paramsym.models.reference import MLP
+from paramsym.models.reference import reference_mlp as MLP
 from paramsym.targets import BoundaryTarget, FunctionTarget, Target
 
 

@@ -19,7 +19,8 @@ from torch import Tensor
 
 from ..actions.compensating import select_compensators
 from ..errors import ConfigError, DegenerateTargetError
-from ..models.reference import MLP, activation, teacher_student
+from ..models.mlp import activation_module
+from ..models.reference import reference_mlp, teacher_student
 from ..targets import BoundaryTarget, Target
 from .objectives import Scales
 
@@ -94,7 +95,7 @@ def _gen(seed: int) -> torch.Generator:
 
 def _linear2x2(seed: int) -> DiscoveryProblem:
     g = _gen(seed)
-    net = MLP([2, 2, 2], "identity", generator=g)
+    net = reference_mlp([2, 2, 2], "identity", generator=g)
     with torch.no_grad():
         net.fc1.weight.copy_(torch.eye(2) + 0.1 * torch.randn(2, 2, generator=g))
         net.fc2.weight.copy_(torch.eye(2) + 0.1 * torch.randn(2, 2, generator=g))
@@ -130,7 +131,7 @@ def _linear2x2(seed: int) -> DiscoveryProblem:
 
 def _relu242(seed: int) -> DiscoveryProblem:
     g = _gen(seed)
-    net = MLP([2, 4, 2], "relu", generator=g)
+    net = reference_mlp([2, 4, 2], "relu", generator=g)
     X = torch.randn(16, 2, generator=g)
     target = Target(net, ["fc1.weight", "fc2.weight"], X, name="relu242")
 
@@ -161,7 +162,7 @@ def _sigmoid(seed: int, n: int, k: int, std: float, name: str) -> DiscoveryProbl
     """``U_B σ(V_B X) + u_c σ(v_c X)`` with ``(U_B, v_c)`` transformed (m = n = k = N)."""
     g = _gen(seed)
     H = k + 1
-    net = MLP([n, H, n], "sigmoid", generator=g)
+    net = reference_mlp([n, H, n], "sigmoid", generator=g)
     X = torch.randn(k, n, generator=g)  # N = k inputs, rows
     with torch.no_grad():
         feats = torch.sigmoid(net.fc1.weight @ X.T)  # (H, N)
@@ -214,7 +215,7 @@ def _student(seed: int, act: str) -> DiscoveryProblem:
 
 def _relu2881(seed: int, unit_only: bool) -> DiscoveryProblem:
     g = _gen(seed)
-    net = MLP([2, 8, 8, 1], "relu", generator=g)
+    net = reference_mlp([2, 8, 8, 1], "relu", generator=g)
     X = torch.randn(16, 2, generator=g)
     host = Target(net, ["fc1.weight", "fc2.weight", "fc3.weight"], X, name="relu2881")
     if not unit_only:
@@ -229,7 +230,7 @@ def _relu2881(seed: int, unit_only: bool) -> DiscoveryProblem:
     j = 0
     target = BoundaryTarget(
         net, [f"fc1.weight[{j}]", f"fc2.weight[:, {j}]"], X,
-        in_layer="fc1", out_layer="fc2", units=[j], activation=activation("relu"), name="relu2881-unit",
+        in_layer="fc1", out_layer="fc2", units=[j], activation=activation_module("relu"), name="relu2881-unit",
     )
     # positions of the unit's weights inside the host block (fc1.weight row-major, then fc2, fc3)
     idx = torch.cat([torch.tensor([2 * j, 2 * j + 1]), 16 + torch.arange(8) * 8 + j])

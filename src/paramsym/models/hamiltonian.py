@@ -34,6 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ConfigError, NonFiniteError, ShapeError
+from .mlp import mlp
 
 GradFn = Callable[[Tensor], Tensor]
 
@@ -170,20 +171,7 @@ class ScalarMLP(nn.Module):
         dtype: torch.dtype = torch.float64,
     ):
         super().__init__()
-        sizes = [in_features] + [width] * depth + [1]
-        layers: list[nn.Module] = []
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            lin = nn.Linear(a, b, dtype=dtype)
-            bound = math.sqrt(6.0 / (a + b))
-            with torch.no_grad():
-                lin.weight.copy_(
-                    (torch.rand(b, a, generator=generator, dtype=dtype) * 2 - 1) * bound
-                )
-                lin.bias.zero_()
-            layers.append(lin)
-            if i < depth:
-                layers.append(nn.Tanh())
-        self.net = nn.Sequential(*layers)
+        self.net = mlp([in_features] + [width] * depth + [1], "tanh", init="xavier", generator=generator, dtype=dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         """Return ``[...]`` scalars for inputs ``[..., in_features]``."""

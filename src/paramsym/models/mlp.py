@@ -8,7 +8,9 @@ Initialisations:
 
 * ``"torch"`` — PyTorch's ``nn.Linear`` default, ``U(−1/√fan_in, 1/√fan_in)`` for weights and
   biases, drawn from the given generator;
-* ``"xavier"`` — Glorot uniform ``U(−a, a)``, ``a = √(6/(fan_in + fan_out))``, zero biases.
+* ``"xavier"`` — Glorot uniform ``U(−a, a)``, ``a = √(6/(fan_in + fan_out))``, zero biases;
+* ``"normal"`` — Gaussian ``N(0, 1/fan_in)`` weights, zero biases (the discovery paper's
+  reference networks and random teachers).
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ from torch import nn
 
 from ..errors import ConfigError
 
-_ACTIVATIONS = {"gelu": nn.GELU, "tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "softplus": nn.Softplus}
+_ACTIVATIONS = {
+    "gelu": nn.GELU, "tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "softplus": nn.Softplus,
+    "sigmoid": nn.Sigmoid, "identity": nn.Identity, "leaky_relu": nn.LeakyReLU,
+}
+
+
+def activation_module(name: str) -> nn.Module:
+    """The elementwise activation module called ``name`` (one of ``_ACTIVATIONS``)."""
+    if name not in _ACTIVATIONS:
+        raise ConfigError(f"unknown activation {name!r}; choose one of {sorted(_ACTIVATIONS)}.")
+    return _ACTIVATIONS[name]()
 
 
 def mlp(
@@ -39,7 +51,7 @@ def mlp(
     Args:
         widths: at least two widths, e.g. ``[2, 96, 96, 96, 1]`` (19,009 parameters).
         activation: ``"gelu"``, ``"tanh"``, ``"relu"``, ``"silu"`` or ``"softplus"``.
-        init: ``"torch"`` or ``"xavier"`` (see module doc).
+        init: ``"torch"``, ``"xavier"`` or ``"normal"`` (see module doc).
         generator: source of randomness (a fresh ``torch.Generator`` seeded 0 if ``None``).
         dtype: parameter dtype.
         bias: include biases.
@@ -47,10 +59,9 @@ def mlp(
     widths = [int(w) for w in widths]
     if len(widths) < 2 or any(w < 1 for w in widths):
         raise ConfigError(f"mlp widths must be ≥ 2 positive integers, received {widths}.")
-    if activation not in _ACTIVATIONS:
-        raise ConfigError(f"unknown activation {activation!r}; choose one of {sorted(_ACTIVATIONS)}.")
-    if init not in ("torch", "xavier"):
-        raise ConfigError(f"init must be 'torch' or 'xavier', received {init!r}.")
+    activation_module(activation)  # validates the name
+    if init not in ("torch", "xavier", "normal"):
+        raise ConfigError(f"init must be 'torch', 'xavier' or 'normal', received {init!r}.")
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     layers: OrderedDict[str, nn.Module] = OrderedDict()
     n = len(widths) - 1
@@ -63,6 +74,10 @@ def mlp(
                 lin.weight.copy_((torch.rand(lin.weight.shape, generator=gen, dtype=dtype) * 2 - 1) * bound)
                 if bias:
                     lin.bias.copy_((torch.rand(lin.bias.shape, generator=gen, dtype=dtype) * 2 - 1) * bound)
+            elif init == "normal":
+                lin.weight.copy_(torch.randn(lin.weight.shape, generator=gen, dtype=dtype) / math.sqrt(fan_in))
+                if bias:
+                    lin.bias.zero_()
             else:
                 a = math.sqrt(6.0 / (fan_in + fan_out))
                 lin.weight.copy_((torch.rand(lin.weight.shape, generator=gen, dtype=dtype) * 2 - 1) * a)
@@ -70,7 +85,7 @@ def mlp(
                     lin.bias.zero_()
         layers[f"fc{i + 1}"] = lin
         if i < n - 1:
-            layers[f"act{i + 1}"] = _ACTIVATIONS[activation]()
+            layers[f"act{i + 1}"] = activation_module(activation)
     return nn.Sequential(layers)
 
 
