@@ -8,7 +8,6 @@
 * :class:`LinearAction` — ``a(g, θ) = g θ`` for a matrix group acting on ``R^s`` (p = s).
 * :class:`IdentityAction` — ``a(g, θ) = θ``: satisfies every error metric, moves nothing.
 
-Tests here run torch single-threaded (shared machine).
 """
 
 from __future__ import annotations
@@ -75,14 +74,6 @@ class IdentityAction(GroupAction):
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
         return theta + 0.0 * g.sum().to(theta.dtype)
-
-
-@pytest.fixture(autouse=True)
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture
