@@ -11,7 +11,7 @@ from ..config import apply_overrides
 from ..errors import ConfigError, RunDirError
 from ..runs import RunDir, default_run_dir
 from .config import DiscoverConfig
-from .problems import DEFAULT_PRESET, PRESETS, RECIPES
+from .problems import DEFAULT_PRESET, PRESETS, recipe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,8 +72,7 @@ def resolve_config(args: argparse.Namespace) -> DiscoverConfig:
     preset = args.preset or DEFAULT_PRESET
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; available: {sorted(PRESETS)} (see `paramsym list`).")
-    recipe = RECIPES.get(preset, {})
-    items = [f"problem.preset={preset}"] + [f"{k}={v}" for k, v in recipe.items()]
+    items = [f"problem.preset={preset}"] + [f"{k}={v}" for k, v in recipe(preset, args.objective or "hybrid").items()]
     if args.objective:
         items.append(f"objective.variant={args.objective}")
     if args.seed is not None:
