@@ -267,8 +267,10 @@ DEFAULT_PRESET = "sigmoid-scalar"
 
 #: Training recipes (config overrides) per preset, applied before user overrides.
 RECIPES: dict[str, dict[str, Any]] = {
-    "linear2x2": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
-    "relu242": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
+    "linear2x2": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3, "train.steps": 15000,
+                  "objective.gamma_transport": 10.0, "train.lr": 2e-3},
+    "relu242": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3, "train.steps": 15000,
+                "objective.gamma_transport": 10.0, "train.lr": 2e-3},
     "sigmoid-scalar": {"objective.beta": 0.4, "train.rho": 0.8, "train.max_factors": 6, "train.steps": 10000,
                        "objective.gamma_transport": 10.0, "train.lr": 2e-3},
     "sigmoid-two-input": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
