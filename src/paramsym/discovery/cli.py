@@ -43,26 +43,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     eo = exs.add_parser("objectives", help="hybrid vs finite (vs infinitesimal) objectives at the same step budget")
     eo.add_argument("--preset", default="sigmoid-scalar")
     eo.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
-    eo.add_argument("--seeds", default="0", help="comma-separated training seeds")
-    eo.add_argument("--steps", type=int, default=None)
-    eo.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    eo.add_argument("--out", default=None)
-    eo.add_argument("--json", action="store_true")
-    eo.add_argument("--quiet", action="store_true")
-    eo.set_defaults(func=cmd_experiment_objectives)
+    _experiment_arguments(eo, cmd_experiment_objectives)
     el = exs.add_parser("lifting", help="ReLU (2,8,8,1): one unit (boundary output) vs all weights, full-network error")
-    el.add_argument("--seeds", default="0")
-    el.add_argument("--steps", type=int, default=None)
-    el.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    el.add_argument("--out", default=None)
-    el.add_argument("--json", action="store_true")
-    el.add_argument("--quiet", action="store_true")
-    el.set_defaults(func=cmd_experiment_lifting)
+    _experiment_arguments(el, cmd_experiment_lifting)
 
     rp = sub.add_parser("report", help="regenerate report.md (and figures) of a run directory")
     rp.add_argument("run_dir")
     rp.add_argument("--json", action="store_true", help="print the run's metrics.json")
     rp.set_defaults(func=cmd_report)
+
+
+def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
+    """Arguments shared by the ``paramsym experiment`` commands."""
+    parser.add_argument("--seeds", default="0", help="comma-separated training seeds")
+    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the presets' recipes)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override applied to every training run (repeatable)")
+    parser.add_argument("--out", default=None, help="output directory (finished sub-runs in it are reused)")
+    parser.add_argument("--json", action="store_true", help="print the comparison metrics as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(func=func)
 
 
 def resolve_config(args: argparse.Namespace) -> DiscoverConfig:
@@ -176,12 +176,7 @@ def cmd_experiment_objectives(args: argparse.Namespace) -> int:
                            seeds=_ints(args.seeds, "--seeds"), steps=args.steps, overrides=list(args.overrides))
     cfg.validate()
     out = RunDir(args.out or default_run_dir("objectives", cfg.preset))
-    metrics = run(cfg, out, progress=not args.quiet)
-    if args.json:
-        print(json.dumps(metrics, indent=2))
-    else:
-        print(out.file("report.md").read_text())
-    return 0
+    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
@@ -189,9 +184,9 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
 
     cfg = LiftingConfig(seeds=_ints(args.seeds, "--seeds"), steps=args.steps, overrides=list(args.overrides))
     out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
-    metrics = run(cfg, out, progress=not args.quiet)
-    if args.json:
-        print(json.dumps(metrics, indent=2))
-    else:
-        print(out.file("report.md").read_text())
+    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+
+
+def _print_experiment(args: argparse.Namespace, out: RunDir, metrics: dict) -> int:
+    print(json.dumps(metrics, indent=2) if args.json else out.file("report.md").read_text())
     return 0
