@@ -12,9 +12,8 @@ Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/attention_counting.py``
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import timed
 
 from paramsym.attention.clusterings import count_partial_clusterings, enumerate_partial_clusterings
 from paramsym.attention.components import (
@@ -29,15 +28,6 @@ DIMS = [1, 1, 1, 1, 2]
 
 def mults(C: int) -> list[int]:
     return [C, C, C, C, 2 * C]
-
-
-def timed(fn, repeat: int = 3) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def main() -> None:

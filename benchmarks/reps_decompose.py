@@ -18,9 +18,8 @@ Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/reps_decompose.py``
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import timed
 
 from paramsym.groups.finite import dihedral, group_by_name
 from paramsym.groups.reps import copies, real_irreps, regular
@@ -49,15 +48,6 @@ def baseline_decompose(rep, seed: int = 0):
     q = np.concatenate(blocks, axis=1)
     err = max(np.abs(rho @ t - t @ np.matmul(t.T, rho @ t)).max() for t in blocks)
     return q, float(err)
-
-
-def timed(fn, repeat: int = 3):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def main() -> None:
