@@ -264,17 +264,31 @@ def run_attribution(name: str, cfg: Any, out, *, progress: bool = True) -> dict[
 # ------------------------------------------------------------------------------- reports
 
 
+def _config(run) -> dict[str, Any]:
+    """``config.json`` of ``run``; a corrupt file is a :class:`RunDirError` naming it."""
+    import json
+
+    try:
+        cfg = run.read_json("config.json")
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{run.path}/config.json is not valid JSON ({exc}); the run directory is damaged: "
+                          "rerun the command that made it into a fresh --out.") from None
+    if not isinstance(cfg, dict):
+        raise RunDirError(f"{run.path}/config.json holds a {type(cfg).__name__}, expected an object with a 'kind'.")
+    return cfg
+
+
 def _render_attribution(run) -> str:
     from ..attribution.report import render as render_common
 
-    preset = run.read_json("config.json").get("preset")
+    preset = _config(run).get("preset")
     sections = ATTRIBUTION_PRESETS[preset].load().sections if preset in ATTRIBUTION_PRESETS else None
     return render_common(run, sections)
 
 
 def render(run) -> str:
     """The markdown report of run directory ``run``, by the kind in its ``config.json``."""
-    return get_kind(run.read_json("config.json").get("kind")).load().render(run)
+    return get_kind(_config(run).get("kind")).load().render(run)
 
 
 def regenerate(run):
@@ -283,7 +297,7 @@ def regenerate(run):
     Raises:
         RunDirError: unknown kind, or the run has no ``metrics.json`` (it did not finish).
     """
-    get_kind(run.read_json("config.json").get("kind"))
+    get_kind(_config(run).get("kind"))
     if not run.has("metrics.json"):
         raise RunDirError(
             f"{run.path} has no metrics.json: the run did not finish. Continue it with "
