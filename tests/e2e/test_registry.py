@@ -21,7 +21,6 @@ from paramsym.experiments.configs import resolve_discover_config
 from paramsym.experiments.registry import (
     ATTRIBUTION_PRESETS,
     KINDS,
-    all_presets,
     get_kind,
     regenerate,
     resolve_attribution_config,
