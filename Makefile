@@ -21,7 +21,9 @@ test: install
 test-slow: install
 	$(BIN)/python -m pytest -m slow
 
+# ruff, then the import contracts of pyproject.toml ([tool.importlinter]: layers, independence)
 lint: install
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
 
 .PHONY: install run test test-slow lint

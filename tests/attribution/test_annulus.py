@@ -7,10 +7,10 @@ import os
 import pytest
 import torch
 
-from paramsym.attribution.report import render
 from paramsym.cli import main
 from paramsym.errors import ConfigError
 from paramsym.experiments.annulus import AnnulusConfig, build_model, make_data, probe_grid, train
+from paramsym.experiments.registry import render
 from paramsym.runs import RunDir
 
 

@@ -11,9 +11,8 @@ import os
 import pytest
 import torch
 
-from paramsym.attribution.presets import PresetRequest
-from paramsym.attribution.report import render
-from paramsym.experiments.annulus import run
+from paramsym.experiments.annulus import AnnulusConfig, run
+from paramsym.experiments.registry import render
 from paramsym.runs import RunDir
 
 pytestmark = pytest.mark.slow
@@ -23,7 +22,7 @@ def _run(data, stage, tmp_path):
     torch.set_num_threads(1)
     root = os.environ.get("PARAMSYM_ANNULUS_OUT")
     out = RunDir(os.path.join(root, f"{data}-{stage}") if root else tmp_path / f"{data}-{stage}")
-    summary = run(PresetRequest(preset=f"annulus-{data}", options={"data": data}, stage=stage, progress=False), out)
+    summary = run(AnnulusConfig(data=data, stage=stage), out, progress=False)
     out.write_text("report.md", render(out))
     rows = {(r["flow"], r["direction"]): r for r in summary["flows"]}
     for (mode, d), r in rows.items():

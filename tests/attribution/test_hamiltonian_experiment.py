@@ -14,13 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from paramsym.attribution import DenseLift, PresetRequest, SymmetryProblem, orbit_tangent, reynolds
+from paramsym.attribution import DenseLift, SymmetryProblem, orbit_tangent, reynolds
 from paramsym.config import apply_overrides
 from paramsym.errors import ConfigError, RunDirError
 from paramsym.experiments.hamiltonian import (
     HamiltonianConfig,
     force_group,
-    make_config,
     report_sections,
     run,
     stacked_probes,
@@ -32,6 +31,7 @@ from paramsym.experiments.hamiltonian_lift import (
     predicted_profile,
 )
 from paramsym.experiments.hamiltonian_train import train_or_load
+from paramsym.experiments.registry import resolve_attribution_config
 from paramsym.models.hamiltonian import mexican_hat_force
 from paramsym.runs import RunDir
 
@@ -217,7 +217,7 @@ def test_config_errors_are_named():
     with pytest.raises(ConfigError, match="walk needs"):
         apply_overrides(HamiltonianConfig(), ["walk.step=0"])
     with pytest.raises(ConfigError, match="unknown config key"):
-        make_config(PresetRequest(preset="hamiltonian", overrides=("walk.stride=3",)))
+        resolve_attribution_config("hamiltonian", overrides=["walk.stride=3"])
     with pytest.raises(ConfigError, match="profile_radius"):
         apply_overrides(HamiltonianConfig(), ["probe.profile_radius=2.0"])
 
@@ -269,7 +269,7 @@ def test_quick_preset_end_to_end_through_the_command(tmp_path, capsys):
 @pytest.mark.slow
 def test_full_hamiltonian_reproduction(tmp_path):
     out = RunDir(tmp_path / "full")
-    summary = run(PresetRequest(preset="hamiltonian", progress=False), out)
+    summary = run(HamiltonianConfig(), out, progress=False)
     metrics = json.loads((tmp_path / "full" / "metrics.json").read_text())
     flows = {(f["flow"], f["direction"]): f for f in summary["flows"]}
     rc, rb = flows[("resolved", "+c")], flows[("resolved", "-b")]

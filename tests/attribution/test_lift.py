@@ -18,8 +18,8 @@ from paramsym.attribution import (
     so2,
     stack_rows,
 )
-from paramsym.attribution.sanity import lifting_sanity
 from paramsym.errors import ShapeError
+from paramsym.experiments.sanity import lifting_sanity
 from paramsym.models.mlp import mlp
 
 

@@ -9,7 +9,7 @@ import torch
 from paramsym.config import apply_overrides
 from paramsym.discovery import discover
 from paramsym.discovery.config import DiscoverConfig
-from paramsym.report import regenerate
+from paramsym.experiments.registry import regenerate
 from paramsym.runs import RunDir
 from paramsym.targets import Target
 

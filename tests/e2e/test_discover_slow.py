@@ -8,13 +8,12 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from paramsym.discovery.cli import resolve_config
 from paramsym.discovery.run import run_discovery
+from paramsym.experiments.configs import resolve_discover_config
 from paramsym.runs import RunDir
 from paramsym.verdict import TOLERANCES
 
@@ -22,8 +21,7 @@ pytestmark = pytest.mark.slow
 
 
 def _run(preset: str | None, out: Path) -> dict:
-    ns = argparse.Namespace(preset=preset, objective=None, seed=None, steps=None, device="cpu", overrides=[])
-    return run_discovery(resolve_config(ns), RunDir(out), progress=False)
+    return run_discovery(resolve_discover_config(preset, device="cpu"), RunDir(out), progress=False)
 
 
 def test_default_run_meets_every_tolerance(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from paramsym.experiments.lifting import LiftingConfig, matched_ratio
 from paramsym.experiments.lifting import run as run_lifting
 from paramsym.experiments.objectives import ObjectivesConfig
 from paramsym.experiments.objectives import run as run_objectives
-from paramsym.report import regenerate
+from paramsym.experiments.registry import regenerate
 from paramsym.runs import RunDir
 
 TINY = ["action.width=16", "verdict.samples=32", "verdict.rhos=[0.5]", "verdict.factors=[1,2]",

@@ -21,7 +21,18 @@ Objects:
 One call for any module: :func:`attribute`.
 """
 
-from .flows import FlowTrace, angular_profile, flow_record, predicted_function, rms, run_flow
+from .flows import (
+    DIRECTIONS,
+    FLOW_MODES,
+    FlowRecord,
+    FlowTrace,
+    LiftRecord,
+    angular_profile,
+    flow_record,
+    predicted_function,
+    rms,
+    run_flow,
+)
 from .jacobian import (
     JacobianOperator,
     ParamFunction,
@@ -44,7 +55,6 @@ from .lift import (
     lift_matrix_free,
     stack_rows,
 )
-from .presets import PRESETS, FlowRecord, LiftRecord, Preset, PresetRequest, get_preset
 from .problem import Attribution, SymmetryProblem, attribute
 from .symmetry import (
     OMEGA,
@@ -69,13 +79,13 @@ from .symmetry import (
 )
 
 __all__ = [
-    "Attribution", "DEAD_TOL", "DenseLift", "FlowRecord", "FlowTrace", "FunctionGroup",
-    "JacobianOperator", "LIFT_TOL", "LiftRecord", "LiftResult", "OMEGA", "PRESETS",
-    "ParamFunction", "ParamLayout", "Preset", "PresetRequest", "ProbeSetWarning", "RTOL",
+    "Attribution", "DEAD_TOL", "DIRECTIONS", "DenseLift", "FLOW_MODES", "FlowRecord", "FlowTrace",
+    "FunctionGroup", "JacobianOperator", "LIFT_TOL", "LiftRecord", "LiftResult", "OMEGA",
+    "ParamFunction", "ParamLayout", "ProbeSetWarning", "RTOL",
     "StackedOperator", "SymmetryProblem", "angular_profile", "attribute", "check_outputs",
     "check_probes", "cyclic", "dense_jacobian", "dihedral", "equivariance_defect",
     "equivariance_error_x", "finite_difference_matvec", "finite_group", "flow_record",
-    "function_from_module", "get_preset", "largest_singular_value", "lie_group", "lift",
+    "function_from_module", "largest_singular_value", "lie_group", "lift",
     "lift_matrix_free", "o2", "orbit_tangent", "orbit_tangent_x", "polar_grid",
     "predicted_function", "probe_leak", "reynolds", "reynolds_x", "rms", "rotation", "run_flow",
     "so2", "stack_rows", "transform_x",

@@ -26,16 +26,71 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from .presets import DIRECTIONS, FLOW_MODES, FlowRecord
 from .problem import SymmetryProblem
 from .symmetry import InputFunction, equivariance_error_x, reynolds_x, transform_x
+
+#: flow modes: recompute the direction at every step, or keep the first one
+FLOW_MODES = ("resolved", "fixed")
+#: lifted directions: ``+c`` (along ``c* = J⁺η``) and ``-b`` (along ``b* = J⁺(−δ)``)
+DIRECTIONS = ("+c", "-b")
+
+
+@dataclass
+class LiftRecord:
+    """One lift at the start of an experiment, as a summary row.
+
+    Attributes:
+        name: ``"c*"`` or ``"b*"`` (possibly with the truncation, e.g. ``"c* (τ=1e-08)"``).
+        target: ``"eta"`` or ``"-delta"``.
+        residual: relative lifting residual ``‖J z − target‖ / ‖target‖``.
+        rank: resolved rank of ``J`` at the truncation used (``None`` when not computed).
+        target_norm, direction_norm: ``‖target‖`` and ``‖z‖``.
+        liftable: the residual is below the lifting tolerance.
+        verdict: one line in words.
+    """
+
+    name: str
+    target: str
+    residual: float
+    rank: int | None
+    target_norm: float
+    direction_norm: float
+    liftable: bool
+    verdict: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FlowRecord:
+    """Start, end and predicted ‖δ‖ of one flow, and its first and last lifting residuals."""
+
+    flow: str
+    direction: str
+    delta_start: float
+    delta_end: float
+    delta_predicted: float | None
+    residual_start: float | None
+    residual_end: float | None
+    t_end: float | None = None
+    steps: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Flat dict: the fields with ``extra`` merged in."""
+        d = asdict(self)
+        extra = d.pop("extra")
+        d.update(extra)
+        return d
+
 
 
 @dataclass

@@ -4,22 +4,28 @@
 rank, liftable or not) and the flow table (start, end and predicted ‖δ‖ with residuals, beside
 the source's numbers where the preset provides them) — then the preset's own sections (figures,
 experiment-specific tables) through ``Preset.report`` (which may regenerate figures from the
-saved arrays).
+saved arrays). The caller passes those sections as a function (the experiments registry does;
+this module knows no preset).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from ..errors import RunDirError
 from ..runs import RunDir
 from .tables import markdown
 
 
-def render(run: RunDir) -> str:
-    """Markdown report of an attribution run directory (``kind == "attribution"``)."""
-    from .presets import PRESETS, load_report_sections
+def render(run: RunDir, sections: Callable[[RunDir], str] | None = None) -> str:
+    """Markdown report of an attribution run directory (``kind == "attribution"``).
 
+    Args:
+        run: the run directory (``config.json``, ``metrics.json`` with ``"summary"``).
+        sections: optional preset-specific sections (markdown from the run directory), placed
+            after the flow table.
+    """
     cfg = run.read_json("config.json")
     if cfg.get("kind") != "attribution":
         raise RunDirError(f"{run.path} is a {cfg.get('kind')!r} run, not an attribution run.")
@@ -47,8 +53,7 @@ def render(run: RunDir) -> str:
         lines += ["", "## Flows (‖δ‖ on the probe set)", ""]
         lines.append(markdown(flows, ["flow", "direction", "delta_start", "delta_end", "delta_predicted",
                                       "residual_start", "residual_end", "t_end", "steps"], fmt="{:.4g}"))
-    section = load_report_sections(preset) if preset in PRESETS else None
-    if section is not None:
-        lines += ["", section(run)]
+    if sections is not None:
+        lines += ["", sections(run)]
     lines += ["", "## Configuration", "", "```json", json.dumps(cfg.get("config", cfg), indent=2), "```", ""]
     return "\n".join(lines)

@@ -29,17 +29,24 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..attribution.flows import FlowTrace, angular_profile, predicted_function, rms, run_flow
+from ..attribution.flows import (
+    FLOW_MODES,
+    FlowTrace,
+    LiftRecord,
+    angular_profile,
+    predicted_function,
+    rms,
+    run_flow,
+)
 from ..attribution.jacobian import function_from_module
 from ..attribution.lift import DenseLift
-from ..attribution.presets import LiftRecord, PresetRequest, finish_run
 from ..attribution.problem import SymmetryProblem
 from ..attribution.symmetry import so2
 from ..attribution.tables import parameter_table, tensor_table
-from ..config import apply_overrides
 from ..errors import ConfigError
 from ..models.mlp import mlp
 from ..runs import RunDir, load_tensors, read_json, save_tensors, write_json
+from .attribution_runs import finish_run, lift_records
 
 #: the source's numbers (resolved flows: start → end (prediction); fixed flows: end at t = 1)
 PAPER = {
@@ -84,6 +91,18 @@ class AnnulusConfig:
     profile_radius: float = 2.0
     boundary_grid: int = 121
     predict_every: int = 5
+    #: flow modes to run (``"resolved"``, ``"fixed"``; ``--flow``)
+    flows: tuple[str, ...] = FLOW_MODES
+
+    @classmethod
+    def quick(cls) -> AnnulusConfig:
+        """A small, fast version for tests and smoke runs (60 epochs, flows to t = 0.04)."""
+        return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31)
+
+    @property
+    def preset(self) -> str:
+        """The preset name: ``annulus-wedge`` or ``annulus-full``."""
+        return f"annulus-{self.data}"
 
     def validate(self) -> None:
         if self.data not in ("wedge", "full"):
@@ -95,6 +114,9 @@ class AnnulusConfig:
         bad = [d for d in self.directions if d not in ("+c", "-b")]
         if bad:
             raise ConfigError(f"directions must be '+c' and/or '-b', received {bad}.")
+        bad = [f for f in self.flows if f not in FLOW_MODES]
+        if bad:
+            raise ConfigError(f"flows must be among {FLOW_MODES}, received {bad}.")
         if self.dt <= 0 or self.t_end <= 0:
             raise ConfigError(f"dt and t_end must be positive, received dt={self.dt}, t_end={self.t_end}.")
 
@@ -208,31 +230,25 @@ def _flow_arrays(problem: SymmetryProblem, trace: FlowTrace, cfg: AnnulusConfig,
     return out
 
 
-def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
-    """Preset ``annulus-wedge`` / ``annulus-full`` (see :mod:`paramsym.attribution.presets`)."""
-    base = AnnulusConfig(data=request.options.get("data", "wedge"), stage=request.stage or "trained")
-    if request.seed is not None:
-        base.seed = request.seed
-    if request.quick:
-        base.epochs, base.t_end, base.dt, base.boundary_grid = 60, 0.04, 0.02, 31
-    cfg = apply_overrides(base, request.overrides)
+def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
+    """Presets ``annulus-wedge`` / ``annulus-full`` (contract: :mod:`paramsym.experiments.attribution_runs`).
+
+    Trains (stage ``trained``) or keeps the initialisation (``init``), lifts ``η`` and ``−δ``,
+    and follows the flows ``cfg.flows`` × ``cfg.directions``; finished flows of an interrupted
+    run in the same ``out`` are reused.
+    """
+    cfg.validate()
     # config.json first, so an interrupted run can be recognised and resumed
-    out.write_json("config.json", {"kind": "attribution", "preset": request.preset, "stage": cfg.stage,
-                                   "flows": list(request.flows), "quick": request.quick,
-                                   "config": _cfg_dict(cfg)})
-    problem, extra = build_problem(cfg, request.progress)
+    out.write_json("config.json", {"kind": "attribution", "preset": cfg.preset, "stage": cfg.stage,
+                                   "flows": list(cfg.flows), "config": _cfg_dict(cfg)})
+    problem, extra = build_problem(cfg, progress)
     info = extra["info"]
     x, y = extra["data"]
     save_tensors(out.file("model.safetensors"), problem.params)
     save_tensors(out.file("data.safetensors"), {"x": x, "y": y, "probes": problem.probes})
 
     att = problem.lifts()
-    lifts = [
-        LiftRecord("c*", "eta", att.c.residual, att.c.rank, att.c.target_norm, float(att.c.direction.norm()),
-                   att.c.liftable(), att.c.verdict("symmetry direction η (c* = J⁺η)")),
-        LiftRecord("b*", "-delta", att.b.residual, att.b.rank, att.b.target_norm, float(att.b.direction.norm()),
-                   att.b.liftable(), att.b.verdict("equivariance direction −δ (b* = J⁺(−δ))")),
-    ]
+    lifts = lift_records(att)
     # the lifting criterion itself (image membership): a nearly untruncated pinv (τ = 1e-8, SVD)
     exact = DenseLift(problem.jacobian(), rtol=EXACT_RTOL, gauge="none", solver="svd")
     for name, target, t in (("c*", "eta", att.eta), ("b*", "-delta", -att.delta)):
@@ -243,7 +259,7 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
     records = []
     flows_dir = out.path / "flows"
     flows_dir.mkdir(exist_ok=True)
-    for mode in request.flows:
+    for mode in cfg.flows:
         for direction in cfg.directions:
             key = f"{mode}_{'c' if direction == '+c' else 'b'}"
             done = flows_dir / f"{key}.json"
@@ -253,7 +269,7 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
                 continue
             trace = run_flow(problem, direction, mode, t_end=cfg.t_end, dt=cfg.dt,
                              snapshot_at=[0.0, 0.25 * cfg.t_end, 0.5 * cfg.t_end, 0.75 * cfg.t_end, cfg.t_end],
-                             progress=request.progress, predict_every=cfg.predict_every)
+                             progress=progress, predict_every=cfg.predict_every)
             arrays = _flow_arrays(problem, trace, cfg, key)
             d0 = arrays[f"{key}.profile.0"].numpy()
             dT = arrays[f"{key}.profile.{len(trace.snapshots) - 1}"].numpy()
@@ -273,7 +289,7 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
             write_json(done, {"record": rec_json, "trace": trace.to_json()})
             records.append(rec_json)
     summary = {
-        "preset": request.preset,
+        "preset": cfg.preset,
         "stage": cfg.stage,
         "lifts": [r.to_json() for r in lifts],
         "flows": records,
@@ -291,8 +307,8 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
         "top_b": parameter_table(att, top=10, by="b"),
         "gauge_image_shift": {"c": att.c.info.get("gauge_image_shift"), "b": att.b.info.get("gauge_image_shift")},
     }
-    finish_run(out, preset=request.preset, config=_cfg_dict(cfg), summary=summary, metrics=metrics,
-               seed=cfg.seed, stage=cfg.stage, flows=list(request.flows), quick=request.quick)
+    finish_run(out, preset=cfg.preset, config=_cfg_dict(cfg), summary=summary, metrics=metrics,
+               seed=cfg.seed, stage=cfg.stage, flows=list(cfg.flows))
     return summary
 
 

@@ -26,19 +26,16 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from ..attribution.flows import predicted_function, run_flow
-from ..attribution.presets import FlowRecord, LiftRecord, PresetRequest, finish_run
+from ..attribution.flows import FlowRecord, predicted_function, run_flow
 from ..attribution.symmetry import equivariance_error_x, polar_grid, so2
 from ..attribution.tables import tensor_table
-from ..config import apply_overrides, to_dict
-from ..errors import ConfigError
+from ..config import to_dict
 from ..models.hamiltonian import (
     SeparableHamiltonian,
     force_function,
@@ -46,12 +43,16 @@ from ..models.hamiltonian import (
     mexican_hat_force,
 )
 from ..runs import RunDir, save_tensors
+from .attribution_runs import finish_run, lift_records
+from .hamiltonian_config import HamiltonianConfig
 from .hamiltonian_lift import PolarGrid, TallSymmetryProblem, phase_shift, predicted_profile
 from .hamiltonian_report import report_sections
 from .hamiltonian_train import train_or_load
 
-__all__ = ["HamiltonianConfig", "PAPER", "build_problem", "force_group", "make_config", "report_sections",
-           "run", "stacked_probes"]
+__all__ = ["HamiltonianConfig", "PAPER", "build_problem", "force_group", "report_sections", "run", "stacked_probes"]
+
+#: preset name (``paramsym attribute --preset hamiltonian``)
+PRESET = "hamiltonian"
 
 #: what the source says about this experiment (it gives no numbers)
 PAPER: dict[str, Any] = {
@@ -65,115 +66,6 @@ PAPER: dict[str, Any] = {
     ],
     "source": "seed 003, §3.2 and App. C.1 (Figures 3 and 4)",
 }
-
-
-@dataclass
-class SystemConfig:
-    """Ground truth and data."""
-
-    train_alphas: tuple[float, ...] = (-1.1, -0.8, -0.6, -0.2, 0.2, 0.6, 0.8, 1.1)
-    analysis_alphas: tuple[float, ...] = (-1.0, 0.0, 1.0)
-    n_initial: int = 10
-    num_steps: int = 30
-    dt: float = 0.1
-    q_radius: float = 1.0
-    p_radius: float = 0.5
-    n_test_initial: int = 5
-
-
-@dataclass
-class ModelConfig:
-    width: int = 32
-    depth: int = 3
-
-
-@dataclass
-class TrainConfig:
-    epochs: int = 1500
-    lr: float = 1e-3
-    l1: float = 1e-5
-    horizon: int = 5
-    stride: int = 5
-    dtype: Literal["float32", "float64"] = "float32"
-    checkpoint_every: int = 250
-    #: intra-op threads while training: the matrices are tiny (batch × 32), so one thread is
-    #: fastest, and several threads on a shared machine mostly wait on each other
-    threads: int = 1
-
-
-@dataclass
-class ProbeConfig:
-    n_radii: int = 15
-    n_angles: int = 32
-    r_max: float = 1.0
-    n_quadrature: int = 64
-    rtol: float = 1e-3
-    gauge: Literal["column", "none"] = "column"
-    rotation_deg: float = 73.0
-    n_error_angles: int = 40
-    profile_radius: float = 0.8
-    profile_angles: int = 360
-    profile_alphas: tuple[float, ...] = (-1.1, 0.0, 1.1)
-
-
-@dataclass
-class WalkConfig:
-    step: float = 0.02
-    forward: int = 5
-    backward: int = 3
-
-
-@dataclass
-class SweepConfig:
-    eps_max: float = 0.2
-    n: int = 21
-
-
-@dataclass
-class HamiltonianConfig:
-    """Configuration of the ``hamiltonian`` preset (``--set section.key=value``)."""
-
-    seed: int = 0
-    system: SystemConfig = field(default_factory=SystemConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    probe: ProbeConfig = field(default_factory=ProbeConfig)
-    walk: WalkConfig = field(default_factory=WalkConfig)
-    sweep: SweepConfig = field(default_factory=SweepConfig)
-
-    def validate(self) -> None:
-        s, w, p = self.system, self.walk, self.probe
-        if not s.train_alphas:
-            raise ConfigError("system.train_alphas must list at least one α.")
-        if w.step <= 0 or w.forward < 1 or w.backward < 0:
-            raise ConfigError(
-                f"walk needs step > 0, forward ≥ 1, backward ≥ 0; received {w.step}, {w.forward}, {w.backward}."
-            )
-        if self.sweep.n < 2 or self.sweep.eps_max <= 0:
-            raise ConfigError(f"sweep needs n ≥ 2 and eps_max > 0; received {self.sweep.n}, {self.sweep.eps_max}.")
-        if not 0 < p.profile_radius <= p.r_max:
-            raise ConfigError(f"probe.profile_radius must lie in (0, r_max={p.r_max}]; received {p.profile_radius}.")
-        if not p.profile_alphas:
-            raise ConfigError("probe.profile_alphas must list at least one α.")
-
-
-#: overrides making ``--quick`` (tests) small and fast
-QUICK_OVERRIDES = (
-    "system.train_alphas=[-1.1,0.6]", "system.analysis_alphas=[0.0]", "system.n_initial=3",
-    "system.num_steps=10", "system.n_test_initial=2", "train.epochs=40", "train.checkpoint_every=20",
-    "probe.n_radii=4", "probe.n_angles=12", "probe.n_quadrature=24", "probe.profile_angles=90",
-    "probe.profile_alphas=[-1.1]", "walk.forward=2", "walk.backward=1", "sweep.n=5",
-)
-
-
-def make_config(request: PresetRequest) -> HamiltonianConfig:
-    """Default config, then ``--quick`` overrides, then the user's ``--set`` overrides."""
-    cfg = HamiltonianConfig()
-    if request.seed is not None:
-        cfg.seed = int(request.seed)
-    if request.quick:
-        cfg = apply_overrides(cfg, QUICK_OVERRIDES)
-    return apply_overrides(cfg, request.overrides)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,24 +287,23 @@ def perturbation_sweep(problem, observer, att, cfg) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
+def run(cfg: HamiltonianConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
     """Run the ``hamiltonian`` preset into ``out`` and return the ``--json`` summary.
 
-    Honours ``request.flows`` (``resolved``/``fixed`` walks), ``request.overrides``
-    (``--set``, keys of :class:`HamiltonianConfig`), ``request.quick``, ``request.progress`` and
-    ``request.seed``. Writes ``config.json`` (kind ``attribution``), ``env.json``,
+    Runs the walks of ``cfg.flows`` (``resolved``/``fixed``); ``progress`` shows tqdm bars.
+    Writes ``config.json`` (kind ``attribution``), ``env.json``,
     ``model.safetensors`` (and ``checkpoint/``), ``walks.safetensors`` (profiles and parameter
     snapshots), ``metrics.json``, ``figures/*.png`` and ``report.md``.
     """
     from ..attribution.report import render
     from .hamiltonian_report import make_figures
 
-    cfg = make_config(request)
+    cfg.validate()
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
-    out.write_json("config.json", {"kind": "attribution", "preset": request.preset, "config": to_dict(cfg),
-                                   "flows": list(request.flows), "quick": request.quick})
-    model, train_info = train_or_load(cfg, out, progress=request.progress)
+    out.write_json("config.json", {"kind": "attribution", "preset": PRESET, "config": to_dict(cfg),
+                                   "flows": list(cfg.flows)})
+    model, train_info = train_or_load(cfg, out, progress=progress)
     timing["train"] = time.perf_counter() - t0
     model = model.double()
     alphas = all_alphas(cfg)
@@ -427,9 +318,9 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
 
     t = time.perf_counter()
     walks, profiles = [], {}
-    for mode in request.flows:
+    for mode in cfg.flows:
         for direction in ("+c", "-b"):
-            res = walk(problem, observer, direction, mode, cfg, request.progress)
+            res = walk(problem, observer, direction, mode, cfg, progress)
             summ = summarise_walk(res, problem)
             walks.append({"summary": summ, "trace": res["forward"]["trace"]})
             tag = f"{mode}_{'c' if direction == '+c' else 'b'}"
@@ -445,15 +336,10 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
     profiles["theta_0"] = problem.theta0
     save_tensors(out.file("walks.safetensors"), profiles)
 
-    lifts = [
-        LiftRecord("c*", "eta", att.c.residual, att.c.rank, att.c.target_norm, float(att.c.direction.norm()),
-                   att.c.liftable(), att.c.verdict("symmetry direction η (c* = J⁺η)")),
-        LiftRecord("b*", "-delta", att.b.residual, att.b.rank, att.b.target_norm, float(att.b.direction.norm()),
-                   att.b.liftable(), att.b.verdict("equivariance direction −δ (b* = J⁺(−δ))")),
-    ]
+    lifts = lift_records(att)
     flows = [_flow_record(w) for w in walks]
     summary = {
-        "preset": request.preset, "stage": None,
+        "preset": PRESET, "stage": None,
         "lifts": [r.to_json() for r in lifts],
         "flows": [f.to_json() for f in flows],
         "paper": PAPER,
@@ -478,10 +364,10 @@ def run(request: PresetRequest, out: RunDir) -> dict[str, Any]:
         "perturbation_sweep": sweep,
         "timing_s": timing,
     }
-    finish_run(out, preset=request.preset, config=cfg, summary=summary, metrics=metrics, seed=cfg.seed,
-               flows=list(request.flows), quick=request.quick)
+    finish_run(out, preset=PRESET, config=cfg, summary=summary, metrics=metrics, seed=cfg.seed,
+               flows=list(cfg.flows))
     make_figures(out)
-    out.write_text("report.md", render(out))
+    out.write_text("report.md", render(out, report_sections))
     return summary
 
 

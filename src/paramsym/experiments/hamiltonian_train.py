@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -21,9 +21,7 @@ from ..config import to_dict
 from ..errors import RunDirError
 from ..models.hamiltonian import SeparableHamiltonian, generate_trajectories, train_hamiltonian
 from ..runs import RunDir, save_tensors
-
-if TYPE_CHECKING:
-    from .hamiltonian import HamiltonianConfig
+from .hamiltonian_config import HamiltonianConfig
 
 
 def fingerprint(cfg: HamiltonianConfig) -> str:
@@ -31,10 +29,10 @@ def fingerprint(cfg: HamiltonianConfig) -> str:
 
     ``train.epochs`` is excluded (asking for more epochs continues a cached run), and so are the
     settings that only affect the analysis (``system.analysis_alphas``, ``n_test_initial``) or
-    the speed (``checkpoint_every``, ``threads``).
+    the speed (``checkpoint_every``).
     """
     train = to_dict(cfg.train)
-    for key in ("checkpoint_every", "epochs", "threads"):
+    for key in ("checkpoint_every", "epochs"):
         train.pop(key)
     system = to_dict(cfg.system)
     for key in ("analysis_alphas", "n_test_initial"):
@@ -111,14 +109,9 @@ def train_or_load(cfg: HamiltonianConfig, out: RunDir, *, progress: bool = True)
             save(epoch + 1)
 
     if start < cfg.train.epochs:
-        threads = torch.get_num_threads()
-        torch.set_num_threads(max(1, cfg.train.threads))
-        try:
-            train_hamiltonian(model, data, epochs=cfg.train.epochs, lr=cfg.train.lr, l1=cfg.train.l1,
-                              horizon=cfg.train.horizon, stride=cfg.train.stride, progress=progress,
-                              callback=callback, optimizer=opt, start_epoch=start)
-        finally:
-            torch.set_num_threads(threads)
+        train_hamiltonian(model, data, epochs=cfg.train.epochs, lr=cfg.train.lr, l1=cfg.train.l1,
+                          horizon=cfg.train.horizon, stride=cfg.train.stride, progress=progress,
+                          callback=callback, optimizer=opt, start_epoch=start)
         save(cfg.train.epochs)
         save_tensors(out.file("model.safetensors"), model.state_dict(), metadata={"fingerprint": fp})
     out.write_json("history.json", {"loss": history})

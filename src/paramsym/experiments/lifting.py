@@ -13,7 +13,6 @@ Source: 5.8× smaller full-network error for the subnetwork at similar displacem
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,9 +20,10 @@ import torch
 from torch.func import vmap
 
 from .. import plots
-from ..config import apply_overrides, to_dict
+from ..config import to_dict
 from ..runs import RunDir
 from ..verdict import median, p95
+from .configs import QUICK_DISCOVER_OVERRIDES, QUICK_DISCOVER_STEPS, resolve_discover_config
 
 KIND = "discovery-lifting"
 PAPER_RATIO = 5.8
@@ -31,6 +31,8 @@ PAPER_RATIO = 5.8
 
 @dataclass
 class LiftingConfig:
+    """Configuration of the subnetwork-lifting comparison (kind ``discovery-lifting``)."""
+
     seeds: list[int] = field(default_factory=lambda: [0])
     steps: int | None = None
     rhos: list[float] = field(default_factory=lambda: [0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2])
@@ -38,6 +40,12 @@ class LiftingConfig:
     host_std: float = 0.2
     eval_seed: int = 777
     overrides: list[str] = field(default_factory=list)
+
+    @classmethod
+    def quick(cls) -> LiftingConfig:
+        """A small, fast version (tests, smoke runs): 20 steps, three radii, 32 host samples."""
+        return cls(steps=QUICK_DISCOVER_STEPS, rhos=[0.1, 0.5, 1.2], samples=32,
+                   overrides=list(QUICK_DISCOVER_OVERRIDES))
 
 
 def host_curve(action, problem, rhos, samples: int, host_std: float, seed: int, s_F: float) -> dict[str, list[float]]:
@@ -88,7 +96,6 @@ def matched_ratio(unit: dict, full: dict) -> dict[str, float | list[float]]:
 
 
 def run(cfg: LiftingConfig, out: RunDir, progress: bool = True) -> dict:
-    from ..discovery.cli import resolve_config
     from ..discovery.run import load_action, run_discovery
 
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
@@ -99,8 +106,7 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True) -> dict:
         for seed in cfg.seeds:
             rd = RunDir(out.path / f"{preset}-seed{seed}")
             if not rd.has("metrics.json"):
-                ns = argparse.Namespace(preset=preset, objective=None, seed=seed, steps=cfg.steps, device=None, overrides=[])
-                run_discovery(apply_overrides(resolve_config(ns), cfg.overrides), rd,
+                run_discovery(resolve_discover_config(preset, None, seed, cfg.steps, overrides=cfg.overrides), rd,
                               resume=rd.load_checkpoint() is not None, progress=progress)
             action, problem, _, _ = load_action(rd)
             if s_F is None:

@@ -13,15 +13,15 @@ Writes ``<out>/<variant>-seed<k>/`` discovery runs and a comparison ``metrics.js
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..config import apply_overrides, to_dict
+from ..config import to_dict
 from ..errors import ConfigError
 from ..runs import RunDir, default_run_dir
+from .configs import QUICK_DISCOVER_OVERRIDES, QUICK_DISCOVER_STEPS, resolve_discover_config
 
 KIND = "discovery-objectives"
 PAPER = {"sigmoid-scalar": {"finite": 0.306e-2, "hybrid": 0.037e-2, "motion": 0.12}}
@@ -30,11 +30,18 @@ KEYS = ("composition_err_p95", "inverse_err_p95", "output_err_p95", "transport_e
 
 @dataclass
 class ObjectivesConfig:
+    """Configuration of the objectives comparison (kind ``discovery-objectives``)."""
+
     preset: str = "sigmoid-scalar"
     variants: list[str] = field(default_factory=lambda: ["hybrid", "finite"])
     seeds: list[int] = field(default_factory=lambda: [0])
     steps: int | None = None
     overrides: list[str] = field(default_factory=list)
+
+    @classmethod
+    def quick(cls) -> ObjectivesConfig:
+        """A small, fast version (tests, smoke runs): 20 steps, a narrow network, a tiny verdict."""
+        return cls(steps=QUICK_DISCOVER_STEPS, overrides=list(QUICK_DISCOVER_OVERRIDES))
 
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
@@ -46,7 +53,6 @@ class ObjectivesConfig:
 
 def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True) -> dict:
     """Train every (variant, seed), reusing finished sub-runs; write the comparison."""
-    from ..discovery.cli import resolve_config
     from ..discovery.run import run_discovery
 
     cfg.validate()
@@ -60,8 +66,7 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True) -> dict:
             if rd.has("metrics.json"):
                 m = rd.read_json("metrics.json")
             else:
-                ns = argparse.Namespace(preset=cfg.preset, objective=variant, seed=seed, steps=cfg.steps, device=None, overrides=[])
-                dcfg = apply_overrides(resolve_config(ns), cfg.overrides)
+                dcfg = resolve_discover_config(cfg.preset, variant, seed, cfg.steps, overrides=cfg.overrides)
                 m = run_discovery(dcfg, rd, resume=rd.load_checkpoint() is not None, progress=progress)
             per[variant].append({"seed": seed, "fits": m["verdict"]["fits"], **{k: m["verdict"]["declared"][k] for k in KEYS}})
     summary = {v: {k: float(np.median([r[k] for r in rows])) for k in KEYS} | {"fits": int(sum(r["fits"] for r in rows))}

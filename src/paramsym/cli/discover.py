@@ -1,17 +1,16 @@
-"""``paramsym discover``, ``paramsym list`` and ``paramsym report``."""
+"""``paramsym discover``, ``paramsym list``, ``paramsym report`` and ``paramsym experiment``.
+
+Only the standard library at the top level (see :mod:`paramsym.cli`); the configuration is
+resolved by :func:`paramsym.experiments.configs.resolve_discover_config` from plain values.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from ..config import apply_overrides
-from ..errors import ConfigError, RunDirError
-from ..runs import RunDir, default_run_dir
-from .config import DiscoverConfig
-from .problems import DEFAULT_PRESET, PRESETS, recipe
+__all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Learn Lie-algebra generators and a nonlinear action network on a reference target, "
         "then run the finite-action verdict. Writes a run directory with metrics.json and report.md.",
     )
-    p.add_argument("--preset", default=None, help=f"reference target (default {DEFAULT_PRESET}); see `paramsym list`")
+    p.add_argument("--preset", default=None, help="reference target (default: the one marked [default] in "
+                   "`paramsym list`)")
     p.add_argument("--objective", choices=["hybrid", "infinitesimal", "finite"], default=None, help="objective variant (default hybrid)")
     p.add_argument("--seed", type=int, default=None, help="training seed (default 0)")
     p.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's recipe)")
@@ -34,8 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_discover)
 
-    ls = sub.add_parser("list", help="list presets")
-    ls.add_argument("--json", action="store_true")
+    ls = sub.add_parser("list", help="list presets (discovery and attribution) with their kind")
+    ls.add_argument("--json", action="store_true", help="print a JSON list of {name, kind, summary, default, "
+                    "stages, command}")
     ls.set_defaults(func=cmd_list)
 
     ex = sub.add_parser("experiment", help="paper comparisons built on discovery runs")
@@ -59,34 +60,21 @@ def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
     parser.add_argument("--steps", type=int, default=None, help="training steps (default: the presets' recipes)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="config override applied to every training run (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
     parser.add_argument("--out", default=None, help="output directory (finished sub-runs in it are reused)")
     parser.add_argument("--json", action="store_true", help="print the comparison metrics as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=func)
 
 
-def resolve_config(args: argparse.Namespace) -> DiscoverConfig:
-    """Defaults ← preset recipe ← flags ← ``--set`` overrides."""
-    import torch
-
-    preset = args.preset or DEFAULT_PRESET
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; available: {sorted(PRESETS)} (see `paramsym list`).")
-    items = [f"problem.preset={preset}"] + [f"{k}={v}" for k, v in recipe(preset, args.objective or "hybrid").items()]
-    if args.objective:
-        items.append(f"objective.variant={args.objective}")
-    if args.seed is not None:
-        items.append(f"seed={args.seed}")
-    if args.steps is not None:
-        items.append(f"train.steps={args.steps}")
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    items.append(f"device={device}")
-    cfg = apply_overrides(DiscoverConfig(), items)
-    return apply_overrides(cfg, args.overrides)
-
-
 def cmd_discover(args: argparse.Namespace) -> int:
-    from .run import load_config, run_discovery
+    from pathlib import Path
+
+    from ..config import apply_overrides
+    from ..discovery.run import load_config, run_discovery
+    from ..errors import ConfigError, RunDirError
+    from ..experiments.configs import resolve_discover_config
+    from ..runs import RunDir, default_run_dir
 
     if args.resume:
         if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
@@ -101,7 +89,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
             cfg = apply_overrides(cfg, [f"device={args.device}"])
         metrics = run_discovery(cfg, run, resume=True, progress=not args.quiet)
     else:
-        cfg = resolve_config(args)
+        cfg = resolve_discover_config(args.preset, args.objective, args.seed, args.steps, args.device, args.overrides)
         out = Path(args.out) if args.out else default_run_dir("discover", cfg.problem.preset)
         if out.exists() and any(out.iterdir()):
             raise RunDirError(f"output directory {str(out)!r} is not empty; choose another --out or --resume it.")
@@ -114,7 +102,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
     return 0
 
 
-def summary(metrics: dict, run: RunDir) -> str:
+def summary(metrics: dict, run) -> str:
+    """The lines ``paramsym discover`` prints: run directory, verdict, declared-cell errors, span."""
     d = metrics["verdict"].get("declared", {})
     lines = [f"run directory: {run.path}",
              f"preset {metrics['preset']} ({metrics['objective']}), seed {metrics['seed']}: "
@@ -132,26 +121,25 @@ def summary(metrics: dict, run: RunDir) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    rows = [{"name": name, "summary": summary_, "default": name == DEFAULT_PRESET} for name, (_, summary_) in PRESETS.items()]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print("discovery presets (paramsym discover --preset NAME):")
-    for r in rows:
-        print(f"  {r['name']:<18} {r['summary']}{'  [default]' if r['default'] else ''}")
-    try:
-        from ..attribution.presets import PRESETS as APRESETS  # type: ignore[attr-defined]
+    from ..experiments.registry import all_presets
 
-        print("attribution presets (paramsym attribute --preset NAME):")
-        for name in APRESETS:
-            print(f"  {name}")
-    except ImportError:
-        pass
+    rows = all_presets()
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=2))
+        return 0
+    for kind, command in (("discovery", "paramsym discover --preset NAME"),
+                          ("attribution", "paramsym attribute --preset NAME")):
+        print(f"{kind} presets ({command}):")
+        for r in rows:
+            if r.kind == kind:
+                stages = f"  [stages: {'|'.join(r.stages)}]" if r.stages else ""
+                print(f"  {r.name:<18} {r.summary}{'  [default]' if r.default else ''}{stages}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..report import regenerate
+    from ..experiments.registry import regenerate
+    from ..runs import RunDir
 
     run = RunDir.open_existing(args.run_dir)
     path = regenerate(run)
@@ -163,17 +151,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _ints(text: str, what: str) -> list[int]:
+    from ..errors import ConfigError
+
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
         raise ConfigError(f"{what} must be comma-separated integers, e.g. 0,1,2; received {text!r}.") from exc
 
 
+def _experiment_config(cls, args: argparse.Namespace, **values):
+    """``cls.quick()`` or ``cls()``, with the explicit values; ``--steps`` and ``--set`` added on top."""
+    import dataclasses
+
+    base = cls.quick() if args.quick else cls()
+    overrides = list(base.overrides) + list(args.overrides)
+    steps = args.steps if args.steps is not None else base.steps
+    return dataclasses.replace(base, seeds=_ints(args.seeds, "--seeds"), steps=steps, overrides=overrides, **values)
+
+
 def cmd_experiment_objectives(args: argparse.Namespace) -> int:
     from ..experiments.objectives import ObjectivesConfig, run
+    from ..runs import RunDir, default_run_dir
 
-    cfg = ObjectivesConfig(preset=args.preset, variants=[v.strip() for v in args.variants.split(",") if v.strip()],
-                           seeds=_ints(args.seeds, "--seeds"), steps=args.steps, overrides=list(args.overrides))
+    cfg = _experiment_config(ObjectivesConfig, args, preset=args.preset,
+                             variants=[v.strip() for v in args.variants.split(",") if v.strip()])
     cfg.validate()
     out = RunDir(args.out or default_run_dir("objectives", cfg.preset))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
@@ -181,12 +182,13 @@ def cmd_experiment_objectives(args: argparse.Namespace) -> int:
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
     from ..experiments.lifting import LiftingConfig, run
+    from ..runs import RunDir, default_run_dir
 
-    cfg = LiftingConfig(seeds=_ints(args.seeds, "--seeds"), steps=args.steps, overrides=list(args.overrides))
+    cfg = _experiment_config(LiftingConfig, args)
     out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 
 
-def _print_experiment(args: argparse.Namespace, out: RunDir, metrics: dict) -> int:
+def _print_experiment(args: argparse.Namespace, out, metrics: dict) -> int:
     print(json.dumps(metrics, indent=2) if args.json else out.file("report.md").read_text())
     return 0

@@ -3,15 +3,20 @@
 ::
 
     paramsym attribute --preset annulus-wedge [--stage init|trained] [--flow resolved|fixed]
-                       [--json] [--out DIR] [--set key=value ...] [--quick] [--seed N]
+                       [--json] [--out DIR] [--set key=value ...] [--quick] [--seed N] [--threads N]
     paramsym attribute --list
 
-``--json`` prints the summary (see :mod:`paramsym.attribution.presets`): for each flow the start,
-end and predicted ‖δ‖ (``delta_start``, ``delta_end``, ``delta_predicted``) and the residuals,
-and for each lift its residual, rank and liftability verdict. Without ``--json`` the verdicts
-and a flow table are printed. The run directory holds ``config.json`` (``"kind":
+``--json`` prints the summary (see :mod:`paramsym.experiments.attribution_runs`): for each flow
+the start, end and predicted ‖δ‖ (``delta_start``, ``delta_end``, ``delta_predicted``) and the
+residuals, and for each lift its residual, rank and liftability verdict. Without ``--json`` the
+verdicts and a flow table are printed. The run directory holds ``config.json`` (``"kind":
 "attribution"``), ``metrics.json``, ``env.json``, ``figures/`` and ``report.md``; an
 interrupted annulus run resumes its finished flows when rerun with the same ``--out``.
+
+The presets are those of :data:`paramsym.experiments.registry.ATTRIBUTION_PRESETS`; this
+module is the only place that turns the flags into a preset's typed configuration (through
+:func:`~paramsym.experiments.registry.resolve_attribution_config`) and sets torch's thread
+count (``--threads``).
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ __all__ = ["register"]
 
 
 def register(subparsers) -> None:
-    from .presets import PRESETS
+    from ..experiments.registry import ATTRIBUTION_PRESETS
 
-    lines = [f"  {name:16s} {p.help}" for name, p in PRESETS.items()]
+    lines = [f"  {name:16s} {p.help}" for name, p in ATTRIBUTION_PRESETS.items()]
     p = subparsers.add_parser(
         "attribute",
         help="parameter-level attribution of a learned symmetry (lifting, Reynolds, flows)",
@@ -55,45 +60,37 @@ def register(subparsers) -> None:
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
-    import torch
-
     from ..errors import ConfigError
-    from ..runs import RunDir, default_run_dir
-    from .presets import PRESETS, PresetRequest, get_preset, load_runner
-    from .report import render
+    from ..experiments.registry import (
+        ATTRIBUTION_PRESETS,
+        resolve_attribution_config,
+        run_attribution,
+    )
 
     if args.list:
         if args.json:
-            print(json.dumps({n: {"help": p.help, "stages": list(p.stages)} for n, p in PRESETS.items()}, indent=2))
+            print(json.dumps({n: {"help": p.help, "stages": list(p.stages)} for n, p in ATTRIBUTION_PRESETS.items()},
+                             indent=2))
         else:
-            for n, p in PRESETS.items():
+            for n, p in ATTRIBUTION_PRESETS.items():
                 st = f" [stages: {', '.join(p.stages)}]" if p.stages else ""
                 print(f"{n:16s} {p.help}{st}")
         return 0
     if not args.preset:
-        raise ConfigError(f"--preset is required; valid presets: {sorted(PRESETS)} (or --list).")
-    preset = get_preset(args.preset)
-    stage = args.stage
-    if preset.stages:
-        stage = stage or preset.stages[0]
-        if stage not in preset.stages:
-            raise ConfigError(f"--stage {stage!r} is not a stage of preset {preset.name}; valid: {list(preset.stages)}.")
-    elif stage is not None:
-        raise ConfigError(f"preset {preset.name} has no stages; drop --stage {stage!r}.")
+        raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
     if args.threads < 1:
         raise ConfigError(f"--threads must be ≥ 1, received {args.threads}.")
+    cfg = resolve_attribution_config(args.preset, stage=args.stage, seed=args.seed, quick=args.quick,
+                                     flows=args.flow, overrides=args.overrides)
+    import torch
+
+    from ..runs import RunDir, default_run_dir
+
     torch.set_num_threads(args.threads)
-    flows = tuple(dict.fromkeys(args.flow)) if args.flow else ("resolved", "fixed")
-    request = PresetRequest(
-        preset=preset.name, options=dict(preset.options), flows=flows, stage=stage,
-        overrides=tuple(args.overrides), quick=args.quick, progress=not args.quiet and not args.json,
-        seed=args.seed,
-    )
-    name = preset.name + (f"-{stage}" if stage else "")
+    stage = getattr(cfg, "stage", None)
+    name = args.preset + (f"-{stage}" if stage else "")
     out = RunDir(args.out or default_run_dir("attribute", name))
-    runner = load_runner(preset.name)
-    summary = runner(request, out)
-    out.write_text("report.md", render(out))
+    summary = run_attribution(args.preset, cfg, out, progress=not args.quiet and not args.json)
     if args.json:
         print(json.dumps(summary, indent=2, default=_json_default))
         return 0

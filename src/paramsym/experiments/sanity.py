@@ -1,4 +1,4 @@
-"""Known-answer check of the lifting criterion: first layer trainable vs frozen.
+"""Preset ``lifting-sanity``: known-answer check of the lifting criterion, first layer trainable vs frozen.
 
 Take an MLP ``f(x) = g(W₁x + b₁)`` fitted to a rotation-invariant target
 (``exp(−‖x‖²)``). For the SO(2) generator ``ξ`` the orbit tangent is
@@ -22,11 +22,16 @@ from typing import Any
 
 import torch
 
+from ..attribution.flows import LiftRecord
+from ..attribution.jacobian import dense_jacobian, function_from_module
+from ..attribution.lift import LIFT_TOL, RTOL, DenseLift
+from ..attribution.problem import Attribution, SymmetryProblem
+from ..attribution.symmetry import OMEGA, orbit_tangent, polar_grid, so2
+from ..attribution.tables import tensor_table
+from ..errors import ConfigError
 from ..models.mlp import layer_names, mlp
-from .jacobian import dense_jacobian, function_from_module
-from .lift import LIFT_TOL, RTOL, DenseLift
-from .problem import Attribution, SymmetryProblem
-from .symmetry import OMEGA, orbit_tangent, polar_grid, so2
+from ..runs import RunDir
+from .attribution_runs import finish_run
 
 #: τ of the image-membership check (see module doc)
 SANITY_RTOL = 1e-8
@@ -111,14 +116,38 @@ def lifting_sanity(
     )
 
 
-def run(request, out) -> dict[str, Any]:
-    """Preset ``lifting-sanity`` (stage ``trainable`` or ``frozen``; see presets contract)."""
-    from ..config import apply_overrides
-    from .presets import LiftRecord, finish_run
-    from .tables import tensor_table
+#: preset name (``paramsym attribute --preset lifting-sanity``)
+PRESET = "lifting-sanity"
+#: the stages: first layer trainable (η liftable) or frozen (not liftable)
+STAGES = ("trainable", "frozen")
 
-    stage = request.stage or "trainable"
-    cfg = apply_overrides(SanityConfig(seed=request.seed if request.seed is not None else 0), request.overrides)
+
+@dataclass
+class SanityConfig:
+    """Configuration of the ``lifting-sanity`` preset (``--set key=value``)."""
+
+    stage: str = "trainable"
+    hidden: int = 8
+    steps: int = 1000
+    rtol: float = SANITY_RTOL
+    seed: int = 0
+
+    @classmethod
+    def quick(cls) -> SanityConfig:
+        """The quick version is the full one: a 2-8-1 MLP fitted in about a second."""
+        return cls()
+
+    def validate(self) -> None:
+        if self.stage not in STAGES:
+            raise ConfigError(f"stage must be one of {STAGES}, received {self.stage!r}.")
+        if self.hidden < 1 or self.steps < 0:
+            raise ConfigError(f"hidden must be ≥ 1 and steps ≥ 0; received {self.hidden}, {self.steps}.")
+
+
+def run(cfg: SanityConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
+    """Run ``lifting-sanity`` at ``cfg.stage`` into ``out``; return the summary (no progress bars)."""
+    cfg.validate()
+    stage = cfg.stage
     res = lifting_sanity(stage == "frozen", hidden=cfg.hidden, steps=cfg.steps, rtol=cfg.rtol, seed=cfg.seed)
     att = res.attribution
     lifts = [
@@ -126,7 +155,7 @@ def run(request, out) -> dict[str, Any]:
                    att.c.liftable(), res.verdict()),
     ]
     summary = {
-        "preset": request.preset,
+        "preset": PRESET,
         "stage": stage,
         "lifts": [r.to_json() for r in lifts],
         "flows": [],
@@ -143,16 +172,5 @@ def run(request, out) -> dict[str, Any]:
         "lift_tol": LIFT_TOL,
         "tensor_table": tensor_table(att),
     }
-    finish_run(out, preset=request.preset, config=cfg, summary=summary, metrics=metrics,
-               seed=cfg.seed, stage=stage)
+    finish_run(out, preset=PRESET, config=cfg, summary=summary, metrics=metrics, seed=cfg.seed, stage=stage)
     return summary
-
-
-@dataclass
-class SanityConfig:
-    """Configuration of the ``lifting-sanity`` preset."""
-
-    hidden: int = 8
-    steps: int = 1000
-    rtol: float = SANITY_RTOL
-    seed: int = 0
