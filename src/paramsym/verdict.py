@@ -171,8 +171,8 @@ def output_scale(outputs: Tensor, *, what: str = "the target's output", hint: st
     rms = float(F.pow(2).sum(-1).mean().sqrt())
     if not s_F > 1e-10 * rms or s_F == 0.0:
         raise DegenerateTargetError(
-            f"{what} does not vary with the parameter block: s_F = {s_F:.3g} (output RMS {rms:.3g}) over "
-            f"{F.shape[0]} points. " + (hint or "Select parameters that the output uses, or pass s_F= explicitly.")
+            f"{what} does not depend on the parameter block: its variation s_F = {s_F:.3g} (output RMS "
+            f"{rms:.3g}) over {F.shape[0]} points. " + (hint or "Select parameters that the output uses, or pass s_F= explicitly.")
         )
     return s_F
 

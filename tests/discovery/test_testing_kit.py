@@ -48,7 +48,7 @@ def test_exact_actions_pass(name):
     problem = build_problem(name)
     target = problem.target
     if name == "linear2x2":
-        action = HiddenBasisAction(target.block, "fc2.weight", "fc1.weight")
+        action = HiddenBasisAction(target.block, "fc1.weight", "fc2.weight")
     else:
         action = RescalingAction(target.block, "fc1.weight", "fc2.weight")
     check = check_action(action, target, lambda n, g: problem.sample(n, g, DT), samples=64)
@@ -219,7 +219,7 @@ def test_bad_inputs_raise_named_errors(actions):
         check_action(exact, 3.0)
     # a block the output does not depend on (s_F = 0)
     m = _Unused()
-    with pytest.raises(DegenerateTargetError, match="does not vary with the parameter block"):
+    with pytest.raises(DegenerateTargetError, match="does not depend on the parameter block"):
         check_action(_ScaleAll(4), m, block=["unused.weight"], batch=torch.ones(3, 2))
     with pytest.raises(DegenerateTargetError, match="s_θ = 0"):
         estimate_scales(_shift_target, torch.zeros(2, 3, dtype=DT))
