@@ -21,18 +21,10 @@ For each factor count ``k`` in ``factors`` the check draws ``samples`` points θ
 measures, per sample, the metrics of :data:`paramsym.verdict.METRICS` with the very functions of
 :func:`paramsym.verdict.evaluate` (:func:`~paramsym.verdict.draw_cell`,
 :func:`~paramsym.verdict.cell_samples`, :func:`~paramsym.verdict.summarise`), so the same seed
-gives the same numbers:
-
-=====================  ===========================================================  ===========
-metric                 definition (:mod:`paramsym.verdict`)                        passes when
-=====================  ===========================================================  ===========
-output                 ``‖F(a(g,θ)) − F(θ)‖ / s_F``                                 p95 ≤ 1e-3
-composition            ``‖a(g2g1,θ) − a(g2,a(g1,θ))‖ / (motion of both steps)``     p95 ≤ 1e-2
-inverse                composition with ``g2 = g1⁻¹``                                p95 ≤ 1e-2
-subdivision            ``a(g,θ)`` vs every factor as two half steps, rel. motion    p95 ≤ 1e-2
-transport              ``‖D_g a[hg] − v_h(a)‖ / ‖v_h(a)‖``                          p95 ≤ 2e-2
-motion                 ``‖a(g,θ) − θ‖ / s_θ``                                        median ≥ 0.05
-=====================  ===========================================================  ===========
+gives the same numbers: the output error ``‖F(a(g,θ)) − F(θ)‖ / s_F`` (p95 ≤ 1e-3), the
+composition, inverse and subdivision errors (p95 ≤ 1e-2), the transport error (p95 ≤ 2e-2) and
+the motion ``‖a(g,θ) − θ‖ / s_θ`` (median ≥ 0.05) — definitions and tolerances as in
+:data:`paramsym.verdict.METRICS`.
 
 Motion is judged on one-factor elements only (a product such as ``exp(th) exp(−th)`` may not
 move at all), so ``factors`` must include 1; it is what stops a trivial action ``a(g, θ) = θ``
@@ -42,8 +34,8 @@ are added. The check passes when every cell passes :func:`paramsym.verdict.cell_
 
 Scales (when not given), from the points ``θ_1..θ_n`` (see :func:`estimate_scales`):
 ``s_θ = sqrt(mean_k ‖θ_k‖²)`` and ``s_F = sqrt(mean_k ‖F(θ_k) − F̄‖²)`` with ``F̄`` the mean
-output — the output's variation over the points (:func:`paramsym.verdict.output_scale`). A single point has no variation; then the
-points for ``s_F`` are ``θ_0 + σ ε_k`` (64 draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``,
+output — the output's variation over the points (:func:`paramsym.verdict.output_scale`). A
+single point has no variation; then the points for ``s_F`` are ``θ_0 + σ ε_k`` (64 draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``,
 ``perturb = 0.05``: random moves of 5% of the block's norm). ``s_F = 0`` (the output does not
 depend on the block) raises :class:`~paramsym.errors.DegenerateTargetError`.
 """
@@ -53,7 +45,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -96,11 +88,7 @@ class MetricResult:
 
     @property
     def passed(self) -> bool:
-        if not self.enforced:
-            return True
-        if self.bound == "<=":
-            return bool(self.value <= self.tolerance)
-        return bool(self.value >= self.tolerance)
+        return not self.enforced or METRICS[self.key].passes(self.value, self.tolerance)
 
     def describe(self) -> str:
         """``"composition error p95 = 0.31 > tolerance 0.01 (2 factors; worst sample #7: ...)"``."""
@@ -181,8 +169,8 @@ class ActionCheck:
         for name in names:
             rows = {r.factors: r for r in self.results if r.name == name}
             first = next(iter(rows.values()))
-            tol = f"{'≥' if first.bound == '>=' else '≤'} {first.tolerance:.3g}"
-            stat = "median" if first.bound == ">=" else "p95"
+            tol = f"{METRICS[first.key].sign} {first.tolerance:.3g}"
+            stat = METRICS[first.key].statistic
             cells = ""
             for k in facs:
                 r = rows.get(k)
@@ -200,22 +188,11 @@ class ActionCheck:
     __str__ = summary
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "rho": self.rho,
-            "samples": self.samples,
-            "seed": self.seed,
-            "s_F": self.s_F,
-            "s_theta": self.s_theta,
-            "scales_estimated": dict(self.scales_estimated),
-            "tolerances": dict(self.tolerances),
-            "cells": [dict(c) for c in self.cells],
-            "results": [
-                {**{k: getattr(r, k) for k in ("name", "key", "factors", "value", "tolerance", "bound", "enforced", "worst")},
-                 "passed": r.passed}
-                for r in self.results
-            ],
-        }
+        """JSON-able: every field, plus ``passed`` overall and per result."""
+        out = {"passed": self.passed, **asdict(self)}
+        for r, d in zip(self.results, out["results"]):
+            d["passed"] = r.passed
+        return out
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -345,8 +322,7 @@ def estimate_scales(
         pts = pts[0] + perturb * s_theta / math.sqrt(p) * eps
     with torch.no_grad():
         F = vmap(target)(pts)
-    s_F = V.output_scale(F, what="the target's output F(θ)", hint="Select parameters that the output uses, or pass s_F= explicitly.")
-    return s_F, s_theta
+    return V.output_scale(F, what="the target's output F(θ)"), s_theta
 
 
 # -- the check ------------------------------------------------------------------------------------
@@ -357,17 +333,9 @@ def _worst(values: Tensor, lower: bool, key: str, d: V.CellDraws) -> dict[str, A
     transport, and ``‖θ‖``."""
     v = values.detach().double()
     nan = torch.isnan(v)
-    if nan.any():
-        i = int(nan.nonzero()[0])
-    else:
-        i = int(v.argmin()) if lower else int(v.argmax())
-    out: dict[str, Any] = {
-        "sample": i,
-        "value": float(v[i]),
-        "coeffs": [float(c) for c in d.s1.coeffs[i]],
-        "index": [int(j) for j in d.s1.index[i]],
-        "theta_norm": float(d.theta[i].norm()),
-    }
+    i = int(nan.nonzero()[0]) if nan.any() else int(v.argmin() if lower else v.argmax())
+    out: dict[str, Any] = {"sample": i, "value": float(v[i]), "coeffs": [float(c) for c in d.s1.coeffs[i]],
+                           "index": [int(j) for j in d.s1.index[i]], "theta_norm": float(d.theta[i].norm())}
     if key == "composition_err_p95":
         out["coeffs2"] = [float(c) for c in d.s2.coeffs[i]]
         out["index2"] = [int(j) for j in d.s2.index[i]]
