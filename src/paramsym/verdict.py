@@ -113,8 +113,9 @@ METRICS: dict[str, Metric] = {m.key: m for m in (
 
 #: Tolerances of the judged metrics, by cell key (a view of :data:`METRICS`).
 TOLERANCES: dict[str, float] = {k: m.tolerance for k, m in METRICS.items() if m.tolerance is not None}
-#: Keys of the error metrics (upper bounds, judged on every cell) of the action law and invariance.
-ERROR_KEYS = ("output_err_p95", "composition_err_p95", "inverse_err_p95", "subdivision_err_p95", "transport_err_p95")
+#: Keys of the error metrics of invariance and the action law (judged upper bounds, without the
+#: compensation problems' cancellation error), a view of :data:`METRICS`.
+ERROR_KEYS = tuple(k for k, m in METRICS.items() if m.judged and m.bound == "upper" and k != "cancellation_err_p95")
 
 
 def metric(name: str) -> Metric:
