@@ -10,23 +10,21 @@ inside a user's own test-suite::
     from paramsym.testing import assert_invariant
 
     def test_my_rescaling_is_a_symmetry():
-        assert_invariant(model, MyRescaling(...), block=["fc1.weight", "fc2.weight"], batch=X)
+        assert_invariant(MyRescaling(...), model, block=["fc1.weight", "fc2.weight"], batch=X)
+
+Both functions take ``(action, target, points, ...)``, in that order (as
+:func:`paramsym.verdict.evaluate`); swapped arguments raise a named
+:class:`~paramsym.errors.ActionError`.
 
 For each factor count ``k`` in ``factors`` the check draws ``samples`` points θ and elements
-``g1, g2`` (signed exponential products of exactly ``k`` factors with coefficient radius ρ, as
-in :func:`paramsym.verdict.evaluate`, in the same order, so the same seed gives the same
-numbers) and measures, per sample,
-
-=====================  ===========================================================  ===========
-metric                 definition (:mod:`paramsym.verdict`)                        passes when
-=====================  ===========================================================  ===========
-output                 ``‖F(a(g,θ)) − F(θ)‖ / s_F``                                 p95 ≤ 1e-3
-composition            ``‖a(g2g1,θ) − a(g2,a(g1,θ))‖ / (motion of both steps)``     p95 ≤ 1e-2
-inverse                composition with ``g2 = g1⁻¹``                                p95 ≤ 1e-2
-subdivision            ``a(g,θ)`` vs every factor as two half steps, rel. motion    p95 ≤ 1e-2
-transport              ``‖D_g a[hg] − v_h(a)‖ / ‖v_h(a)‖``                          p95 ≤ 2e-2
-motion                 ``‖a(g,θ) − θ‖ / s_θ``                                        median ≥ 0.05
-=====================  ===========================================================  ===========
+``g1, g2`` (signed exponential products of exactly ``k`` factors with coefficient radius ρ) and
+measures, per sample, the metrics of :data:`paramsym.verdict.METRICS` with the very functions of
+:func:`paramsym.verdict.evaluate` (:func:`~paramsym.verdict.draw_cell`,
+:func:`~paramsym.verdict.cell_samples`, :func:`~paramsym.verdict.summarise`), so the same seed
+gives the same numbers: the output error ``‖F(a(g,θ)) − F(θ)‖ / s_F`` (p95 ≤ 1e-3), the
+composition, inverse and subdivision errors (p95 ≤ 1e-2), the transport error (p95 ≤ 2e-2) and
+the motion ``‖a(g,θ) − θ‖ / s_θ`` (median ≥ 0.05) — definitions and tolerances as in
+:data:`paramsym.verdict.METRICS`.
 
 Motion is judged on one-factor elements only (a product such as ``exp(th) exp(−th)`` may not
 move at all), so ``factors`` must include 1; it is what stops a trivial action ``a(g, θ) = θ``
@@ -36,8 +34,8 @@ are added. The check passes when every cell passes :func:`paramsym.verdict.cell_
 
 Scales (when not given), from the points ``θ_1..θ_n`` (see :func:`estimate_scales`):
 ``s_θ = sqrt(mean_k ‖θ_k‖²)`` and ``s_F = sqrt(mean_k ‖F(θ_k) − F̄‖²)`` with ``F̄`` the mean
-output — the output's variation over the points. A single point has no variation; then the
-points for ``s_F`` are ``θ_0 + σ ε_k`` (64 draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``,
+output — the output's variation over the points (:func:`paramsym.verdict.output_scale`). A
+single point has no variation; then the points for ``s_F`` are ``θ_0 + σ ε_k`` (64 draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``,
 ``perturb = 0.05``: random moves of 5% of the block's norm). ``s_F = 0`` (the output does not
 depend on the block) raises :class:`~paramsym.errors.DegenerateTargetError`.
 """
@@ -47,7 +45,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -62,18 +60,10 @@ from .targets import Batch, FunctionTarget, Target
 
 PointSampler = Callable[[int, torch.Generator], Tensor]
 
-#: Short metric names (used in messages and by ``assert_invariant(metrics=...)``) → verdict keys.
-METRICS: dict[str, str] = {
-    "output": "output_err_p95",
-    "composition": "composition_err_p95",
-    "inverse": "inverse_err_p95",
-    "subdivision": "subdivision_err_p95",
-    "transport": "transport_err_p95",
-    "motion": "motion_median",
-    "moving_output": "moving_output_median",
-    "cancellation": "cancellation_err_p95",
-}
-_LOWER_BOUNDS = ("motion_median", "moving_output_median")
+#: The verdict's one metric table (cell key → :class:`~paramsym.verdict.Metric`), re-exported.
+METRICS = V.METRICS
+#: Short names of the judged metrics (``assert_invariant(metrics=...)``, ``tolerances=``).
+_JUDGED = {m.name: m for m in METRICS.values() if m.judged}
 
 
 @dataclass
@@ -98,17 +88,13 @@ class MetricResult:
 
     @property
     def passed(self) -> bool:
-        if not self.enforced:
-            return True
-        if self.bound == "<=":
-            return bool(self.value <= self.tolerance)
-        return bool(self.value >= self.tolerance)
+        return not self.enforced or METRICS[self.key].passes(self.value, self.tolerance)
 
     def describe(self) -> str:
         """``"composition error p95 = 0.31 > tolerance 0.01 (2 factors; worst sample #7: ...)"``."""
-        stat = "median" if self.bound == ">=" else "p95"
-        label = self.name.replace("_", "-")
-        label = label if label == "motion" else f"{label} {'change' if label == 'moving-output' else 'error'}"
+        m = METRICS[self.key]
+        stat = m.statistic
+        label = m.label.split(" (")[0].removesuffix(" " + stat)
         cmp = ("≥" if self.passed else "<") if self.bound == ">=" else ("≤" if self.passed else ">")
         w = self.worst
         worst = f"worst sample #{w['sample']}: value {w['value']:.3g}, g = {_element(w['coeffs'], w['index'])}"
@@ -162,7 +148,7 @@ class ActionCheck:
 
     def value(self, metric: str, factors: int = 1) -> float:
         """The summary value of ``metric`` (short name or verdict key) in the ``factors`` cell."""
-        key = METRICS.get(metric, metric)
+        key = _metric(metric).key
         for r in self.results:
             if r.key == key and r.factors == factors:
                 return r.value
@@ -183,8 +169,8 @@ class ActionCheck:
         for name in names:
             rows = {r.factors: r for r in self.results if r.name == name}
             first = next(iter(rows.values()))
-            tol = f"{'≥' if first.bound == '>=' else '≤'} {first.tolerance:.3g}"
-            stat = "median" if first.bound == ">=" else "p95"
+            tol = f"{METRICS[first.key].sign} {first.tolerance:.3g}"
+            stat = METRICS[first.key].statistic
             cells = ""
             for k in facs:
                 r = rows.get(k)
@@ -202,22 +188,11 @@ class ActionCheck:
     __str__ = summary
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "rho": self.rho,
-            "samples": self.samples,
-            "seed": self.seed,
-            "s_F": self.s_F,
-            "s_theta": self.s_theta,
-            "scales_estimated": dict(self.scales_estimated),
-            "tolerances": dict(self.tolerances),
-            "cells": [dict(c) for c in self.cells],
-            "results": [
-                {**{k: getattr(r, k) for k in ("name", "key", "factors", "value", "tolerance", "bound", "enforced", "worst")},
-                 "passed": r.passed}
-                for r in self.results
-            ],
-        }
+        """JSON-able: every field, plus ``passed`` overall and per result."""
+        out = {"passed": self.passed, **asdict(self)}
+        for r, d in zip(self.results, out["results"]):
+            d["passed"] = r.passed
+        return out
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -248,6 +223,23 @@ def _as_target(target: Any, block: Any, batch: Any, output: Any, points: Any) ->
         f"target must be a paramsym Target, a torch.nn.Module (with block= and batch=) or a function "
         f"F(θ) -> Tensor; received {type(target).__name__}."
     )
+
+
+def _check_order(function: str, action: Any, target: Any) -> None:
+    """Named error when the target comes first and the action second (detected by type)."""
+    if isinstance(target, GroupAction) and not isinstance(action, GroupAction):
+        raise ActionError(
+            f"{function}(action, target, ...) takes the action first and the target second; received a "
+            f"{type(action).__name__} first and the GroupAction {type(target).__name__} second. Swap them: "
+            f"{function}({type(target).__name__}(...), target, ...)."
+        )
+
+
+def _metric(name: str) -> V.Metric:
+    try:
+        return V.metric(name)
+    except KeyError:
+        raise ConfigError(f"unknown metric {name!r}; valid: {list(_JUDGED)} or {list(V.TOLERANCES)}.") from None
 
 
 def _check_action(action: Any, p: int) -> None:
@@ -288,9 +280,9 @@ def _sampler(points: Tensor | PointSampler | None, target: Target, dtype: torch.
 def _tolerances(tolerances: Mapping[str, float] | None) -> dict[str, float]:
     tol = dict(V.TOLERANCES)
     for key, value in (tolerances or {}).items():
-        full = METRICS.get(key, key)
+        full = _JUDGED[key].key if key in _JUDGED else key
         if full not in tol:
-            raise ConfigError(f"unknown tolerance {key!r}; valid: {sorted(METRICS)} or {sorted(tol)}.")
+            raise ConfigError(f"unknown tolerance {key!r}; valid: {sorted(_JUDGED)} or {sorted(tol)}.")
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
             raise ConfigError(f"tolerance {key!r} must be a finite number ≥ 0; received {value!r}.")
         tol[full] = float(value)
@@ -307,7 +299,8 @@ def estimate_scales(
 ) -> tuple[float, float]:
     """``(s_F, s_θ)`` from parameter points (float64).
 
-    ``s_θ = sqrt(mean_k ‖θ_k‖²)``; ``s_F = sqrt(mean_k ‖F(θ_k) − F̄‖²)``, ``F̄ = mean_k F(θ_k)``.
+    ``s_θ = sqrt(mean_k ‖θ_k‖²)``; ``s_F = sqrt(mean_k ‖F(θ_k) − F̄‖²)``, ``F̄ = mean_k F(θ_k)``
+    (:func:`paramsym.verdict.output_scale`).
     When all points coincide (e.g. a single point), ``s_F`` is measured over ``θ_0 + σ ε_k``
     (``draws`` draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``).
 
@@ -329,42 +322,25 @@ def estimate_scales(
         pts = pts[0] + perturb * s_theta / math.sqrt(p) * eps
     with torch.no_grad():
         F = vmap(target)(pts)
-    check_finite("the target's output F(θ)", F, "The model produced NaN/inf at the parameter points.")
-    s_F = float((F - F.mean(0)).pow(2).sum(-1).mean().sqrt())
-    rms = float(F.pow(2).sum(-1).mean().sqrt())
-    if not s_F > 1e-10 * rms or s_F == 0.0:
-        raise DegenerateTargetError(
-            f"the target's output does not vary with the parameter block: s_F = {s_F:.3g} (output RMS "
-            f"{rms:.3g}) over {pts.shape[0]} points. Select parameters that the output uses, or pass "
-            "s_F= explicitly."
-        )
-    return s_F, s_theta
+    return V.output_scale(F, what="the target's output F(θ)"), s_theta
 
 
 # -- the check ------------------------------------------------------------------------------------
 
-def _worst(values: Tensor, lower: bool, key: str, s1, s2, which: Tensor, theta: Tensor) -> dict[str, Any]:
+def _worst(values: Tensor, lower: bool, key: str, d: V.CellDraws) -> dict[str, Any]:
     """The worst sample of one metric: its index and value, the element ``g1`` (coefficients
     and generator indices, factor 0 first), ``g2`` for composition, the generator ``h`` for
     transport, and ``‖θ‖``."""
     v = values.detach().double()
     nan = torch.isnan(v)
-    if nan.any():
-        i = int(nan.nonzero()[0])
-    else:
-        i = int(v.argmin()) if lower else int(v.argmax())
-    out: dict[str, Any] = {
-        "sample": i,
-        "value": float(v[i]),
-        "coeffs": [float(c) for c in s1.coeffs[i]],
-        "index": [int(j) for j in s1.index[i]],
-        "theta_norm": float(theta[i].norm()),
-    }
+    i = int(nan.nonzero()[0]) if nan.any() else int(v.argmin() if lower else v.argmax())
+    out: dict[str, Any] = {"sample": i, "value": float(v[i]), "coeffs": [float(c) for c in d.s1.coeffs[i]],
+                           "index": [int(j) for j in d.s1.index[i]], "theta_norm": float(d.theta[i].norm())}
     if key == "composition_err_p95":
-        out["coeffs2"] = [float(c) for c in s2.coeffs[i]]
-        out["index2"] = [int(j) for j in s2.index[i]]
+        out["coeffs2"] = [float(c) for c in d.s2.coeffs[i]]
+        out["index2"] = [int(j) for j in d.s2.index[i]]
     if key == "transport_err_p95":
-        out["generator"] = int(which[i])
+        out["generator"] = int(d.which[i])
     return out
 
 
@@ -414,12 +390,13 @@ def check_action(
         :class:`ActionCheck` (truthy when it passes; ``print`` it for a table).
 
     Raises:
-        ActionError: ``action`` is not a GroupAction.
+        ActionError: ``action`` is not a GroupAction (or action and target are swapped).
         ShapeError: points or action of the wrong dimension.
         ConfigError: missing ``block``/``batch``/``points``, bad settings or tolerance keys.
         NonFiniteError: non-finite points, parameters, batch or action output.
         DegenerateTargetError: estimated ``s_F = 0`` (the output ignores the block).
     """
+    _check_order("check_action", action, target)
     factors = [int(k) for k in factors]
     if 1 not in factors or any(k < 1 for k in factors):
         raise ConfigError(f"factors must be integers ≥ 1 and include 1 (motion is judged on one-factor elements); received {factors}.")
@@ -444,49 +421,23 @@ def check_action(
         s_theta = est_theta if s_theta is None else float(s_theta)
 
     act = copy.deepcopy(action).double().eval()
-    group = act.group
     results: list[MetricResult] = []
     cells: list[dict[str, float]] = []
     with torch.no_grad():
         for k in factors:
-            # the same draws, in the same order, as paramsym.verdict.evaluate
-            theta = sample_points(int(samples), gen).double()
-            s1 = group.sample(int(samples), float(rho), exact_factors=k, generator=gen)
-            s2 = group.sample(int(samples), float(rho), exact_factors=k, generator=gen)
-            g1 = group.matrices(s1).double()
-            g2 = group.matrices(s2).double()
-            g1_inv = group.matrices(s1.inverse()).double()
-            which = torch.randint(0, group.num_generators, (int(samples),), generator=gen)
-            h = group.generators().double()[which]
-            moved = act.act_many(g1, theta)
-            if tuple(moved.shape) != tuple(theta.shape):
-                raise ShapeError(f"action.act_many returned shape {tuple(moved.shape)} for points of shape {tuple(theta.shape)}.")
-            check_finite("the action's output a(g, θ)", moved, "The action produced NaN/inf; check act() near these points.")
-            per = {
-                "output_err_p95": V.output_errors(act, target64, theta, g1, s_F),
-                "composition_err_p95": V.composition_errors(act, theta, g1, g2),
-                "inverse_err_p95": V.inverse_errors(act, theta, g1, g1_inv),
-                "subdivision_err_p95": V.subdivision_errors(act, theta, s1),
-                "transport_err_p95": V.transport_errors(act, theta, g1, h),
-                "motion_median": V.motions(act, theta, g1, s_theta),
-            }
-            if unit_outputs is not None:
-                mv, canc = V.compensation(unit_outputs, theta, moved, s_F)
-                per["moving_output_median"], per["cancellation_err_p95"] = mv, canc
-            cell: dict[str, float] = {"rho": float(rho), "factors": k}
+            d = V.draw_cell(act.group, sample_points, int(samples), float(rho), k, gen)
+            per = V.cell_samples(act, target64, d, s_F=s_F, s_theta=s_theta, unit_outputs=unit_outputs, validate=True)
+            cell = V.summarise(per, float(rho), k, tol)
             for key, vals in per.items():
-                lower = key in _LOWER_BOUNDS
-                value = V.median(vals) if lower else V.p95(vals)
-                if torch.isnan(vals).any():
-                    value = float("nan")
-                cell[key] = value
-                name = next(n for n, kk in METRICS.items() if kk == key)
+                m = METRICS[key]
+                if not m.judged:
+                    continue
+                lower = m.bound == "lower"
                 results.append(MetricResult(
-                    name=name, key=key, factors=k, value=value, tolerance=tol[key],
-                    bound=">=" if lower else "<=", enforced=(key != "motion_median" or k == 1),
-                    worst=_worst(vals, lower, key, s1, s2, which, theta),
+                    name=m.name, key=key, factors=k, value=cell[key], tolerance=tol[key],
+                    bound=">=" if lower else "<=", enforced=(not m.one_factor_only or k == 1),
+                    worst=_worst(vals, lower, key, d),
                 ))
-            cell["fits"] = V.cell_fits(cell, tol)
             cells.append(cell)
     return ActionCheck(
         results=results, cells=cells, tolerances=tol, s_F=float(s_F), s_theta=float(s_theta),
@@ -496,8 +447,8 @@ def check_action(
 
 
 def assert_invariant(
-    target_or_model: Target | nn.Module | Callable[[Tensor], Tensor],
     action: GroupAction,
+    target: Target | nn.Module | Callable[[Tensor], Tensor],
     points: Tensor | PointSampler | None = None,
     *,
     metrics: Sequence[str] | None = None,
@@ -510,8 +461,8 @@ def assert_invariant(
     its value, tolerance and worst sample (the group element's coefficients and generators).
 
     Args:
-        target_or_model: a Target, an ``nn.Module`` (with ``block=`` and ``batch=``) or ``F(θ)``.
         action: the action to test.
+        target: a Target, an ``nn.Module`` (with ``block=`` and ``batch=``) or ``F(θ)``.
         points: parameter points or a sampler (default: the model's current block).
         metrics: short names of the metrics to enforce (default: all of them — invariance
             *and* the action law *and* motion). ``("output", "motion")`` checks only that the
@@ -519,13 +470,19 @@ def assert_invariant(
 
     Returns:
         The :class:`ActionCheck` (when it passes).
+
+    Raises:
+        AssertionError: a failed metric (see above).
+        ActionError: swapped arguments (the action comes first), or not a GroupAction.
+        ConfigError: unknown metric names; and everything :func:`check_action` raises.
     """
+    _check_order("assert_invariant", action, target)
     if metrics is not None:
-        unknown = [m for m in metrics if m not in METRICS]
+        unknown = [m for m in metrics if m not in _JUDGED]
         if unknown:
-            raise ConfigError(f"unknown metric(s) {unknown}; valid: {list(METRICS)}.")
-    check = check_action(action, target_or_model, points, **kwargs)
-    keys = None if metrics is None else {METRICS[m] for m in metrics}
+            raise ConfigError(f"unknown metric(s) {unknown}; valid: {list(_JUDGED)}.")
+    check = check_action(action, target, points, **kwargs)
+    keys = None if metrics is None else {_JUDGED[m].key for m in metrics}
     failed = [r for r in check.failures if keys is None or r.key in keys]
     if failed:
         lines = [f"{check.name} is not an approximate symmetry (ρ = {check.rho}, {check.samples} samples per cell, "

@@ -15,10 +15,16 @@ moving-output change   ``‖ΔY_moving‖ / s_F`` (median; problems with per-uni
 cancellation error     ``‖ΔY_comp + ΔY_moving‖ / ‖ΔY_moving‖``
 =====================  ============================================================================
 
+:data:`METRICS` is the one table of these metrics: cell key, short name, label, tolerance,
+bound direction, statistic and unit; :data:`TOLERANCES` and :data:`ERROR_KEYS` are views of it.
+The output scale is :func:`output_scale`, ``s_F = sqrt(E‖F − E F‖²)``, for every caller.
+
 Errors are summarised by 95th percentiles, motion by medians. A cell *fits* when every
-tolerance of :data:`TOLERANCES` holds (motion only for one-factor cells); a fitted action
-*fits* when the ρ = 0.5 cells with one and two factors both fit. Across seeds, errors are the
-median of the seeds' 95th percentiles and "fits" counts the seeds that fit.
+tolerance holds (motion only for one-factor cells); a fitted action *fits* when the cells with
+one and two factors at the declared ρ (0.5 when the grid has it, else the grid's ρ nearest 0.5)
+fit. Across seeds, errors are the median of the seeds' 95th percentiles and "fits" counts the
+seeds that fit. The per-cell computation (:func:`draw_cell`, :func:`cell_samples`,
+:func:`summarise`) is shared by :func:`evaluate` and :func:`paramsym.testing.check_action`.
 
 All computations run in float64 on copies of the action and target. Ratios with a zero
 denominator are 0 when the numerator is 0 too and ``inf`` otherwise.
@@ -27,7 +33,7 @@ denominator are 0 when the numerator is 0 too and ``inf`` otherwise.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -36,20 +42,94 @@ from torch import Tensor
 from torch.func import vmap
 
 from .actions.base import GroupAction
+from .errors import DegenerateTargetError, ShapeError, check_finite
 from .groups.lie import GroupSamples
 
-#: p95 upper bounds (errors) and the median lower bound for one-factor motion (units of s_θ).
-TOLERANCES: dict[str, float] = {
-    "output_err_p95": 1e-3,
-    "composition_err_p95": 1e-2,
-    "inverse_err_p95": 1e-2,
-    "subdivision_err_p95": 1e-2,
-    "transport_err_p95": 2e-2,
-    "motion_median": 0.05,
-    "moving_output_median": 0.005,
-    "cancellation_err_p95": 1e-2,
-}
-ERROR_KEYS = ("output_err_p95", "composition_err_p95", "inverse_err_p95", "subdivision_err_p95", "transport_err_p95")
+
+@dataclass(frozen=True)
+class Metric:
+    """One verdict metric.
+
+    Attributes:
+        key: the cell key (``"output_err_p95"``), as in ``metrics.json``.
+        name: the short name (``"output"``), used in messages, ``tolerances=`` and ``metrics=``.
+        label: human-readable label for tables and figures.
+        tolerance: the bound, or ``None`` for metrics that are reported, not judged.
+        bound: ``"upper"`` (passes when value ≤ tolerance) or ``"lower"`` (value ≥ tolerance).
+        statistic: ``"p95"`` or ``"median"`` over the samples of a cell.
+        unit: ``""`` (a ratio), ``"s_θ"`` or ``"s_F"``.
+        one_factor_only: judged on one-factor cells only (motion).
+    """
+
+    key: str
+    name: str
+    label: str
+    tolerance: float | None
+    bound: str
+    statistic: str
+    unit: str = ""
+    one_factor_only: bool = False
+
+    @property
+    def judged(self) -> bool:
+        return self.tolerance is not None
+
+    @property
+    def sign(self) -> str:
+        """``"≤"`` for upper bounds, ``"≥"`` for lower bounds."""
+        return "≤" if self.bound == "upper" else "≥"
+
+    def passes(self, value: float, tolerance: float | None = None) -> bool:
+        """Whether ``value`` meets ``tolerance`` (default: this metric's own)."""
+        tol = self.tolerance if tolerance is None else tolerance
+        if tol is None:
+            return True
+        return bool(value <= tol) if self.bound == "upper" else bool(value >= tol)
+
+    def summary(self, values: Tensor) -> float:
+        """The cell statistic of per-sample ``values`` (NaN when any sample is NaN)."""
+        if torch.isnan(values).any():
+            return float("nan")
+        return p95(values) if self.statistic == "p95" else median(values)
+
+
+def _m(key: str, name: str, label: str, tol: float | None, bound: str, unit: str = "", one: bool = False) -> Metric:
+    return Metric(key, name, label, tol, bound, "p95" if key.endswith("_p95") else "median", unit, one)
+
+
+#: The one table of verdict metrics, by cell key (order = display order).
+METRICS: dict[str, Metric] = {m.key: m for m in (
+    _m("output_err_p95", "output", "output error p95", 1e-3, "upper", "s_F"),
+    _m("composition_err_p95", "composition", "composition error p95", 1e-2, "upper"),
+    _m("inverse_err_p95", "inverse", "inverse error p95", 1e-2, "upper"),
+    _m("subdivision_err_p95", "subdivision", "subdivision error p95", 1e-2, "upper"),
+    _m("transport_err_p95", "transport", "transport error p95", 2e-2, "upper"),
+    _m("motion_median", "motion", "motion median (units of s_θ)", 0.05, "lower", "s_θ", one=True),
+    _m("moving_output_median", "moving_output", "moving-output change median (units of s_F)", 0.005, "lower", "s_F"),
+    _m("cancellation_err_p95", "cancellation", "cancellation error p95", 1e-2, "upper"),
+    _m("motion_rel_median", "motion_rel", "relative motion ‖Δθ‖/‖θ‖ median", None, "lower"),
+    _m("displacement_median", "displacement", "displacement ‖Δθ‖ median", None, "lower"),
+)}
+
+#: Tolerances of the judged metrics, by cell key (a view of :data:`METRICS`).
+TOLERANCES: dict[str, float] = {k: m.tolerance for k, m in METRICS.items() if m.tolerance is not None}
+#: Keys of the error metrics of invariance and the action law (judged upper bounds, without the
+#: compensation problems' cancellation error), a view of :data:`METRICS`.
+ERROR_KEYS = tuple(k for k, m in METRICS.items() if m.judged and m.bound == "upper" and k != "cancellation_err_p95")
+
+
+def metric(name: str) -> Metric:
+    """The metric with short name or cell key ``name``.
+
+    Raises:
+        KeyError: unknown name (the message lists the valid ones).
+    """
+    if name in METRICS:
+        return METRICS[name]
+    for m in METRICS.values():
+        if m.name == name:
+            return m
+    raise KeyError(f"unknown metric {name!r}; valid: {[m.name for m in METRICS.values()]} or {list(METRICS)}.")
 
 
 def _ratio(num: Tensor, den: Tensor) -> Tensor:
@@ -65,6 +145,37 @@ def p95(x: Tensor) -> float:
 
 def median(x: Tensor) -> float:
     return float(torch.quantile(x.double(), 0.5))
+
+
+# -- the output scale (one definition) ----------------------------------------------------------
+
+def output_scale(outputs: Tensor, *, what: str = "the target's output", hint: str = "") -> float:
+    """``s_F = sqrt(E‖F − E F‖²)``: the centred RMS of outputs ``(n, q)`` over n parameter points.
+
+    The expectation is the mean over the rows; ``s_F`` measures how much the output varies over
+    the points, the unit of every output error.
+
+    Args:
+        outputs: ``(n, q)`` outputs ``F(θ_k)`` (or ``(n,)`` for scalar outputs).
+        what: names the output in the error message.
+        hint: what to do, appended to the error message.
+
+    Raises:
+        NonFiniteError: an output is NaN or infinite.
+        DegenerateTargetError: ``s_F = 0`` or ``s_F ≤ 1e-10 ×`` the output's RMS ``sqrt(E‖F‖²)``:
+            the output does not vary with the parameters.
+    """
+    F = outputs.detach().to(torch.float64)
+    F = F.reshape(F.shape[0], -1)
+    check_finite(what, F, "The model produced NaN/inf at the parameter points.")
+    s_F = float((F - F.mean(0)).pow(2).sum(-1).mean().sqrt())
+    rms = float(F.pow(2).sum(-1).mean().sqrt())
+    if not s_F > 1e-10 * rms or s_F == 0.0:
+        raise DegenerateTargetError(
+            f"{what} does not depend on the parameter block: its variation s_F = {s_F:.3g} (output RMS "
+            f"{rms:.3g}) over {F.shape[0]} points. " + (hint or "Select parameters that the output uses, or pass s_F= explicitly.")
+        )
+    return s_F
 
 
 # -- per-sample metrics (one definition each) ---------------------------------------------------
@@ -121,11 +232,94 @@ def compensation(unit_outputs: Callable[[Tensor], dict[str, Tensor]], theta: Ten
     return d_move.norm(dim=-1) / s_F, _ratio((d_move + d_comp).norm(dim=-1), d_move.norm(dim=-1))
 
 
+# -- one cell: draws, per-sample values, summary (shared by evaluate and testing.check_action) ----
+
+@dataclass
+class CellDraws:
+    """The random draws of one grid cell, in the order they are taken from the generator:
+    points θ, elements ``g1`` and ``g2`` (samples ``s1``, ``s2``; ``g1_inv`` = ``g1⁻¹``) and the
+    transport generator ``h`` (index ``which``)."""
+
+    rho: float
+    factors: int
+    theta: Tensor
+    s1: GroupSamples
+    s2: GroupSamples
+    g1: Tensor
+    g2: Tensor
+    g1_inv: Tensor
+    which: Tensor
+    h: Tensor
+
+
+def draw_cell(group, sample_points: Callable[[int, torch.Generator], Tensor], samples: int, rho: float,
+              factors: int, generator: torch.Generator) -> CellDraws:
+    """Draw one cell: ``samples`` points, two element samples of exactly ``factors`` factors with
+    radius ``rho``, and one random generator per sample (float64)."""
+    theta = sample_points(samples, generator).double()
+    s1 = group.sample(samples, rho, exact_factors=factors, generator=generator)
+    s2 = group.sample(samples, rho, exact_factors=factors, generator=generator)
+    which = torch.randint(0, group.num_generators, (samples,), generator=generator)
+    return CellDraws(
+        rho=float(rho), factors=int(factors), theta=theta, s1=s1, s2=s2,
+        g1=group.matrices(s1).double(), g2=group.matrices(s2).double(), g1_inv=group.matrices(s1.inverse()).double(),
+        which=which, h=group.generators().double()[which],
+    )
+
+
+def cell_samples(
+    action: GroupAction,
+    target: Callable[[Tensor], Tensor],
+    d: CellDraws,
+    *,
+    s_F: float,
+    s_theta: float,
+    unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None,
+    validate: bool = False,
+) -> dict[str, Tensor]:
+    """Per-sample values of every metric of :data:`METRICS` for one cell (keys = cell keys).
+
+    With ``validate``, ``a(g1, θ)`` is checked first (shape as θ, finite), raising
+    :class:`~paramsym.errors.ShapeError` / :class:`~paramsym.errors.NonFiniteError`.
+    """
+    theta = d.theta
+    moved = action.act_many(d.g1, theta)
+    if validate:
+        if tuple(moved.shape) != tuple(theta.shape):
+            raise ShapeError(f"action.act_many returned shape {tuple(moved.shape)} for points of shape {tuple(theta.shape)}.")
+        check_finite("the action's output a(g, θ)", moved, "The action produced NaN/inf; check act() near these points.")
+    disp = (moved - theta).norm(dim=-1)
+    per = {
+        "output_err_p95": output_errors(action, target, theta, d.g1, s_F),
+        "composition_err_p95": composition_errors(action, theta, d.g1, d.g2),
+        "inverse_err_p95": inverse_errors(action, theta, d.g1, d.g1_inv),
+        "subdivision_err_p95": subdivision_errors(action, theta, d.s1),
+        "transport_err_p95": transport_errors(action, theta, d.g1, d.h),
+        "motion_median": disp / s_theta,
+        "motion_rel_median": disp / theta.norm(dim=-1),
+        "displacement_median": disp,
+    }
+    if unit_outputs is not None:
+        per["moving_output_median"], per["cancellation_err_p95"] = compensation(unit_outputs, theta, moved, s_F)
+    return per
+
+
+def summarise(per: Mapping[str, Tensor], rho: float, factors: int, tol: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The cell dict: ``rho``, ``factors``, each metric's statistic (:meth:`Metric.summary`) and
+    ``fits`` (:func:`cell_fits` with tolerances ``tol``)."""
+    cell: dict[str, float] = {"rho": float(rho), "factors": int(factors)}
+    for key, values in per.items():
+        cell[key] = METRICS[key].summary(values)
+    cell["fits"] = cell_fits(cell, TOLERANCES if tol is None else tol)
+    return cell
+
+
 # -- the grid -------------------------------------------------------------------------------------
 
 @dataclass
 class Verdict:
-    """Grid results for one fitted action (one seed)."""
+    """Grid results for one fitted action (one seed). ``declared`` is the declared cell
+    (its ``rho`` and ``factors`` say which); ``fits`` judges the declared ρ with 1 and 2 factors."""
 
     cells: list[dict[str, float]]
     tolerances: dict[str, float] = field(default_factory=lambda: dict(TOLERANCES))
@@ -142,15 +336,24 @@ class Verdict:
         return asdict(self)
 
 
-def cell_fits(cell: dict[str, float], tol: dict[str, float] = TOLERANCES) -> bool:
-    """Whether one grid cell meets every tolerance (motion only for one-factor cells)."""
-    ok = all(cell[k] <= tol[k] for k in ERROR_KEYS if k in cell)
-    if cell["factors"] == 1:
-        ok = ok and cell["motion_median"] >= tol["motion_median"]
-    if "moving_output_median" in cell:
-        ok = ok and cell["moving_output_median"] >= tol["moving_output_median"]
-        ok = ok and cell["cancellation_err_p95"] <= tol["cancellation_err_p95"]
+def cell_fits(cell: Mapping[str, float], tol: Mapping[str, float] = TOLERANCES) -> bool:
+    """Whether one grid cell meets every tolerance of :data:`METRICS` present in it (metrics
+    with ``one_factor_only``, i.e. motion, only in one-factor cells)."""
+    ok = True
+    for key, m in METRICS.items():
+        if key not in cell or key not in tol or (m.one_factor_only and cell["factors"] != 1):
+            continue
+        ok = ok and m.passes(cell[key], tol[key])
     return bool(ok)
+
+
+def declared_cell(rhos: Sequence[float], factors: Sequence[int]) -> tuple[float, int]:
+    """The default declared cell of a grid: ρ = 0.5 when the grid has it, else the grid's ρ
+    nearest 0.5 (the smaller on a tie); one factor when the grid has it, else the fewest."""
+    rs = sorted(float(r) for r in rhos)
+    rho = min(rs, key=lambda r: (abs(r - 0.5), r))
+    ks = sorted(int(k) for k in factors)
+    return rho, (1 if 1 in ks else ks[0])
 
 
 def evaluate(
@@ -165,7 +368,7 @@ def evaluate(
     samples: int = 512,
     seed: int = 12345,
     unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None,
-    declared: tuple[float, int] = (0.5, 1),
+    declared: tuple[float, int] | None = None,
     progress: bool = False,
 ) -> Verdict:
     """Run the finite-action test grid.
@@ -178,47 +381,22 @@ def evaluate(
         rhos, factors, samples: the grid and samples per cell.
         seed: seed of the evaluation generator (independent of training).
         unit_outputs: per-unit outputs for the compensation metrics (optional).
-        declared: the cell reported in tables (ρ, factors).
+        declared: the cell reported in tables (ρ, factors); default :func:`declared_cell`.
         progress: show a progress bar over the cells.
     """
     from tqdm.auto import tqdm
 
     act = copy.deepcopy(action).double().eval()
     gen = torch.Generator().manual_seed(seed)
-    group = act.group
     cells = []
     grid = [(float(r), int(k)) for r in rhos for k in factors]
     with torch.no_grad():
         for rho, k in tqdm(grid, disable=not progress, desc="verdict"):
-            theta = sample_points(samples, gen).double()
-            s1 = group.sample(samples, rho, exact_factors=k, generator=gen)
-            s2 = group.sample(samples, rho, exact_factors=k, generator=gen)
-            g1 = group.matrices(s1).double()
-            g2 = group.matrices(s2).double()
-            g1_inv = group.matrices(s1.inverse()).double()
-            which = torch.randint(0, group.num_generators, (samples,), generator=gen)
-            h = group.generators().double()[which]
-            moved = act.act_many(g1, theta)
-            cell = {
-                "rho": rho,
-                "factors": k,
-                "output_err_p95": p95(output_errors(act, target, theta, g1, s_F)),
-                "composition_err_p95": p95(composition_errors(act, theta, g1, g2)),
-                "inverse_err_p95": p95(inverse_errors(act, theta, g1, g1_inv)),
-                "subdivision_err_p95": p95(subdivision_errors(act, theta, s1)),
-                "transport_err_p95": p95(transport_errors(act, theta, g1, h)),
-                "motion_median": median((moved - theta).norm(dim=-1) / s_theta),
-                "motion_rel_median": median((moved - theta).norm(dim=-1) / theta.norm(dim=-1)),
-                "displacement_median": median((moved - theta).norm(dim=-1)),
-            }
-            if unit_outputs is not None:
-                mv, canc = compensation(unit_outputs, theta, moved, s_F)
-                cell["moving_output_median"] = median(mv)
-                cell["cancellation_err_p95"] = p95(canc)
-            cell["fits"] = cell_fits(cell)
-            cells.append(cell)
+            d = draw_cell(act.group, sample_points, samples, rho, k, gen)
+            per = cell_samples(act, target, d, s_F=s_F, s_theta=s_theta, unit_outputs=unit_outputs)
+            cells.append(summarise(per, rho, k))
     v = Verdict(cells=cells)
-    rho0, k0 = declared
+    rho0, k0 = declared_cell(rhos, factors) if declared is None else (float(declared[0]), int(declared[1]))
     v.declared = v.cell(rho0, k0) if (rho0, k0) in grid else {}
     two = [(rho0, 1), (rho0, 2)]
     v.fits = all(v.cell(*rk)["fits"] for rk in two if rk in grid) and any(rk in grid for rk in two)

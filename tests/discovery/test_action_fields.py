@@ -131,7 +131,7 @@ def test_learned_fast_paths_backpropagate_like_generic():
 def test_hidden_basis_field_closed_form_and_finite_differences():
     problem = build_problem("linear2x2")
     target = problem.target.to(DT)
-    action = HiddenBasisAction(target.block, "fc2.weight", "fc1.weight").double()
+    action = HiddenBasisAction(target.block, "fc1.weight", "fc2.weight").double()
     theta = problem.sample(3, torch.Generator().manual_seed(0), DT)
     gens = action.group.generators().double()
     g = action.group.matrices(action.group.sample(3, 0.5, 2, generator=torch.Generator().manual_seed(1))).double()

@@ -32,9 +32,9 @@ def _exact(name: str):
     problem = build_problem(name)
     target = problem.target.to(DT)
     if name == "linear2x2":
-        action = HiddenBasisAction(target.block, u_name="fc2.weight", v_name="fc1.weight").double()
+        action = HiddenBasisAction(target.block, earlier="fc1.weight", later="fc2.weight").double()
     else:
-        action = RescalingAction(target.block, in_name="fc1.weight", out_name="fc2.weight").double()
+        action = RescalingAction(target.block, earlier="fc1.weight", later="fc2.weight").double()
     return problem, target, action
 
 

@@ -15,12 +15,34 @@ the training losses measure the failure of exactly that.
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 from torch.func import jvp, vmap
 
 from ..groups.lie import GroupSamples, MatrixLieGroup
+
+
+@dataclass
+class StepQuantities:
+    """Everything one training step needs, for shared samples ``g1, g2, h`` at points θ.
+
+    ``fields``: ``v_i(θ)`` (n, r, p) · ``fields_mu``: ``v_i`` at the regulariser points ·
+    ``moved``: ``a(g1, θ)`` · ``direct``: ``a(g2 g1, θ)`` · ``two_step``: ``a(g2, a(g1, θ))`` ·
+    ``transported``: ``D_g a(g1, θ)[h g1]`` · ``field_at_moved``: ``v_h(a(g1, θ))``.
+    Entries not requested are ``None``. Built by
+    :func:`paramsym.discovery.objectives.step_quantities` (generic) or an action's own fused
+    ``step_quantities`` method (:class:`~paramsym.actions.learned.LearnedAction`).
+    """
+
+    fields_mu: Tensor
+    moved: Tensor
+    fields: Tensor | None = None
+    direct: Tensor | None = None
+    two_step: Tensor | None = None
+    transported: Tensor | None = None
+    field_at_moved: Tensor | None = None
 
 
 class GroupAction(nn.Module, abc.ABC):

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ..groups.lie import MatrixLieGroup
-from .base import GroupAction
+from .base import GroupAction, StepQuantities
 
 
 class SiLU(nn.Module):
@@ -151,7 +151,7 @@ class LearnedAction(GroupAction):
 
     # -- fused training step --------------------------------------------------------------------
     def step_quantities(self, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor, *,
-                        infinitesimal: bool, finite: bool):
+                        infinitesimal: bool, finite: bool) -> StepQuantities:
         """All quantities of one training step in two batched network passes.
 
         Same values as :func:`paramsym.discovery.objectives.step_quantities` (tested), but the
@@ -159,8 +159,6 @@ class LearnedAction(GroupAction):
         derivative, ``b(g2 g1, θ)``, fields at the regulariser points) share one dual pass and
         the evaluations at ``a(g1, θ)`` a second one.
         """
-        from ..discovery.objectives import StepQuantities
-
         dt = theta.dtype
         n, p = theta.shape
         gens = self.group.generators().to(dt)

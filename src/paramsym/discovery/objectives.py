@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 from torch.func import jvp, vmap
 
-from ..actions.base import GroupAction
+from ..actions.base import GroupAction, StepQuantities
 
 TargetFn = Callable[[Tensor], Tensor]
 
@@ -95,25 +95,6 @@ def composition(action: GroupAction, theta: Tensor, g1: Tensor, g2: Tensor, scal
 def preservation(action: GroupAction, target: TargetFn, theta: Tensor, g: Tensor, scales: Scales) -> Tensor:
     """``L_pres = mean ‖F(a(g,θ)) − F(θ)‖² / s_F²``."""
     return preservation_loss(target, theta, action.act_many(g, theta), scales)
-
-
-@dataclass
-class StepQuantities:
-    """Everything one training step needs, for shared samples ``g1, g2, h`` at points θ.
-
-    ``fields``: ``v_i(θ)`` (n, r, p) · ``fields_mu``: ``v_i`` at the regulariser points ·
-    ``moved``: ``a(g1, θ)`` · ``direct``: ``a(g2 g1, θ)`` · ``two_step``: ``a(g2, a(g1, θ))`` ·
-    ``transported``: ``D_g a(g1, θ)[h g1]`` · ``field_at_moved``: ``v_h(a(g1, θ))``.
-    Entries not requested are ``None``.
-    """
-
-    fields_mu: Tensor
-    moved: Tensor
-    fields: Tensor | None = None
-    direct: Tensor | None = None
-    two_step: Tensor | None = None
-    transported: Tensor | None = None
-    field_at_moved: Tensor | None = None
 
 
 def step_quantities(

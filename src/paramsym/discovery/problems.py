@@ -18,10 +18,11 @@ import torch
 from torch import Tensor
 
 from ..actions.compensating import select_compensators
-from ..errors import ConfigError, DegenerateTargetError
+from ..errors import ConfigError
 from ..models.mlp import activation_module
 from ..models.reference import reference_mlp, teacher_student
 from ..targets import BoundaryTarget, Target
+from ..verdict import output_scale
 from .objectives import Scales
 
 
@@ -64,8 +65,8 @@ class DiscoveryProblem:
     def scales(self, beta: float, generator: torch.Generator, n: int = 512) -> Scales:
         """Fixed normalisation from ``n`` points of μ.
 
-        ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ) and
-        ``s_θ = sqrt(E‖θ‖²)``.
+        ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ;
+        :func:`paramsym.verdict.output_scale`) and ``s_θ = sqrt(E‖θ‖²)``.
 
         Raises:
             DegenerateTargetError: the output does not vary with the block (s_F = 0).
@@ -74,15 +75,11 @@ class DiscoveryProblem:
         target = self.target.to(torch.float64)
         with torch.no_grad():
             F = torch.func.vmap(target)(theta)
-        s_F = float((F - F.mean(0)).pow(2).sum(-1).mean().sqrt())
-        rms = float(F.pow(2).sum(-1).mean().sqrt())
-        if not s_F > 1e-10 * max(rms, 1e-30) or s_F == 0.0:
-            names = ", ".join(self.target.block.names) if self.target.block is not None else "θ"
-            raise DegenerateTargetError(
-                f"the output of target {self.target.name!r} does not depend on the parameter block "
-                f"({names}): its variation over μ is s_F = {s_F:.3g} (output RMS {rms:.3g}). Select "
-                "parameters that the output uses (for a boundary output, the unit's own weights)."
-            )
+        names = ", ".join(self.target.block.names) if self.target.block is not None else "θ"
+        s_F = output_scale(
+            F, what=f"the output of target {self.target.name!r} over μ (block {names})",
+            hint="Select parameters that the output uses (for a boundary output, the unit's own weights).",
+        )
         s_theta = float(theta.pow(2).sum(-1).mean().sqrt())
         return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
 

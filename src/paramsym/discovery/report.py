@@ -11,18 +11,7 @@ import numpy as np
 
 from .. import plots
 from ..runs import RunDir
-from ..verdict import ERROR_KEYS, TOLERANCES
-
-_LABELS = {
-    "output_err_p95": "output error p95",
-    "composition_err_p95": "composition error p95",
-    "inverse_err_p95": "inverse error p95",
-    "subdivision_err_p95": "subdivision error p95",
-    "transport_err_p95": "transport error p95",
-    "motion_median": "motion median (units of s_θ)",
-    "moving_output_median": "moving-output change median (units of s_F)",
-    "cancellation_err_p95": "cancellation error p95",
-}
+from ..verdict import METRICS, declared_cell
 
 
 def _grid(cells: list[dict], key: str) -> tuple[np.ndarray, list[float], list[int]]:
@@ -74,12 +63,25 @@ def make_figures(run: RunDir) -> list[tuple[str, str]]:
     if cells:
         for key, log in (("output_err_p95", True), ("composition_err_p95", True), ("transport_err_p95", True), ("motion_median", False)):
             arr, rhos, facs = _grid(cells, key)
-            thr = TOLERANCES.get(key) if key in ERROR_KEYS else None
+            m = METRICS[key]
+            thr = m.tolerance if m.bound == "upper" else None
             if plots.heatmap(run.figures / f"grid_{key}.png", arr, [f"ρ={r}" for r in rhos], [f"{f} factor(s)" for f in facs],
-                             title=_LABELS[key] + ("" if thr is None else f" (tolerance {thr:g}, red = over)"),
+                             title=m.label + ("" if thr is None else f" (tolerance {thr:g}, red = over)"),
                              log=log, threshold=thr, fmt="{:.1e}" if log else "{:.3f}"):
-                figs.append((_LABELS[key] + " over the test grid.", f"figures/grid_{key}.png"))
+                figs.append((m.label + " over the test grid.", f"figures/grid_{key}.png"))
     return figs
+
+
+def _declared(verdict: dict) -> tuple[float, int]:
+    """The declared (ρ, factors) of a verdict dict: its declared cell's, else the grid's default
+    (:func:`paramsym.verdict.declared_cell`), else (0.5, 1)."""
+    d = verdict.get("declared") or {}
+    if "rho" in d:
+        return float(d["rho"]), int(d["factors"])
+    cells = verdict.get("cells") or []
+    if cells:
+        return declared_cell([c["rho"] for c in cells], [c["factors"] for c in cells])
+    return 0.5, 1
 
 
 def _fmt(x: float) -> str:
@@ -93,6 +95,9 @@ def render(run: RunDir) -> str:
     figs = make_figures(run)
     v = m.get("verdict", {})
     d = v.get("declared", {})
+    rho0, k0 = _declared(v)
+    judged = [k for k in (1, 2) if any(c["rho"] == rho0 and c["factors"] == k for c in v.get("cells", []))]
+    with_factors = " and ".join({1: "one", 2: "two"}[k] for k in judged) or "no"
     lines = [
         f"# Discovery report: `{m['preset']}` ({m['objective']} objective, seed {m['seed']})",
         "",
@@ -101,19 +106,23 @@ def render(run: RunDir) -> str:
         f"Block dimension p = {m['p']}, output dimension q = {m['q']}; {m['steps']} training steps. "
         f"Scales: s_F = {_fmt(m['scales']['s_F'])}, s_θ = {_fmt(m['scales']['s_theta'])}, β = {_fmt(m['scales']['beta'])}.",
         "",
-        f"**Verdict: {'fits' if v.get('fits') else 'does not fit'}** every tolerance at ρ = 0.5 with one and two factors.",
+        f"**Verdict: {'fits' if v.get('fits') else 'does not fit'}** every tolerance at ρ = {rho0:g} with "
+        f"{with_factors} factor{'s' if len(judged) != 1 else ''}"
+        + ("" if judged else " (the configured grid has no one- or two-factor cell at this ρ)") + ".",
         "",
     ]
     if d:
-        lines += ["## Declared cell (ρ = 0.5, one factor)", "", "| metric | value | tolerance | ok |", "|---|---|---|---|"]
-        for key in ("output_err_p95", "composition_err_p95", "inverse_err_p95", "subdivision_err_p95", "transport_err_p95",
-                    "motion_median", "moving_output_median", "cancellation_err_p95"):
-            if key not in d:
+        nf = int(d.get("factors", k0))
+        lines += [f"## Declared cell (ρ = {float(d.get('rho', rho0)):g}, {nf} factor{'s' if nf != 1 else ''})", "",
+                  "| metric | value | tolerance | ok |", "|---|---|---|---|"]
+        for key, mt in METRICS.items():
+            if key not in d or not mt.judged:
                 continue
-            tol = TOLERANCES[key]
-            ok = d[key] >= tol if key in ("motion_median", "moving_output_median") else d[key] <= tol
-            sign = "≥" if key in ("motion_median", "moving_output_median") else "≤"
-            lines.append(f"| {_LABELS[key]} | {_fmt(d[key])} | {sign} {tol:g} | {'yes' if ok else '**no**'} |")
+            if mt.one_factor_only and nf != 1:
+                tol_text, ok_text = "(reported)", "—"
+            else:
+                tol_text, ok_text = f"{mt.sign} {mt.tolerance:g}", "yes" if mt.passes(d[key]) else "**no**"
+            lines.append(f"| {mt.label} | {_fmt(d[key])} | {tol_text} | {ok_text} |")
         lines += ["", f"Median relative change of the block ‖Δθ‖/‖θ‖: {_fmt(d.get('motion_rel_median', float('nan')))}.", ""]
     if "reference_span" in m:
         rs = m["reference_span"]
@@ -124,7 +133,7 @@ def render(run: RunDir) -> str:
     if v.get("cells"):
         keys = [k for k in ("output_err_p95", "composition_err_p95", "inverse_err_p95", "subdivision_err_p95",
                             "transport_err_p95", "motion_median") if k in v["cells"][0]]
-        lines += ["## Test grid", "", "| ρ | factors | " + " | ".join(_LABELS[k] for k in keys) + " | fits |",
+        lines += ["## Test grid", "", "| ρ | factors | " + " | ".join(METRICS[k].label for k in keys) + " | fits |",
                   "|---|---|" + "---|" * len(keys) + "---|"]
         for c in v["cells"]:
             lines.append(f"| {c['rho']} | {c['factors']} | " + " | ".join(_fmt(c[k]) for k in keys) + f" | {'yes' if c['fits'] else 'no'} |")

@@ -22,7 +22,7 @@ from torch.func import vmap
 from .. import plots
 from ..config import to_dict
 from ..runs import RunDir
-from ..verdict import median, p95
+from ..verdict import median, output_scale, p95
 from .configs import QUICK_DISCOVER_OVERRIDES, QUICK_DISCOVER_STEPS, resolve_discover_config
 
 KIND = "discovery-lifting"
@@ -73,12 +73,13 @@ def host_curve(action, problem, rhos, samples: int, host_std: float, seed: int, 
 
 
 def host_scale(problem, host_std: float, seed: int, n: int = 512) -> float:
+    """``s_F`` of the host network over ``Θ_0 + host_std · N(0, I)`` (:func:`paramsym.verdict.output_scale`)."""
     host = problem.host.to(torch.float64)
     gen = torch.Generator().manual_seed(seed)
     Theta = host.theta0 + host_std * torch.randn(n, host.p, generator=gen, dtype=torch.float64)
     with torch.no_grad():
         F = vmap(host)(Theta)
-    return float((F - F.mean(0)).pow(2).sum(-1).mean().sqrt())
+    return output_scale(F, what=f"the host network {host.name!r}")
 
 
 def matched_ratio(unit: dict, full: dict) -> dict[str, float | list[float]]:
