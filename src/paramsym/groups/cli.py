@@ -88,13 +88,14 @@ def _fmt(z: complex) -> str:
 def describe(group, rep_spec: str = "regular", subgroups: bool = False) -> dict:
     """A JSON-able description: classes, character table, real irreps, a decomposition."""
     from .characters import character_table
+    from .decompose import decompose
     from .irreps import real_irreps
 
     classes = group.conjugacy_classes()
     table = character_table(group)
     irr = real_irreps(group)
     rep = _rep(group, rep_spec)
-    dec = rep.decompose()
+    dec = decompose(rep)
     out = {
         "group": group.name,
         "order": group.order,
