@@ -66,8 +66,8 @@ class GSet:
             if not np.array_equal(lhs, rhs):
                 x = int(np.flatnonzero((lhs != rhs).any(axis=1))[0])
                 raise GroupError(
-                    f"action is not a left action: (g*s).p != g.(s.p) for g = {g.label(x)}, "
-                    f"s = {g.label(s)}."
+                    f"action is not a left action (not a homomorphism G -> Sym): "
+                    f"(g*s).p != g.(s.p) for g = {g.label(x)}, s = {g.label(s)}."
                 )
 
     def __len__(self) -> int:

@@ -30,14 +30,18 @@ from .memory import check_memory, dense_bytes
 
 __all__ = [
     "Representation", "trivial", "regular", "permutation", "induced", "direct_sum", "tensor",
-    "copies", "restrict", "from_generators",
+    "copies", "restrict", "from_generators", "check_dense",
 ]
 
 
-def _budget(order: int, dim: int, what: str, max_memory: int | None, hint: str = "") -> None:
-    """Refuse ``order`` dense ``dim x dim`` float64 matrices above the memory budget."""
+def check_dense(order: int, dim: int, what: str, max_memory: int | None = None, hint: str = "") -> None:
+    """Refuse ``order`` dense ``dim x dim`` float64 matrices (``8 order dim^2`` bytes) above the
+    memory budget ``max_memory`` (see :mod:`paramsym.groups.memory`)."""
     check_memory(dense_bytes(order, dim, dim), f"{what} ({order} matrices of {dim}x{dim} float64)",
                  max_memory, hint)
+
+
+_budget = check_dense
 
 
 class Representation:
