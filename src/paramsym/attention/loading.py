@@ -97,21 +97,22 @@ def parse_rep(group, spec: str = "regular", copies: int = 1, *, max_memory: int 
     from ..groups.memory import dense_bytes, format_bytes
     from ..groups.progress import warn
 
-    def announce(dim: int) -> None:
+    def announce(dim: int, what: str) -> None:
+        reps.check_dense(group.order, dim, what, max_memory, hint)
         nbytes = dense_bytes(group.order, dim, dim)
         warn(f"building a {format_bytes(nbytes)} representation of {group.name} ({group.order} "
              f"matrices {dim}x{dim}); this may take a while.", enabled=progress and nbytes > 2**28)
 
     mm = {"max_memory": max_memory}
+    hint = ("Use a smaller group, or a smaller representation (--rep perm or trivial) of a group "
+            "whose irreducibles can be computed.")
 
     spec = str(spec).strip()
     copies = int(copies)
     if copies < 1:
         raise RepresentationError(f"--copies must be at least 1, received {copies}.")
     if spec == "regular":
-        reps.check_dense(group.order, group.order, f"the regular representation of {group.name}",
-                         max_memory)
-        announce(group.order)
+        announce(group.order, f"the regular representation of {group.name}")
         rep = reps.regular(group, **mm)
     elif spec == "trivial":
         rep = reps.trivial(group, **mm)
@@ -122,9 +123,7 @@ def parse_rep(group, spec: str = "regular", copies: int = 1, *, max_memory: int 
             raise RepresentationError(f"--rep {spec!r}: write copies:C with an integer C.") from exc
         if c < 1:
             raise RepresentationError(f"--rep {spec!r}: copies:C needs C >= 1.")
-        reps.check_dense(group.order, c * group.order, f"{c} copies of the regular representation "
-                         f"of {group.name}", max_memory)
-        announce(c * group.order)
+        announce(c * group.order, f"{c} copies of the regular representation of {group.name}")
         rep = reps.copies(reps.regular(group, **mm), c, **mm) if c > 1 else reps.regular(group, **mm)
     elif spec == "perm":
         if getattr(group, "permutations", None) is None:
@@ -158,7 +157,8 @@ def parse_rep(group, spec: str = "regular", copies: int = 1, *, max_memory: int 
             )
     if copies > 1:
         rep = reps.copies(rep, copies, **mm)
-    rep.check()
+    # regular/trivial/copies are exact by construction; matrices from files and permutations
+    # were checked when their Representation was built (a second O(|G| d^3) check is skipped)
     return rep
 
 

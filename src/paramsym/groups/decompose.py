@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ConvergenceError, RepresentationError
 from .irreps import RealIrrep, real_irreps
+from .progress import progress_bar
 from .reps import Representation
 from .reynolds import reynolds_matrices
 
@@ -138,12 +139,13 @@ def multiplicities(rep: Representation, irreps: list[RealIrrep] | None = None) -
     return mults
 
 
-def decompose(rep: Representation, seed: int = 0) -> Decomposition:
+def decompose(rep: Representation, seed: int = 0, *, progress: bool = False) -> Decomposition:
     """Decompose ``rep`` into real irreducibles; see the module docstring.
 
     Multiplicities come from characters (:func:`multiplicities`); the copies of each irreducible
     from Reynolds averages :func:`paramsym.groups.reynolds.reynolds_matrices` of random
-    ``d x d_i`` matrices.
+    ``d x d_i`` matrices. ``progress`` shows a bar per irreducible (stderr, TTY only) for large
+    ``|G| d^3``.
 
     Raises :class:`RepresentationError` when the multiplicities are not integers (``rep`` is not
     a representation) and :class:`ConvergenceError` if the change of basis is not orthogonal to
@@ -154,7 +156,9 @@ def decompose(rep: Representation, seed: int = 0) -> Decomposition:
     rng = np.random.default_rng(seed)
     mults = multiplicities(rep, irreps)
     cols = []
-    for r, m in zip(irreps, mults):
+    bar = progress_bar(list(zip(irreps, mults)), total=len(irreps), desc=f"decompose {rep.name}",
+                       enabled=progress and g.order * rep.dim**3 > 1e9)
+    for r, m in bar:
         if m:
             cols.extend(_isometric_intertwiners(rep.matrices, r, m, rng))
     q = np.concatenate(cols, axis=1) if cols else np.zeros((rep.dim, 0))
