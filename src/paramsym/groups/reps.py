@@ -41,7 +41,6 @@ def check_dense(order: int, dim: int, what: str, max_memory: int | None = None, 
                  max_memory, hint)
 
 
-_budget = check_dense
 
 
 class Representation:
@@ -167,7 +166,7 @@ def _same_group(reps: Sequence[Representation], what: str) -> FiniteGroup:
 
 def trivial(group: FiniteGroup, dim: int = 1, *, max_memory: int | None = None) -> Representation:
     """``rho(g) = I_dim``."""
-    _budget(group.order, dim, f"the trivial representation of {group.name}", max_memory)
+    check_dense(group.order, dim, f"the trivial representation of {group.name}", max_memory)
     return Representation(group, np.broadcast_to(np.eye(dim), (group.order, dim, dim)).copy(),
                           name="trivial", check=False)
 
@@ -178,7 +177,7 @@ def regular(group: FiniteGroup, *, max_memory: int | None = None) -> Representat
     Dense: ``8 |G|^3`` bytes, checked against ``max_memory`` before allocating.
     """
     n = group.order
-    _budget(n, n, f"the regular representation of {group.name}", max_memory,
+    check_dense(n, n, f"the regular representation of {group.name}", max_memory,
             "Use a smaller group or a smaller representation (e.g. --rep perm or trivial).")
     m = np.zeros((n, n, n))
     g, h = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -199,7 +198,7 @@ def permutation(group: FiniteGroup, perm_images: np.ndarray, *,
             f"permutation images for {group.name} must have shape ({group.order}, n); got {a.shape}."
         )
     n = a.shape[1]
-    _budget(group.order, n, f"a permutation representation of {group.name}", max_memory)
+    check_dense(group.order, n, f"a permutation representation of {group.name}", max_memory)
     if n and (not np.issubdtype(a.dtype, np.integer) or
               not np.array_equal(np.sort(a, axis=1), np.broadcast_to(np.arange(n), a.shape))):
         raise RepresentationError(f"each row of perm_images must be a permutation of 0..{n - 1}.")
@@ -213,7 +212,7 @@ def direct_sum(*reps: Representation, max_memory: int | None = None) -> Represen
     """``rho_1 ⊕ rho_2 ⊕ ...`` (block diagonal, blocks in argument order)."""
     g = _same_group(reps, "direct_sum")
     d = sum(r.dim for r in reps)
-    _budget(g.order, d, "a direct sum", max_memory)
+    check_dense(g.order, d, "a direct sum", max_memory)
     m = np.zeros((g.order, d, d))
     o = 0
     for r in reps:
@@ -225,7 +224,7 @@ def direct_sum(*reps: Representation, max_memory: int | None = None) -> Represen
 def tensor(a: Representation, b: Representation, *, max_memory: int | None = None) -> Representation:
     """``rho_a ⊗ rho_b`` with ``(rho_a ⊗ rho_b)(g) = kron(rho_a(g), rho_b(g))``."""
     g = _same_group([a, b], "tensor")
-    _budget(g.order, a.dim * b.dim, "a tensor product", max_memory)
+    check_dense(g.order, a.dim * b.dim, "a tensor product", max_memory)
     m = np.einsum("gij,gkl->gikjl", a.matrices, b.matrices).reshape(g.order, a.dim * b.dim, -1)
     return Representation(g, m, name=f"({a.name}) ⊗ ({b.name})", check=False)
 
@@ -234,7 +233,7 @@ def copies(rep: Representation, c: int, *, max_memory: int | None = None) -> Rep
     """``R^c ⊗ rho = rho ⊕ .. ⊕ rho`` (``c`` copies; ``kron(I_c, rho(g))``)."""
     if not isinstance(c, (int, np.integer)) or c < 1:
         raise RepresentationError(f"copies(rep, c) needs an integer c >= 1; got {c!r}.")
-    _budget(rep.group.order, c * rep.dim, f"{c} copies of {rep.name}", max_memory,
+    check_dense(rep.group.order, c * rep.dim, f"{c} copies of {rep.name}", max_memory,
             "Component counts only need one copy (they scale multiplicities by C).")
     m = np.einsum("ij,gkl->gikjl", np.eye(c), rep.matrices).reshape(rep.group.order, c * rep.dim, -1)
     return Representation(rep.group, m, name=f"{c}x({rep.name})", check=False)
@@ -275,7 +274,7 @@ def induced(group: FiniteGroup, subgroup: Iterable[int], rep_of_subgroup, *,
     pos[k] = np.arange(k.size)
     reps_t = np.array([min(np.flatnonzero(x.action[:, 0] == i)) for i in range(x.size)])
     r, d = x.size, sig.shape[1]
-    _budget(group.order, r * d, f"an induced representation of {group.name}", max_memory)
+    check_dense(group.order, r * d, f"an induced representation of {group.name}", max_memory)
     m = np.zeros((group.order, r * d, r * d))
     for g in range(group.order):
         for j in range(r):
@@ -302,7 +301,7 @@ def from_generators(group: FiniteGroup, images: Sequence[np.ndarray], tol: float
     for i, x in enumerate(imgs):
         if x.shape != (d, d):
             raise RepresentationError(f"image {i} has shape {x.shape}; expected ({d}, {d}) like image 0.")
-    _budget(group.order, d, f"a representation of {group.name}", max_memory)
+    check_dense(group.order, d, f"a representation of {group.name}", max_memory)
     parent, via = group._words()
     m = np.zeros((group.order, d, d))
     m[0] = np.eye(d)
