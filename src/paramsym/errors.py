@@ -101,3 +101,7 @@ def check_finite(name: str, value, hint: str = "") -> None:
         if hint:
             msg += " " + hint
         raise NonFiniteError(msg)
+
+
+class OutputFileError(ParamsymError, RuntimeError):
+    """An output path that cannot be written (a directory, an existing file, no permission)."""

@@ -206,7 +206,12 @@ def test_group_from_matrix_generators_and_enumeration_limit(capsys, tmp_path):
     gfile.write_text(json.dumps({"matrices": [[[0.0, -1.0], [1.0, 0.0]]]}))  # rotation by 90°
     out = run_json(capsys, "clusterings", "--group", str(gfile), "--heads", "2")
     assert out["count"] == run_json(capsys, "clusterings", "--group", "C4", "--heads", "2")["count"]
-    assert main(["attention", "clusterings", "--group", "D4", "--heads", "8"]) == 2
-    assert "TooLargeError" in capsys.readouterr().err
+    # more clusterings than --limit: the first `limit` are listed (the count stays exact)
+    out = run_json(capsys, "clusterings", "--group", "D4", "--heads", "8", "--limit", "5")
+    assert out["listed"] == len(out["clusterings"]) == 5 and out["truncated"]
+    assert out["count"] == 4_304_495
+    assert main(["attention", "clusterings", "--group", "C6", "--heads", "3", "--limit", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "[4]" in text and "[5]" not in text and "listed the first 5 of 33" in text
     out = run_json(capsys, "clusterings", "--group", "D4", "--heads", "8", "--count-only")
     assert out["count"] > 10_000

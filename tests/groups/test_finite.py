@@ -22,6 +22,7 @@ from paramsym.groups.finite import (
     quaternion,
     symmetric,
 )
+from paramsym.groups.gsets import all_actions, count_actions
 
 NAMES = ["C1", "C2", "C6", "Z5", "D1", "D3", "D4", "D5", "S3", "S4", "A4", "A5", "Q8", "V4",
          "C2xC3", "D4xC2", "C2xC2xC2"]
@@ -192,10 +193,10 @@ def test_subgroup_as_group():
     assert list(sub.parent_indices) == sorted(h)
 
 
-def test_homomorphisms_to_symmetric_brute_force():
+def test_all_actions_are_the_homomorphisms_to_symmetric_brute_force():
     for name, n in [("C6", 4), ("S3", 3), ("V4", 3), ("Q8", 2)]:
         g = group_by_name(name)
-        homs = g.homomorphisms_to_symmetric(n)
+        homs = all_actions(g, n)
         # brute force: all assignments of the generators, kept if a homomorphism
         sn = [np.array(p) for p in itertools.permutations(range(n))]
         brute = set()
@@ -209,6 +210,18 @@ def test_homomorphisms_to_symmetric_brute_force():
             for a in range(g.order):
                 for b in range(g.order):
                     assert np.array_equal(h[g.mul(a, b)], h[a][h[b]])
+        # counting from subgroups (exponential formula) agrees with the enumeration
+        assert count_actions(g, n)[n] == len(brute)
+
+
+def test_same_as_is_equality_of_tables():
+    d4 = dihedral(4)
+    assert d4.same_as(d4) and d4.same_as(dihedral(4)) and d4.same_as(group_by_name("D4"))
+    assert not d4.same_as(quaternion())  # same order, different table
+    assert not d4.same_as(cyclic(8)) and not d4.same_as("D4")
+    # isomorphic but numbered differently: not the same group (find_isomorphism relates them)
+    d4p = from_permutations([[1, 2, 3, 0], [3, 2, 1, 0]])
+    assert find_isomorphism(d4p, d4) is not None and not d4p.same_as(d4)
 
 
 # --------------------------------------------------------------------------- bad input

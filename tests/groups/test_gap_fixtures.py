@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 from paramsym.groups.characters import character_table
+from paramsym.groups.decompose import decompose
 from paramsym.groups.finite import find_isomorphism, from_permutations, group_by_name
-from paramsym.groups.reps import real_irreps, regular
+from paramsym.groups.irreps import real_irreps
+from paramsym.groups.reps import regular
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gap" / "character_tables.json"
 DATA = json.loads(FIXTURE.read_text())
@@ -128,7 +130,7 @@ def test_real_irreps_types_match_gap(name):
 def test_regular_decomposition_of_groups_without_closed_form(name):
     """Multiplicity of each real irrep in R[G] is dim / e; the change of basis is orthogonal."""
     g = perm_group(GROUPS[name])
-    dec = regular(g).decompose()
+    dec = decompose(regular(g))
     assert dec.multiplicities == [r.dim // r.endomorphism_dim for r in dec.irreps]
     assert dec.orthogonality_error < 1e-11 and dec.equivariance_error < 1e-11
     q = dec.basis

@@ -20,6 +20,10 @@ follows from the subgroups of G by the exponential formula
 Counting **up to relabelling of heads** (``up_to="relabelling"``) identifies clusterings that
 differ by a permutation of ``H``: a class is a multiset of ``X_0`` cluster sizes together with an
 isomorphism class of G-sets ``X`` weighted by cluster sizes.
+
+The G-set machinery (orbits, stabilisers, validation of actions, ``|Hom(G, S_m)|``, enumeration
+of actions, automorphisms of ``G/K``) is :mod:`paramsym.groups.gsets`; a clustering holds ``Y`` as
+a :class:`~paramsym.groups.gsets.GSet` in which the clusters of ``X_0`` are fixed points.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import GroupError, ShapeError, TooLargeError
+from ..errors import ShapeError, TooLargeError
+from ..groups.gsets import GSet, all_actions, coset_automorphisms, count_actions
 
 __all__ = [
     "PartialClustering",
@@ -89,9 +94,8 @@ class PartialClustering:
             )
         for p in x0:
             action[:, p] = p
-        xs = [p for p in range(k) if p not in x0]
-        if validate:
-            _check_action(group, action, xs)
+        if validate:  # X_0 points are fixed, so a valid G-set action on Y preserves X
+            GSet(group, action, validate=True)
         # canonical relabelling: clusters by first appearance in chi
         new = {}
         for c in chi:
@@ -104,6 +108,8 @@ class PartialClustering:
         self.x0: frozenset[int] = frozenset(int(perm[p]) for p in x0)
         self.action: np.ndarray = perm[action[:, inv]]
         self.action.setflags(write=False)
+        #: ``Y = X_0 ⊔ X`` as a G-set (``X_0`` clusters are fixed points).
+        self.gset = GSet(group, self.action, validate=False)
 
     # ---------------------------------------------------------------- basic structure
     @property
@@ -129,18 +135,11 @@ class PartialClustering:
 
     def orbits(self) -> list[list[int]]:
         """G-orbits of ``X`` (each sorted), ordered by smallest cluster."""
-        seen: set[int] = set()
-        out = []
-        for p in self.x:
-            if p not in seen:
-                orb = sorted({int(q) for q in self.action[:, p]})
-                seen.update(orb)
-                out.append(orb)
-        return out
+        return [orb for orb in self.gset.orbits() if orb[0] not in self.x0]
 
     def stabilizer(self, p: int) -> frozenset[int]:
         """``{g : g·p = p}`` for ``p ∈ X`` (all of G for ``p ∈ X_0``)."""
-        return frozenset(np.flatnonzero(self.action[:, p] == p).tolist())
+        return self.gset.stabilizer(p)
 
     def key(self) -> tuple:
         """Hashable canonical form: equal keys iff isomorphic (same group)."""
@@ -150,11 +149,7 @@ class PartialClustering:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PartialClustering):
             return NotImplemented
-        same_group = other.group is self.group or (
-            other.group.order == self.group.order
-            and np.array_equal(other.group.table, self.group.table)
-        )
-        return same_group and self.key() == other.key()
+        return self.group.same_as(other.group) and self.key() == other.key()
 
     def __hash__(self) -> int:
         return hash(self.key())
@@ -218,33 +213,6 @@ class PartialClustering:
         )
 
 
-def _check_action(group, action: np.ndarray, xs: list[int]) -> None:
-    """``action`` restricted to ``xs`` must be a homomorphism ``G → Sym(xs)``."""
-    if not xs:
-        return
-    sub = action[:, xs]
-    xset = set(xs)
-    for g in range(group.order):
-        row = sub[g].tolist()
-        if not set(row) <= xset or len(set(row)) != len(row):
-            raise GroupError(
-                f"group element {group.label(g)} does not permute the clusters of X {xs} "
-                f"(images {row}); an action must be a permutation of X."
-            )
-    if not np.array_equal(action[0, xs], xs):
-        raise GroupError("the identity must fix every cluster of X.")
-    # a*b acts as a after b: action[a*b, p] = action[a, action[b, p]]
-    for a in group.generators:
-        for b in range(group.order):
-            ab = group.table[a, b]
-            if not np.array_equal(action[ab, xs], action[a, action[b, xs]]):
-                raise GroupError(
-                    f"action is not a homomorphism: ({group.label(a)})({group.label(b)}) acts "
-                    f"as {action[ab, xs].tolist()} but the composite is "
-                    f"{action[a, action[b, xs]].tolist()}."
-                )
-
-
 def set_partitions(n: int) -> Iterator[tuple[int, ...]]:
     """Set partitions of ``{0..n-1}`` as restricted growth strings (``chi[0] = 0``,
     ``chi[h] ≤ 1 + max(chi[:h])``), in lexicographic order."""
@@ -275,25 +243,8 @@ def _stirling2(n: int) -> list[int]:
 
 
 def count_homomorphisms_to_symmetric(group, n: int) -> list[int]:
-    """``[|Hom(G, S_0)|, .., |Hom(G, S_n)|]`` from the subgroups of G.
-
-    Orbit-decomposition recurrence of the exponential formula: the orbit of point ``m`` has
-    size ``i = [G:K]`` for some subgroup ``K`` (its stabiliser), the other ``i − 1`` points are
-    chosen in ``binom(m−1, i−1)`` ways and a transitive action on ``i`` labelled points with a
-    given point stabiliser ``K`` in ``(i−1)!`` ways:
-    ``h_m = Σ_i binom(m−1, i−1) (i−1)! s_i h_{m−i}`` with ``s_i`` subgroups of index ``i``.
-    """
-    s = [0] * (n + 1)
-    for K in group.subgroups():
-        i = group.order // len(K)
-        if i <= n:
-            s[i] += 1
-    h = [1] + [0] * n
-    for m in range(1, n + 1):
-        h[m] = sum(
-            math.comb(m - 1, i - 1) * math.factorial(i - 1) * s[i] * h[m - i] for i in range(1, m + 1)
-        )
-    return h
+    """``[|Hom(G, S_0)|, .., |Hom(G, S_n)|]``; see :func:`paramsym.groups.gsets.count_actions`."""
+    return count_actions(group, n)
 
 
 def _check_heads(n_heads: int) -> int:
@@ -340,21 +291,14 @@ def _weighted_transitive_counts(group, n: int) -> list[int]:
     the cycles of ``n``, so ``fix_n(s) = [t^s] Π_cycles t^{ℓ}/(1 − t^{ℓ})``.
     """
     T = [Fraction(0)] * (n + 1)
-    table, inverse = group.table, group.inverse
     for cls in group.subgroup_classes():
         K = cls[0]
-        idx = group.order // len(K)
-        if idx > n:
+        if group.order // len(K) > n:
             continue
-        karr = np.fromiter(K, dtype=np.int64)
-        coset = table[:, karr].min(axis=1)  # smallest element of gK labels the coset
-        reps = np.unique(coset)
-        pos = {int(c): i for i, c in enumerate(reps)}
-        N = group.normalizer(K)
+        _, autos = coset_automorphisms(group, K)  # one permutation of G/K per element of N(K)
         total = [0] * (n + 1)
-        for g in N:
-            perm = [pos[int(coset[table[r, inverse[g]]])] for r in reps]
-            lengths = _cycle_lengths(perm)
+        for perm in autos:
+            lengths = _cycle_lengths(perm.tolist())
             poly = [1] + [0] * n
             for ell in lengths:
                 new = [0] * (n + 1)
@@ -365,7 +309,7 @@ def _weighted_transitive_counts(group, n: int) -> list[int]:
                 poly = new
             total = [a + b for a, b in zip(total, poly)]
         for s in range(n + 1):
-            T[s] += Fraction(total[s], len(N))
+            T[s] += Fraction(total[s], len(autos))
     out = []
     for s, v in enumerate(T):
         if v.denominator != 1:  # pragma: no cover - Burnside's lemma guarantees integrality
@@ -407,7 +351,7 @@ def enumerate_partial_clusterings(
     """Every partial G-clustering of ``n_heads`` labelled heads, one per isomorphism class.
 
     Order: by set partition (restricted growth strings), then ``X_0`` subset, then the action
-    (``group.homomorphisms_to_symmetric``). The total is checked against
+    (:func:`paramsym.groups.gsets.all_actions`). The total is checked against
     :func:`count_partial_clusterings` first; above ``limit`` it raises
     :class:`~paramsym.errors.TooLargeError` without enumerating.
     """
@@ -427,7 +371,7 @@ def enumerate_partial_clusterings(
                 xs = [p for p in range(k) if p not in x0]
                 m = len(xs)
                 if m not in homs:
-                    homs[m] = [np.asarray(a, dtype=np.int64) for a in group.homomorphisms_to_symmetric(m)]
+                    homs[m] = [np.asarray(a, dtype=np.int64) for a in all_actions(group, m)]
                 xs_arr = np.array(xs, dtype=np.int64)
                 for phi in homs[m]:
                     action = np.tile(np.arange(k), (group.order, 1))

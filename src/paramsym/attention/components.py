@@ -313,12 +313,19 @@ def _log10(v: Fraction) -> float | None:
     return math.log10(v.numerator) - math.log10(v.denominator)
 
 
-def irreducible_content(rep) -> list[tuple[str, int, int]]:
-    """``(name, dim, multiplicity)`` of the real irreducibles in ``rep`` (multiplicity > 0)."""
-    dec = rep.decompose()
-    return [
-        (ir.name, int(ir.dim), int(m)) for ir, m in zip(dec.irreps, dec.multiplicities) if int(m) > 0
-    ]
+def irreducible_content(rep, *, progress: bool = False) -> list[tuple[str, int, int]]:
+    """``(name, dim, multiplicity)`` of the real irreducibles in ``rep`` (multiplicity > 0).
+
+    Multiplicities from characters, ``m_i = <chi_rho, psi_i> / e_i``
+    (:func:`paramsym.groups.decompose.multiplicities`): counting needs no change of basis.
+    ``progress`` shows a progress bar (stderr, TTY only) while irreducibles are computed.
+    """
+    from ..groups.decompose import multiplicities
+    from ..groups.irreps import real_irreps
+
+    irreps = real_irreps(rep.group, progress=progress)
+    mults = multiplicities(rep, irreps)
+    return [(ir.name, int(ir.dim), int(m)) for ir, m in zip(irreps, mults) if int(m) > 0]
 
 
 def _is_d4_regular_copies(content: Sequence[tuple[str, int, int]], C: int) -> bool:
@@ -328,7 +335,7 @@ def _is_d4_regular_copies(content: Sequence[tuple[str, int, int]], C: int) -> bo
 
 def component_count(
     rep, heads: int, *, copies: int = 1, content: Sequence[tuple[str, int, int]] | None = None,
-    rep_name: str = "",
+    rep_name: str = "", progress: bool = False,
 ) -> ComponentCount:
     """``c_{G,d}(R^copies ⊗ ρ)`` with ``d = dim V / heads`` and the Theorem 9 bound.
 
@@ -338,11 +345,12 @@ def component_count(
         copies: ``C``; multiplicities scale by ``C`` (no decomposition of the large space).
         content: precomputed :func:`irreducible_content` of ``ρ`` (reused across ``copies``).
         rep_name: how to describe ``ρ`` in the result.
+        progress: progress bar (stderr, TTY only) while the irreducibles are computed.
     """
     copies = int(copies)
     if copies < 1:
         raise ShapeError(f"number of copies must be at least 1, received {copies}.")
-    base = list(content) if content is not None else irreducible_content(rep)
+    base = list(content) if content is not None else irreducible_content(rep, progress=progress)
     scaled = [(n, k, m * copies) for n, k, m in base]
     dim_v = sum(k * m for _, k, m in scaled)
     d = head_dimension(dim_v, int(heads))
@@ -363,9 +371,10 @@ def component_count(
     )
 
 
-def component_table(rep, copies: Iterable[int], heads: int, *, rep_name: str = "") -> list[ComponentCount]:
-    """:func:`component_count` for each ``C`` in ``copies`` (one decomposition of ``ρ``)."""
-    content = irreducible_content(rep)
+def component_table(rep, copies: Iterable[int], heads: int, *, rep_name: str = "",
+                    progress: bool = False) -> list[ComponentCount]:
+    """:func:`component_count` for each ``C`` in ``copies`` (one character computation of ``ρ``)."""
+    content = irreducible_content(rep, progress=progress)
     return [component_count(rep, heads, copies=C, content=content, rep_name=rep_name) for C in copies]
 
 

@@ -83,32 +83,55 @@ def _matrices_from_file(path: Path) -> dict[str, np.ndarray]:
     )
 
 
-def parse_rep(group, spec: str = "regular", copies: int = 1):
+def parse_rep(group, spec: str = "regular", copies: int = 1, *, max_memory: int | None = None,
+              progress: bool = False):
     """A :class:`~paramsym.groups.reps.Representation` of ``group`` from a ``--rep`` spec, taken
-    ``copies`` times (``R^copies ⊗ ρ``), validated as an orthogonal homomorphism."""
+    ``copies`` times (``R^copies ⊗ ρ``), validated as an orthogonal homomorphism.
+
+    Every dense array is checked against the memory budget ``max_memory`` (bytes; default
+    :data:`paramsym.groups.memory.DEFAULT_MAX_MEMORY`) before it is allocated
+    (:class:`~paramsym.errors.TooLargeError` names the estimate). With ``progress``, a note on
+    stderr announces representations above 256 MiB.
+    """
     from ..groups import reps
+    from ..groups.memory import dense_bytes, format_bytes
+    from ..groups.progress import warn
+
+    def announce(dim: int, what: str) -> None:
+        reps.check_dense(group.order, dim, what, max_memory, hint)
+        nbytes = dense_bytes(group.order, dim, dim)
+        warn(f"building a {format_bytes(nbytes)} representation of {group.name} ({group.order} "
+             f"matrices {dim}x{dim}); this may take a while.", enabled=progress and nbytes > 2**28)
+
+    mm = {"max_memory": max_memory}
+    hint = ("Use a smaller group, or a smaller representation (--rep perm or trivial) of a group "
+            "whose irreducibles can be computed.")
 
     spec = str(spec).strip()
     copies = int(copies)
     if copies < 1:
         raise RepresentationError(f"--copies must be at least 1, received {copies}.")
     if spec == "regular":
-        rep = reps.regular(group)
+        announce(group.order, f"the regular representation of {group.name}")
+        rep = reps.regular(group, **mm)
     elif spec == "trivial":
-        rep = reps.trivial(group)
+        rep = reps.trivial(group, **mm)
     elif spec.startswith("copies:"):
         try:
             c = int(spec.split(":", 1)[1])
         except ValueError as exc:
             raise RepresentationError(f"--rep {spec!r}: write copies:C with an integer C.") from exc
-        rep = reps.copies(reps.regular(group), c) if c > 1 else reps.regular(group)
+        if c < 1:
+            raise RepresentationError(f"--rep {spec!r}: copies:C needs C >= 1.")
+        announce(c * group.order, f"{c} copies of the regular representation of {group.name}")
+        rep = reps.copies(reps.regular(group, **mm), c, **mm) if c > 1 else reps.regular(group, **mm)
     elif spec == "perm":
         if getattr(group, "permutations", None) is None:
             raise RepresentationError(
                 f"--rep perm: the group {group.name} was not given by permutations; use regular, "
                 "copies:C or a file of matrices."
             )
-        rep = reps.permutation(group, group.permutations)
+        rep = reps.permutation(group, group.permutations, **mm)
     else:
         data = _matrices_from_file(Path(spec))
         if "matrices" in data:
@@ -127,14 +150,15 @@ def parse_rep(group, spec: str = "regular", copies: int = 1):
                     f"images of {group.name}'s generators {[group.label(g) for g in group.generators]}; "
                     f"received {gens.shape}."
                 )
-            rep = reps.from_generators(group, list(gens))
+            rep = reps.from_generators(group, list(gens), max_memory=max_memory)
         else:
             raise RepresentationError(
                 f"representation file {spec!r} must hold 'matrices' or 'generators'."
             )
     if copies > 1:
-        rep = reps.copies(rep, copies)
-    rep.check()
+        rep = reps.copies(rep, copies, **mm)
+    # regular/trivial/copies are exact by construction; matrices from files and permutations
+    # were checked when their Representation was built (a second O(|G| d^3) check is skipped)
     return rep
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ..errors import GroupError, RepresentationError, ShapeError
+from ..groups.reynolds import reynolds_matrices
 from .clusterings import PartialClustering
 from .equivariance import token_matrices
 from .rmhsa import check_qk_ov
@@ -53,9 +54,10 @@ def commutant_average(A: torch.Tensor, mats: torch.Tensor) -> torch.Tensor:
     """Reynolds average ``|K|^{-1} Σ_k ρ(k) A ρ(k)^T`` over the matrices ``mats = ρ(K)``.
 
     For an orthogonal representation of a subgroup ``K`` this is the orthogonal (Frobenius)
-    projection of ``A`` onto the commutant ``{B : ρ(k) B = B ρ(k)}``.
+    projection of ``A`` onto the commutant ``{B : ρ(k) B = B ρ(k)}``. This is
+    :func:`paramsym.groups.reynolds.reynolds_matrices` with ``ρ_in = ρ_out = ρ|_K``.
     """
-    return torch.einsum("kab,bc,kdc->ad", mats, A, mats) / mats.shape[0]
+    return reynolds_matrices(A, mats)
 
 
 def _rep_parts(rep, d: int | None = None) -> tuple[Any, np.ndarray]:
@@ -72,10 +74,6 @@ def _rep_parts(rep, d: int | None = None) -> tuple[Any, np.ndarray]:
             f"{rep.group.order} elements."
         )
     return rep.group, mats
-
-
-def _same_group(a, b) -> bool:
-    return a is b or (a.order == b.order and np.array_equal(a.table, b.table))
 
 
 def build_equivariant_rmhsa(
@@ -100,7 +98,7 @@ def build_equivariant_rmhsa(
         clustering isomorphic to ``clustering``.
     """
     group, mats_np = _rep_parts(rep)
-    if not _same_group(group, clustering.group):
+    if not group.same_as(clustering.group):
         raise GroupError(
             f"clustering is over {clustering.group.name} (order {clustering.group.order}) but the "
             f"representation is of {group.name} (order {group.order}); use the same group."

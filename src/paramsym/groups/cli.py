@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     p.add_argument("--rep", default="regular", help=_REP_HELP)
     p.add_argument("--subgroups", action="store_true", help="also list subgroups up to conjugacy")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--max-memory", default=None,
+                   help="memory budget for dense representation matrices, e.g. 8GiB (default 2GiB)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars on stderr")
     p.set_defaults(func=_run)
 
 
@@ -56,17 +59,17 @@ def parse_group(spec: str):
     return finite.group_by_name(spec)
 
 
-def _rep(group, spec: str):
+def _rep(group, spec: str, max_memory: int | None = None):
     from . import reps
 
     if spec == "regular":
-        return reps.regular(group)
+        return reps.regular(group, max_memory=max_memory)
     if spec == "trivial":
-        return reps.trivial(group)
+        return reps.trivial(group, max_memory=max_memory)
     if spec == "perm":
         if group.permutations is None:
             raise GroupError(f"--rep perm: {group.name} has no defining permutation action; use regular.")
-        return reps.permutation(group, group.permutations)
+        return reps.permutation(group, group.permutations, max_memory=max_memory)
     if spec.startswith("copies:"):
         try:
             c = int(spec[7:])
@@ -74,7 +77,7 @@ def _rep(group, spec: str):
             c = 0
         if c < 1:
             raise GroupError(f"--rep {spec!r}: expected copies:C with an integer C >= 1.")
-        return reps.copies(reps.regular(group), c)
+        return reps.copies(reps.regular(group, max_memory=max_memory), c, max_memory=max_memory)
     raise GroupError(f"--rep {spec!r}: expected one of regular, perm, trivial, copies:C.")
 
 
@@ -85,16 +88,22 @@ def _fmt(z: complex) -> str:
     return f"{re_:g}{im:+g}i" if re_ else f"{im:g}i"
 
 
-def describe(group, rep_spec: str = "regular", subgroups: bool = False) -> dict:
-    """A JSON-able description: classes, character table, real irreps, a decomposition."""
+def describe(group, rep_spec: str = "regular", subgroups: bool = False, *,
+             max_memory: int | None = None, progress: bool = False) -> dict:
+    """A JSON-able description: classes, character table, real irreps, a decomposition.
+
+    ``max_memory`` (bytes) bounds the dense representation (:mod:`paramsym.groups.memory`);
+    ``progress`` shows progress bars on stderr (TTY only).
+    """
     from .characters import character_table
+    from .decompose import decompose
     from .irreps import real_irreps
 
     classes = group.conjugacy_classes()
     table = character_table(group)
-    irr = real_irreps(group)
-    rep = _rep(group, rep_spec)
-    dec = rep.decompose()
+    rep = _rep(group, rep_spec, max_memory)  # budget first: refuse before any long computation
+    irr = real_irreps(group, progress=progress)
+    dec = decompose(rep, progress=progress)
     out = {
         "group": group.name,
         "order": group.order,
@@ -121,8 +130,11 @@ def describe(group, rep_spec: str = "regular", subgroups: bool = False) -> dict:
 
 
 def _run(args) -> int:
+    from .memory import parse_memory
+
+    budget = None if args.max_memory is None else parse_memory(args.max_memory)
     group = parse_group(args.group)
-    info = describe(group, args.rep, args.subgroups)
+    info = describe(group, args.rep, args.subgroups, max_memory=budget, progress=not args.quiet)
     if args.json:
         json.dump(info, sys.stdout, indent=1)
         print()

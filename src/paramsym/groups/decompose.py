@@ -30,7 +30,9 @@ import numpy as np
 
 from ..errors import ConvergenceError, RepresentationError
 from .irreps import RealIrrep, real_irreps
+from .progress import progress_bar
 from .reps import Representation
+from .reynolds import reynolds_matrices
 
 
 @dataclass(eq=False)
@@ -109,27 +111,16 @@ def _inner(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b) / a.size
 
 
-def _intertwiner_average(rho: np.ndarray, sigma: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``(1/|G|) sum_g rho(g) X_k sigma(g)^T`` for a batch ``X`` of shape ``(K, d, d_i)``."""
-    ng, d = rho.shape[0], rho.shape[1]
-    k, di = x.shape[0], x.shape[2]
-    # two BLAS products: Y[g, a, k, c] = (rho(g) X_k)[a, c], then contract (g, c) with sigma
-    y = (rho.reshape(ng * d, d) @ x.transpose(1, 0, 2).reshape(d, k * di)).reshape(ng, d, k, di)
-    z = y.transpose(2, 1, 0, 3).reshape(k * d, ng * di) @ sigma.transpose(0, 2, 1).reshape(ng * di, di)
-    return z.reshape(k, d, di) / ng
+def multiplicities(rep: Representation, irreps: list[RealIrrep] | None = None) -> list[int]:
+    """``m_i = <chi_rho, psi_i> / e_i`` for every real irreducible (in :func:`real_irreps` order).
 
-
-def decompose(rep: Representation, seed: int = 0) -> Decomposition:
-    """Decompose ``rep`` into real irreducibles; see the module docstring.
-
-    Raises :class:`RepresentationError` when the multiplicities are not integers (``rep`` is not
-    a representation) and :class:`ConvergenceError` if the change of basis is not orthogonal to
-    ``1e-9``.
+    Needs only the character of ``rep`` (no change of basis), so it is what counts use.
+    Raises :class:`RepresentationError` when a multiplicity is not a non-negative integer or the
+    dimensions do not add up (``rep`` is not a representation of its group).
     """
     g = rep.group
-    irreps = real_irreps(g)
+    irreps = real_irreps(g) if irreps is None else irreps
     chi = rep.character()
-    rng = np.random.default_rng(seed)
     mults: list[int] = []
     for r in irreps:
         raw = _inner(chi, r.character) / r.endomorphism_dim
@@ -145,8 +136,29 @@ def decompose(rep: Representation, seed: int = 0) -> Decomposition:
             f"irreducible dimensions add up to {sum(m * r.dim for m, r in zip(mults, irreps))}, "
             f"not dim {rep.dim}: the matrices are not a representation of {g.name}."
         )
+    return mults
+
+
+def decompose(rep: Representation, seed: int = 0, *, progress: bool = False) -> Decomposition:
+    """Decompose ``rep`` into real irreducibles; see the module docstring.
+
+    Multiplicities come from characters (:func:`multiplicities`); the copies of each irreducible
+    from Reynolds averages :func:`paramsym.groups.reynolds.reynolds_matrices` of random
+    ``d x d_i`` matrices. ``progress`` shows a bar per irreducible (stderr, TTY only) for large
+    ``|G| d^3``.
+
+    Raises :class:`RepresentationError` when the multiplicities are not integers (``rep`` is not
+    a representation) and :class:`ConvergenceError` if the change of basis is not orthogonal to
+    ``1e-9``.
+    """
+    g = rep.group
+    irreps = real_irreps(g)
+    rng = np.random.default_rng(seed)
+    mults = multiplicities(rep, irreps)
     cols = []
-    for r, m in zip(irreps, mults):
+    bar = progress_bar(list(zip(irreps, mults)), total=len(irreps), desc=f"decompose {rep.name}",
+                       enabled=progress and g.order * rep.dim**3 > 1e9)
+    for r, m in bar:
         if m:
             cols.extend(_isometric_intertwiners(rep.matrices, r, m, rng))
     q = np.concatenate(cols, axis=1) if cols else np.zeros((rep.dim, 0))
@@ -183,7 +195,8 @@ def _isometric_intertwiners(rho: np.ndarray, irrep: RealIrrep, m: int,
     sigma = irrep.rep.matrices
     found: list[np.ndarray] = []
     for _attempt in range(4):
-        batch = _intertwiner_average(sigma=sigma, rho=rho, x=rng.standard_normal((m - len(found) + 2, d, di)))
+        # Reynolds average (1/|G|) sum_g rho(g) X sigma(g)^T: a batch of intertwiners sigma -> rho
+        batch = reynolds_matrices(rng.standard_normal((m - len(found) + 2, d, di)), rho, sigma)
         for t in batch:
             scale = np.sqrt(np.sum(t * t) / di)
             for _pass in range(2):  # Gram–Schmidt over End_G(sigma), twice for accuracy
@@ -218,16 +231,16 @@ def equivariant_basis(rep_in: Representation, rep_out: Representation,
     Returns:
         ``(k, d_out, d_in)`` with ``sum_{ab} B_p[a, b] B_q[a, b] = delta_pq``.
     """
-    if rep_in.group is not rep_out.group:
+    if not rep_in.group.same_as(rep_out.group):
         raise RepresentationError(
             f"equivariant_basis: rep_in is a representation of {rep_in.group.name} and rep_out of "
-            f"{rep_out.group.name}; they must share the same group object."
+            f"{rep_out.group.name}; they must be of the same group (same multiplication table)."
         )
     if method == "nullspace":
         return _nullspace_basis(rep_in, rep_out)
     if method != "decomposition":
         raise RepresentationError(f"method must be 'decomposition' or 'nullspace'; got {method!r}.")
-    din, dout = rep_in.decompose(), rep_out.decompose()
+    din, dout = decompose(rep_in), decompose(rep_out)
     out = []
     for i, r in enumerate(din.irreps):
         for b in range(dout.multiplicities[i]):

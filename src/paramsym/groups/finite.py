@@ -4,8 +4,8 @@ A :class:`FiniteGroup` of order ``n`` has elements ``0 .. n-1`` with the identit
 multiplication table ``table[a, b] = a*b``. Groups come from closed forms (:func:`cyclic`,
 :func:`dihedral`, :func:`symmetric`, :func:`alternating`, :func:`quaternion`,
 :func:`direct_product`), from generators (:func:`from_permutations`, :func:`from_matrices`) or by
-name (:func:`group_by_name`). Everything else (conjugacy classes, subgroups, homomorphisms to
-``S_n``) is computed from the table by enumeration, so orders are capped at :data:`MAX_ORDER`.
+name (:func:`group_by_name`). Everything else (conjugacy classes, subgroups; G-sets and homomorphisms to ``S_n`` in
+:mod:`paramsym.groups.gsets`) is computed from the table by enumeration, so orders are capped at :data:`MAX_ORDER`.
 
 Conventions: permutations and matrices compose like functions, ``(g*h)(p) = g(h(p))``;
 permutations act on ``{0, .., n-1}`` but are *labelled* in 1-based cycle notation, ``"(1 2 3)"``.
@@ -304,16 +304,20 @@ class FiniteGroup:
         grp.parent_indices = idx
         return grp
 
-    # ---------------------------------------------------------------- homomorphisms
-    def homomorphisms_to_symmetric(self, n: int) -> list[np.ndarray]:
-        """Every homomorphism ``G -> S_n``, as ``(order, n)`` arrays of images (left actions).
+    # ---------------------------------------------------------------- equality, words
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is the same group with the same element numbering.
 
-        Equivalently every action of G on ``{0, .., n-1}``; see
-        :func:`paramsym.groups.gsets.all_actions`.
+        The one notion of group equality in paramsym: ``other`` is this object, or a
+        :class:`FiniteGroup` of the same order with an identical multiplication table
+        (``table[a, b]`` equal for all ``a, b``), so element indices mean the same thing in both.
+        Isomorphic groups numbered differently are *not* the same; use :func:`find_isomorphism`.
         """
-        from .gsets import all_actions
-
-        return all_actions(self, n)
+        return self is other or (
+            isinstance(other, FiniteGroup)
+            and other.order == self.order
+            and bool(np.array_equal(other.table, self.table))
+        )
 
     def _words(self) -> tuple[np.ndarray, np.ndarray]:
         """BFS spanning tree: ``b = parent[b] * generators[via[b]]`` for ``b != 0``."""

@@ -5,6 +5,10 @@ A G-set of size ``n`` is a left action ``g . p = action[g, p]`` of a :class:`Fin
 is a disjoint union of transitive ones, and a transitive one is isomorphic to a coset space
 ``G/K`` with ``K`` a point stabiliser, determined up to conjugacy; so G-sets up to isomorphism
 are multisets of conjugacy classes of subgroups (the *orbit types*).
+
+Counting: the number of left actions of G on ``{0, .., n-1}`` (``|Hom(G, S_n)|``) follows from
+the subgroups alone (:func:`count_actions`), and the automorphisms of a coset space ``G/K`` are
+the right translations by the normaliser ``N(K)`` (:func:`coset_automorphisms`).
 """
 
 from __future__ import annotations
@@ -62,8 +66,8 @@ class GSet:
             if not np.array_equal(lhs, rhs):
                 x = int(np.flatnonzero((lhs != rhs).any(axis=1))[0])
                 raise GroupError(
-                    f"action is not a left action: (g*s).p != g.(s.p) for g = {g.label(x)}, "
-                    f"s = {g.label(s)}."
+                    f"action is not a left action (not a homomorphism G -> Sym): "
+                    f"(g*s).p != g.(s.p) for g = {g.label(x)}, s = {g.label(s)}."
                 )
 
     def __len__(self) -> int:
@@ -103,16 +107,9 @@ class GSet:
     def is_isomorphic(self, other: GSet) -> bool:
         """Same group and the same multiset of orbit types."""
         return (
-            other.group is self.group
+            self.group.same_as(other.group)
             and Counter(self.orbit_types()) == Counter(other.orbit_types())
         )
-
-    def permutation_representation(self):
-        """The permutation representation on ``R^n`` (see :func:`paramsym.groups.reps.permutation`)."""
-        from .reps import permutation
-
-        return permutation(self.group, self.action)
-
 
 def _subgroup_class_index(g: FiniteGroup) -> dict[frozenset[int], int]:
     if "subgroup_class_index" not in g._cache:
@@ -146,8 +143,11 @@ def disjoint_union(*gsets: GSet) -> GSet:
     if not gsets:
         raise GroupError("disjoint_union needs at least one G-set.")
     g = gsets[0].group
-    if any(x.group is not g for x in gsets):
-        raise GroupError("disjoint_union: all G-sets must be over the same group object.")
+    if not all(g.same_as(x.group) for x in gsets):
+        raise GroupError(
+            "disjoint_union: all G-sets must be over the same group (same multiplication table); "
+            f"got {[x.group.name for x in gsets]}."
+        )
     parts, offset = [], 0
     for x in gsets:
         parts.append(x.action + offset)
@@ -194,7 +194,7 @@ def gsets_of_size(group: FiniteGroup, n: int) -> list[GSet]:
 
 def find_gset_isomorphism(x: GSet, y: GSet) -> np.ndarray | None:
     """A bijection ``f`` with ``f(g . p) = g . f(p)``, as an array ``f[p]``, or ``None``."""
-    if x.group is not y.group or x.size != y.size:
+    if not x.group.same_as(y.group) or x.size != y.size:
         return None
     f = np.full(x.size, -1)
     used: set[int] = set()
@@ -257,3 +257,46 @@ def orbit_sizes(x: GSet) -> list[int]:
 def gset_from_stabilizers(group: FiniteGroup, stabilizers: Sequence[Iterable[int]]) -> GSet:
     """``G/K_1 ⊔ G/K_2 ⊔ ...`` for the given subgroups."""
     return disjoint_union(*[coset_space(group, k) for k in stabilizers])
+
+
+def count_actions(group: FiniteGroup, n: int) -> list[int]:
+    """``[|Hom(G, S_0)|, .., |Hom(G, S_n)|]``: the number of left actions on ``m`` labelled points.
+
+    Orbit-decomposition recurrence of the exponential formula
+    ``Σ_m |Hom(G, S_m)| t^m/m! = exp(Σ_{K ≤ G} t^{[G:K]}/[G:K])``: the orbit of point ``m`` has
+    size ``i = [G:K]`` for some subgroup ``K`` (its stabiliser), the other ``i − 1`` points are
+    chosen in ``binom(m−1, i−1)`` ways and a transitive action on ``i`` labelled points with a
+    given point stabiliser ``K`` in ``(i−1)!`` ways:
+    ``h_m = Σ_i binom(m−1, i−1) (i−1)! s_i h_{m−i}`` with ``s_i`` subgroups of index ``i``.
+    Exact Python integers; agrees with ``len(all_actions(group, m))``.
+    """
+    if n < 0:
+        raise GroupError(f"n must be >= 0; got {n}.")
+    s = [0] * (n + 1)
+    for k in group.subgroups():
+        i = group.order // len(k)
+        if i <= n:
+            s[i] += 1
+    h = [1] + [0] * n
+    for m in range(1, n + 1):
+        h[m] = sum(
+            math.comb(m - 1, i - 1) * math.factorial(i - 1) * s[i] * h[m - i] for i in range(1, m + 1)
+        )
+    return h
+
+
+def coset_automorphisms(group: FiniteGroup, subgroup: Iterable[int]) -> tuple[GSet, np.ndarray]:
+    """``G/K`` and its automorphisms as permutations of its points, one per ``n ∈ N(K)``.
+
+    ``Aut_G(G/K) ≅ N(K)/K``: ``n`` acts by ``gK ↦ g n^{-1} K`` (well defined and commuting with
+    the left action because ``n`` normalises ``K``). Row ``j`` of the returned ``(|N(K)|, [G:K])``
+    array is that permutation for the ``j``-th element of ``sorted(N(K))``; each automorphism
+    appears ``|K|`` times.
+    """
+    x = coset_space(group, subgroup)
+    k = frozenset(int(e) for e in subgroup)
+    norm = np.array(sorted(group.normalizer(k)), dtype=np.int64)
+    coset_of = x.action[:, 0]  # g . K = gK: the point of each element's coset
+    reps = np.array([int(np.flatnonzero(coset_of == p)[0]) for p in range(x.size)])
+    perms = coset_of[group.table[reps[None, :], group.inverse[norm][:, None]]]
+    return x, perms

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import ConvergenceError, TooLargeError
 from .characters import character_table
 from .finite import FiniteGroup
+from .progress import progress_bar
 from .reps import Representation
 
 #: Largest order for which irreducibles are cut out of the regular representation.
@@ -74,10 +75,11 @@ class RealIrrep:
         return int(self.endomorphisms.shape[0])
 
 
-def real_irreps(group: FiniteGroup, seed: int = 0) -> list[RealIrrep]:
+def real_irreps(group: FiniteGroup, seed: int = 0, *, progress: bool = False) -> list[RealIrrep]:
     """All real irreducible representations of ``group`` (cached on the group).
 
-    Raises :class:`TooLargeError` for a group without a closed form and of order above
+    ``progress`` shows a progress bar (stderr, TTY only) while irreducibles are cut out of the
+    regular representation (groups without a closed form). Raises :class:`TooLargeError` for a group without a closed form and of order above
     :data:`MAX_IRREP_ORDER`.
     """
     if "real_irreps" in group._cache:
@@ -88,7 +90,7 @@ def real_irreps(group: FiniteGroup, seed: int = 0) -> list[RealIrrep]:
     elif fam == "cyclic":
         named = _cyclic(group, group.family[1])
     else:
-        named = _from_regular(group, seed)
+        named = _from_regular(group, seed, progress)
     out = [_finish(group, name, mats, k, seed) for k, (name, mats) in enumerate(named)]
     group._cache["real_irreps"] = out
     return out
@@ -141,7 +143,7 @@ def _letter(dim: int) -> str:
     return {1: "A", 2: "E", 3: "T", 4: "G", 5: "H"}.get(dim, f"R{dim}_")
 
 
-def _from_regular(group: FiniteGroup, seed: int) -> list[tuple[str, np.ndarray]]:
+def _from_regular(group: FiniteGroup, seed: int, progress: bool = False) -> list[tuple[str, np.ndarray]]:
     if group.order > MAX_IRREP_ORDER:
         raise TooLargeError(
             f"real irreducibles of {group.name} (order {group.order}) are cut out of the regular "
@@ -153,7 +155,8 @@ def _from_regular(group: FiniteGroup, seed: int) -> list[tuple[str, np.ndarray]]
     keyed = sorted(chars, key=lambda c: (round(c[0][0]), *(-np.round(c[0], 8))))
     rng = np.random.default_rng(seed)
     out, count = [], {}
-    for psi_cls, e, _rows in keyed:
+    bar = progress_bar(keyed, total=len(keyed), desc=f"real irreps of {group.name}", enabled=progress)
+    for psi_cls, e, _rows in bar:
         dim = int(round(psi_cls[0]))
         letter = _letter(dim)
         count[letter] = count.get(letter, 0) + 1

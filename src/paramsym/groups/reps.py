@@ -8,9 +8,13 @@ induction on the word length of ``b``).
 
 Constructions: :func:`trivial`, :func:`regular`, :func:`permutation`, :func:`induced`,
 :func:`direct_sum`, :func:`tensor`, :func:`copies`, :func:`restrict`, :func:`from_generators`.
-Real irreducibles and decompositions live in :mod:`paramsym.groups.irreps` and
-:mod:`paramsym.groups.decompose` and are re-exported here: :func:`real_irreps`,
-:class:`RealIrrep`, :class:`Decomposition`, :func:`decompose`, :func:`equivariant_basis`.
+Real irreducibles and decompositions live in :mod:`paramsym.groups.irreps` (:func:`real_irreps`,
+:class:`RealIrrep`) and :mod:`paramsym.groups.decompose` (:func:`decompose`,
+:class:`Decomposition`, :func:`equivariant_basis`), which build on this module.
+
+Memory: every constructor estimates its ``(order, d, d)`` float64 array first and raises
+:class:`~paramsym.errors.TooLargeError` above the budget ``max_memory`` (bytes; default
+:data:`paramsym.groups.memory.DEFAULT_MAX_MEMORY`, 2 GiB).
 """
 
 from __future__ import annotations
@@ -21,25 +25,22 @@ import numpy as np
 
 from ..errors import RepresentationError
 from .finite import FiniteGroup
+from .gsets import coset_space
+from .memory import check_memory, dense_bytes
 
-__all__ = [  # noqa: F822 (lazy re-exports below)
+__all__ = [
     "Representation", "trivial", "regular", "permutation", "induced", "direct_sum", "tensor",
-    "copies", "restrict", "from_generators", "real_irreps", "RealIrrep", "Decomposition",
-    "decompose", "equivariant_basis",
+    "copies", "restrict", "from_generators", "check_dense",
 ]
 
-_REEXPORTS = {
-    "real_irreps": "irreps", "RealIrrep": "irreps",
-    "Decomposition": "decompose", "decompose": "decompose", "equivariant_basis": "decompose",
-}
+
+def check_dense(order: int, dim: int, what: str, max_memory: int | None = None, hint: str = "") -> None:
+    """Refuse ``order`` dense ``dim x dim`` float64 matrices (``8 order dim^2`` bytes) above the
+    memory budget ``max_memory`` (see :mod:`paramsym.groups.memory`)."""
+    check_memory(dense_bytes(order, dim, dim), f"{what} ({order} matrices of {dim}x{dim} float64)",
+                 max_memory, hint)
 
 
-def __getattr__(name: str):  # PEP 562: lazy re-exports (those modules import this one)
-    if name in _REEXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.{_REEXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Representation:
@@ -143,13 +144,6 @@ class Representation:
         """The character on conjugacy-class representatives, shape ``(num_classes,)``."""
         return self.character()[self.group.class_representatives()]
 
-    def decompose(self, seed: int = 0):
-        """Isotypic decomposition with an orthogonal change of basis; see
-        :func:`paramsym.groups.decompose.decompose`."""
-        from .decompose import decompose
-
-        return decompose(self, seed=seed)
-
     def on_generators(self) -> np.ndarray:
         """``(num_generators, d, d)`` images of the group's generators."""
         return self.matrices[self.group.generators]
@@ -162,30 +156,37 @@ def _same_group(reps: Sequence[Representation], what: str) -> FiniteGroup:
         if not isinstance(r, Representation):
             raise RepresentationError(f"{what} takes Representation objects; got {type(r).__name__}.")
     g = reps[0].group
-    if any(r.group is not g for r in reps):
+    if not all(g.same_as(r.group) for r in reps):
         raise RepresentationError(
-            f"{what}: all representations must be of the same group object; got "
-            f"{[r.group.name for r in reps]} (build each from the same FiniteGroup instance)."
+            f"{what}: all representations must be of the same group (same multiplication "
+            f"table); got {[r.group.name for r in reps]} (build each from one FiniteGroup)."
         )
     return g
 
 
-def trivial(group: FiniteGroup, dim: int = 1) -> Representation:
+def trivial(group: FiniteGroup, dim: int = 1, *, max_memory: int | None = None) -> Representation:
     """``rho(g) = I_dim``."""
+    check_dense(group.order, dim, f"the trivial representation of {group.name}", max_memory)
     return Representation(group, np.broadcast_to(np.eye(dim), (group.order, dim, dim)).copy(),
                           name="trivial", check=False)
 
 
-def regular(group: FiniteGroup) -> Representation:
-    """Left regular representation on ``R^G``: ``rho(g) e_h = e_{gh}``."""
+def regular(group: FiniteGroup, *, max_memory: int | None = None) -> Representation:
+    """Left regular representation on ``R^G``: ``rho(g) e_h = e_{gh}``.
+
+    Dense: ``8 |G|^3`` bytes, checked against ``max_memory`` before allocating.
+    """
     n = group.order
+    check_dense(n, n, f"the regular representation of {group.name}", max_memory,
+            "Use a smaller group or a smaller representation (e.g. --rep perm or trivial).")
     m = np.zeros((n, n, n))
     g, h = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     m[g, group.table[g, h], h] = 1.0
     return Representation(group, m, name="regular", check=False)
 
 
-def permutation(group: FiniteGroup, perm_images: np.ndarray) -> Representation:
+def permutation(group: FiniteGroup, perm_images: np.ndarray, *,
+                max_memory: int | None = None) -> Representation:
     """Permutation representation of a left action: ``rho(g) e_p = e_{g.p}``.
 
     Args:
@@ -197,6 +198,7 @@ def permutation(group: FiniteGroup, perm_images: np.ndarray) -> Representation:
             f"permutation images for {group.name} must have shape ({group.order}, n); got {a.shape}."
         )
     n = a.shape[1]
+    check_dense(group.order, n, f"a permutation representation of {group.name}", max_memory)
     if n and (not np.issubdtype(a.dtype, np.integer) or
               not np.array_equal(np.sort(a, axis=1), np.broadcast_to(np.arange(n), a.shape))):
         raise RepresentationError(f"each row of perm_images must be a permutation of 0..{n - 1}.")
@@ -206,10 +208,11 @@ def permutation(group: FiniteGroup, perm_images: np.ndarray) -> Representation:
     return Representation(group, m, name=f"permutation({n})")
 
 
-def direct_sum(*reps: Representation) -> Representation:
+def direct_sum(*reps: Representation, max_memory: int | None = None) -> Representation:
     """``rho_1 ⊕ rho_2 ⊕ ...`` (block diagonal, blocks in argument order)."""
     g = _same_group(reps, "direct_sum")
     d = sum(r.dim for r in reps)
+    check_dense(g.order, d, "a direct sum", max_memory)
     m = np.zeros((g.order, d, d))
     o = 0
     for r in reps:
@@ -218,17 +221,20 @@ def direct_sum(*reps: Representation) -> Representation:
     return Representation(g, m, name=" ⊕ ".join(r.name for r in reps), check=False)
 
 
-def tensor(a: Representation, b: Representation) -> Representation:
+def tensor(a: Representation, b: Representation, *, max_memory: int | None = None) -> Representation:
     """``rho_a ⊗ rho_b`` with ``(rho_a ⊗ rho_b)(g) = kron(rho_a(g), rho_b(g))``."""
     g = _same_group([a, b], "tensor")
+    check_dense(g.order, a.dim * b.dim, "a tensor product", max_memory)
     m = np.einsum("gij,gkl->gikjl", a.matrices, b.matrices).reshape(g.order, a.dim * b.dim, -1)
     return Representation(g, m, name=f"({a.name}) ⊗ ({b.name})", check=False)
 
 
-def copies(rep: Representation, c: int) -> Representation:
+def copies(rep: Representation, c: int, *, max_memory: int | None = None) -> Representation:
     """``R^c ⊗ rho = rho ⊕ .. ⊕ rho`` (``c`` copies; ``kron(I_c, rho(g))``)."""
     if not isinstance(c, (int, np.integer)) or c < 1:
         raise RepresentationError(f"copies(rep, c) needs an integer c >= 1; got {c!r}.")
+    check_dense(rep.group.order, c * rep.dim, f"{c} copies of {rep.name}", max_memory,
+            "Component counts only need one copy (they scale multiplicities by C).")
     m = np.einsum("ij,gkl->gikjl", np.eye(c), rep.matrices).reshape(rep.group.order, c * rep.dim, -1)
     return Representation(rep.group, m, name=f"{c}x({rep.name})", check=False)
 
@@ -239,7 +245,8 @@ def restrict(rep: Representation, subgroup: Iterable[int]) -> Representation:
     return Representation(sub, rep.matrices[sub.parent_indices], name=f"Res({rep.name})", check=False)
 
 
-def induced(group: FiniteGroup, subgroup: Iterable[int], rep_of_subgroup) -> Representation:
+def induced(group: FiniteGroup, subgroup: Iterable[int], rep_of_subgroup, *,
+            max_memory: int | None = None) -> Representation:
     """``Ind_K^G sigma`` on ``⊕_i t_i W`` over left coset representatives ``t_i`` of ``G/K``.
 
     ``rho(g)`` has block ``(i, j)`` equal to ``sigma(t_i^{-1} g t_j)`` when ``g t_j K = t_i K``
@@ -252,8 +259,6 @@ def induced(group: FiniteGroup, subgroup: Iterable[int], rep_of_subgroup) -> Rep
         rep_of_subgroup: a :class:`Representation` of ``group.subgroup(K)`` (element ``i`` is
             ``sorted(K)[i]``), or a ``(|K|, d, d)`` array in that order.
     """
-    from .gsets import coset_space
-
     k = np.array(sorted(set(int(x) for x in subgroup)), dtype=np.int64)
     x = coset_space(group, k)
     if isinstance(rep_of_subgroup, Representation):
@@ -269,6 +274,7 @@ def induced(group: FiniteGroup, subgroup: Iterable[int], rep_of_subgroup) -> Rep
     pos[k] = np.arange(k.size)
     reps_t = np.array([min(np.flatnonzero(x.action[:, 0] == i)) for i in range(x.size)])
     r, d = x.size, sig.shape[1]
+    check_dense(group.order, r * d, f"an induced representation of {group.name}", max_memory)
     m = np.zeros((group.order, r * d, r * d))
     for g in range(group.order):
         for j in range(r):
@@ -278,7 +284,8 @@ def induced(group: FiniteGroup, subgroup: Iterable[int], rep_of_subgroup) -> Rep
     return Representation(group, m, name="Ind")
 
 
-def from_generators(group: FiniteGroup, images: Sequence[np.ndarray], tol: float = 1e-9) -> Representation:
+def from_generators(group: FiniteGroup, images: Sequence[np.ndarray], tol: float = 1e-9, *,
+                    max_memory: int | None = None) -> Representation:
     """The representation with ``rho(generators[k]) = images[k]``, extended along words.
 
     Raises :class:`RepresentationError` if the images are not orthogonal or do not satisfy the
@@ -294,6 +301,7 @@ def from_generators(group: FiniteGroup, images: Sequence[np.ndarray], tol: float
     for i, x in enumerate(imgs):
         if x.shape != (d, d):
             raise RepresentationError(f"image {i} has shape {x.shape}; expected ({d}, {d}) like image 0.")
+    check_dense(group.order, d, f"a representation of {group.name}", max_memory)
     parent, via = group._words()
     m = np.zeros((group.order, d, d))
     m[0] = np.eye(d)
