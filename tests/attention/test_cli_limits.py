@@ -132,8 +132,6 @@ def test_pure_math_commands_never_import_torch():
     assert proc.stdout.strip() == "False", "torch was imported by a pure-math command"
 
 
-@pytest.mark.xfail(strict=False, reason="the top-level paramsym.cli still imports training "
-                   "sub-commands (and torch) while building its parser; the CLI rewrite fixes that")
 def test_top_level_cli_pure_math_never_imports_torch():
     proc = _run("""
         import io, sys, contextlib
