@@ -101,3 +101,13 @@ def check_finite(name: str, value, hint: str = "") -> None:
         if hint:
             msg += " " + hint
         raise NonFiniteError(msg)
+
+
+class RunFileError(RunDirError):
+    """A file of a run directory that cannot be written or read back: a path that is not a
+    writable directory, or a truncated / corrupt ``*.json`` or ``*.safetensors`` file."""
+
+
+class BlockMismatchError(RunDirError):
+    """A target whose parameter block (names, shapes, selected entries) differs from the block
+    a run was trained on."""
