@@ -45,8 +45,13 @@ KIND = "discovery"
 
 
 def resolve_problem(cfg: DiscoverConfig) -> DiscoveryProblem:
-    """Build the configured problem (with the optional μ-std override)."""
-    problem = build_problem(cfg.problem.preset, cfg.problem.target_seed)
+    """Build the configured problem (with the optional μ-std override).
+
+    Preset models are seeded by ``problem.target_seed``; the global random state that torch
+    modules draw their discarded default initialisation from is forked, so left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        problem = build_problem(cfg.problem.preset, cfg.problem.target_seed)
     if cfg.problem.perturb_std is not None:
         if not cfg.problem.perturb_std > 0:
             raise ConfigError(f"problem.perturb_std must be > 0; received {cfg.problem.perturb_std}.")

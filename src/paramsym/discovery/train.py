@@ -48,7 +48,17 @@ class TrainState:
 
 
 def build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales, generator: torch.Generator) -> LearnedAction:
-    """The learned group (Frobenius-normalised generators) and action network, seeded."""
+    """The learned group (Frobenius-normalised generators) and action network, seeded.
+
+    Every random number comes from ``generator``; torch modules draw a default initialisation
+    from the global generator before it is overwritten, so that draw runs on a forked global
+    state: the caller's global random state is left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        return _build_action(problem, cfg, scales, generator)
+
+
+def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales, generator: torch.Generator) -> LearnedAction:
     group = MatrixLieGroup(cfg.group.size, cfg.group.generators, generator=generator)
     return LearnedAction(
         group,
