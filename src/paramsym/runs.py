@@ -283,14 +283,33 @@ class RunDir:
 
     @classmethod
     def open_existing(cls, path: str | os.PathLike) -> RunDir:
-        """Open a run directory that must already hold ``config.json``."""
+        """Open a run directory that must already hold a readable ``config.json`` with a ``kind``.
+
+        Raises:
+            RunDirError: no such directory or no ``config.json``.
+            RunFileError: ``config.json`` is truncated, corrupt or has no ``kind``.
+        """
         p = Path(path)
         if not os.path.isdir(p) or not os.path.isfile(p / "config.json"):
             raise RunDirError(
                 f"{str(p)!r} is not a paramsym run directory (no config.json); pass the directory "
                 "that a `paramsym discover` / `attribute` run created."
             )
-        return cls(p)
+        run = cls(p)
+        run.kind()
+        return run
+
+    def kind(self) -> str:
+        """The run kind recorded in ``config.json`` (``"discovery"``, ``"attribution"``, ...).
+
+        Raises:
+            RunFileError: ``config.json`` is corrupt or is not an object with a string ``kind``.
+        """
+        cfg = self.read_json("config.json")
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("kind"), str):
+            raise RunFileError(f"{str(self.file('config.json'))!r} is not a paramsym configuration (expected a JSON "
+                               "object with a string 'kind'); restore it, or start the run again.")
+        return cfg["kind"]
 
     def create(self) -> Path:
         """Create the directory now (it is otherwise created by the first write)."""

@@ -95,6 +95,28 @@ def describe_block(problem: DiscoveryProblem) -> dict[str, Any]:
             "entries": entries}
 
 
+def read_block(run: RunDir) -> dict[str, Any]:
+    """The run's ``block.json``, checked for the form :func:`describe_block` writes.
+
+    Raises:
+        RunFileError: missing keys or values of the wrong type (a corrupt file).
+    """
+    data = run.read_json("block.json")
+
+    def ints(x: Any) -> bool:
+        return isinstance(x, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in x)
+
+    entries = data.get("entries") if isinstance(data, dict) else None
+    ok = isinstance(data, dict) and isinstance(data.get("p"), int) and (entries is None or (
+        isinstance(entries, list) and all(
+            isinstance(e, dict) and isinstance(e.get("name"), str) and ints(e.get("shape")) and ints(e.get("indices"))
+            for e in entries)))
+    if not ok:
+        raise RunFileError(f"{str(run.file('block.json'))!r} is not a block record (expected 'p' and 'entries' with "
+                           "'name', 'shape' and 'indices'); restore it from the run's files or delete it.")
+    return data
+
+
 def check_block(recorded: Mapping[str, Any], target: Target, where: str = "the run") -> None:
     """Raise :class:`BlockMismatchError` unless ``target``'s block is the ``recorded`` one."""
     block = getattr(target, "block", None)
@@ -179,7 +201,7 @@ def _execute(cfg: DiscoverConfig, run: RunDir, *, resume: bool, progress: bool,
     if ck is not None:
         trainer.load(*ck)
     if resume and run.has("block.json"):
-        check_block(run.read_json("block.json"), problem.target)
+        check_block(read_block(run), problem.target)
     if not (resume and run.has("config.json")):
         save_config(run, cfg)
     if not run.has("block.json"):
@@ -389,7 +411,7 @@ def load_learned_action(run_dir: RunDir | str | os.PathLike, target: Target | No
     cfg = load_config(run)
     if target is not None:
         if run.has("block.json"):
-            check_block(run.read_json("block.json"), target, where=str(run.path))
+            check_block(read_block(run), target, where=str(run.path))
     if not run.has("action.safetensors"):
         raise RunDirError(f"{str(run.path)!r} has no action.safetensors: the run did not finish; "
                           f"continue it with `paramsym discover --resume {run.path}`.")
