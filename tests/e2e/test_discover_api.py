@@ -58,7 +58,10 @@ def test_discover_custom_module(custom_run) -> None:
 
 def test_load_action_reproduces_the_trained_action(custom_run) -> None:
     F, res = custom_run
-    again = load_action(res.run.path, target=_target())
+    same = _target()
+    before = torch.get_rng_state()
+    again = load_action(res.run.path, target=same)
+    assert torch.equal(torch.get_rng_state(), before)
     gen = torch.Generator().manual_seed(5)
     g = res.action.group.matrices(res.action.group.sample(16, 0.8, 3, generator=gen))
     theta = F.theta0.float() + 0.1 * torch.randn(16, 4, generator=gen)

@@ -422,9 +422,10 @@ def load_learned_action(run_dir: RunDir | str | os.PathLike, target: Target | No
     p = int(center.numel())
     if target is not None and target.p != p:
         raise BlockMismatchError(f"the target has p = {target.p} block entries; the run's action acts on p = {p}.")
-    group = MatrixLieGroup(cfg.group.size, cfg.group.generators)
-    action = LearnedAction(group, p, theta_center=torch.zeros(p), theta_scale=1.0, out_scale=1.0,
-                           width=cfg.action.width, depth=cfg.action.depth)
+    with torch.random.fork_rng(devices=[]):  # the placeholder initialisation is overwritten below
+        group = MatrixLieGroup(cfg.group.size, cfg.group.generators)
+        action = LearnedAction(group, p, theta_center=torch.zeros(p), theta_scale=1.0, out_scale=1.0,
+                               width=cfg.action.width, depth=cfg.action.depth)
     try:
         action.load_state_dict(tensors)
     except RuntimeError as exc:
