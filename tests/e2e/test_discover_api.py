@@ -4,6 +4,7 @@ records its block, and reloads through `load_action(run_dir, target=...)`."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import torch
 import paramsym.discovery.run as drun
 from paramsym.config import apply_overrides
 from paramsym.discovery import DiscoverConfig, discover, load_action, resume_run
+from paramsym.discovery.run import choose_threads
 from paramsym.errors import BlockMismatchError, ConfigError, RunDirError
 from paramsym.report import regenerate
 from paramsym.runs import RunDir
@@ -141,3 +143,30 @@ def test_custom_runs_resume_from_python_only(custom_run, tmp_path: Path) -> None
     _, res = custom_run
     with pytest.raises(RunDirError, match="custom target"):
         resume_run(res.run.path)
+    with pytest.raises(BlockMismatchError, match="shape"):
+        resume_run(res.run.path, target=_target(_model(hidden=3)))
+
+
+@pytest.mark.parametrize("keep_checkpoint", [True, False])
+def test_custom_run_resumes_with_its_target(custom_run, tmp_path: Path, keep_checkpoint: bool) -> None:
+    """An interrupted custom run (no metrics, no action; with or without its checkpoint) resumes
+    from Python with the same target and ends with the uninterrupted metrics."""
+    _, res = custom_run
+    run = tmp_path / "r"
+    shutil.copytree(res.run.path, run)
+    for name in ("metrics.json", "action.safetensors", "report.md"):
+        (run / name).unlink()
+    if not keep_checkpoint:
+        shutil.rmtree(run / "checkpoint")
+    again = resume_run(run, target=_target(), progress=False)
+    assert {k: again.metrics[k] for k in ("verdict", "final_losses", "generators")} == \
+        {k: res.metrics[k] for k in ("verdict", "final_losses", "generators")}
+    with pytest.raises(BlockMismatchError):
+        resume_run(run, target=_target(_model(hidden=3)))
+
+
+def test_choose_threads_never_sets_them() -> None:
+    n = torch.get_num_threads()
+    assert choose_threads(DiscoverConfig.for_preset("linear2x2")) == 1  # small problem, auto
+    assert choose_threads(apply_overrides(DiscoverConfig(), ["threads=3"])) == 3
+    assert torch.get_num_threads() == n

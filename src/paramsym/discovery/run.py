@@ -293,14 +293,19 @@ def start_run(cfg: DiscoverConfig, out: str | os.PathLike | None = None, *, prog
 
 
 def resume_run(path: str | os.PathLike, *, device: str | None = None, progress: bool = True,
-               problem: DiscoveryProblem | None = None) -> DiscoveryResult:
+               target: Target | None = None, problem: DiscoveryProblem | None = None,
+               **problem_kwargs: Any) -> DiscoveryResult:
     """Continue the run in ``path`` from its last checkpoint (from step 0 if it has none).
 
     Args:
         path: a run directory written by ``paramsym discover`` or :func:`discover`.
         device: run on another device than the saved configuration's.
         progress: show progress bars.
-        problem: the problem of a custom-target run (its block is checked against ``block.json``).
+        target: for a custom-target run, the same target (checked against ``block.json``; name
+            and μ's σ are taken from the run).
+        problem: alternatively, the full :class:`DiscoveryProblem` of a custom-target run.
+        **problem_kwargs: further :class:`DiscoveryProblem` fields with ``target`` (e.g.
+            ``reference_span``), as given to :func:`discover`.
 
     Returns:
         The result; ``already_finished`` is True (and nothing is trained) when the run has its
@@ -310,10 +315,21 @@ def resume_run(path: str | os.PathLike, *, device: str | None = None, progress: 
     cfg = load_config(run)
     if device:
         cfg = with_overrides(cfg, {"device": device})
+    if target is not None and problem is None:
+        if not run.has("block.json"):
+            raise RunDirError(f"{str(run.path)!r} has no block.json to rebuild its problem from; pass problem=...")
+        block = read_block(run)
+        check_block(block, target, where=str(run.path))
+        std = block.get("perturb_std")
+        if not isinstance(std, (int, float)) or not std > 0:
+            raise RunFileError(f"{str(run.file('block.json'))!r} has no positive 'perturb_std'; restore it.")
+        problem = DiscoveryProblem(name=cfg.problem.preset, target=target, perturb_std=float(std),
+                                   description=problem_kwargs.pop("description", f"custom target {cfg.problem.preset}"),
+                                   **problem_kwargs)
     if problem is None and cfg.problem.preset not in PRESETS:
         raise RunDirError(
             f"{str(run.path)!r} trained the custom target {cfg.problem.preset!r}; resume it from Python with "
-            "resume_run(path, problem=DiscoveryProblem(...)) for the same target.")
+            "resume_run(path, target=<the same Target>).")
     if run.has("metrics.json"):
         return DiscoveryResult(action=load_learned_action(run), metrics=run.read_json("metrics.json"), run=run,
                                already_finished=True)
