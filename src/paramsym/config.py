@@ -58,7 +58,8 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
         try:
             parsed = yaml.safe_load(raw)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {key}={raw!r}: cannot parse the value ({exc}).") from exc
+            msg = " ".join(str(exc).split())
+            raise ConfigError(f"--set {key}={raw!r}: cannot parse the value ({msg}).") from None
     else:
         parsed = raw
     if annotation is Any:
@@ -176,7 +177,15 @@ def apply_overrides(cfg: C, overrides: Iterable[str]) -> C:
 
 def load_file(cls: type[C], path: str) -> C:
     """Load a config dataclass from a YAML or JSON file (safe loaders only)."""
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path!r} ({exc}); expected a readable YAML or JSON file.") from None
+    try:
+        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        msg = " ".join(str(exc).split())
+        raise ConfigError(f"config file {path!r} is not valid {'JSON' if str(path).endswith('.json') else 'YAML'} "
+                          f"({msg}); fix its syntax.") from None
     return from_dict(cls, data or {})

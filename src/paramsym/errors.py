@@ -105,3 +105,13 @@ def check_finite(name: str, value, hint: str = "") -> None:
 
 class OutputFileError(ParamsymError, RuntimeError):
     """An output path that cannot be written (a directory, an existing file, no permission)."""
+
+
+class RunFileError(RunDirError):
+    """A file of a run directory that cannot be written or read back: a path that is not a
+    writable directory, or a truncated / corrupt ``*.json`` or ``*.safetensors`` file."""
+
+
+class BlockMismatchError(RunDirError):
+    """A target whose parameter block (names, shapes, selected entries) differs from the block
+    a run was trained on."""

@@ -3,7 +3,8 @@
 Layout of a run directory::
 
     config.json       resolved configuration (after presets and overrides)
-    env.json          versions, seed, git SHA, device, command line
+    env.json          {"starts": [...]}: one entry per start or resume (time, host, versions,
+                      git SHA, seed, device, command line, resumed-from step)
     metrics.json      results (written last; its presence marks a finished run)
     history.json      loss curves (optional)
     checkpoint/       safetensors tensors + JSON state, replaced atomically
@@ -11,7 +12,14 @@ Layout of a run directory::
     report.md         human-readable report
 
 All writes are atomic (write to a temporary file in the same directory, then ``os.replace``),
-so a run killed at any moment leaves either the old or the new file, never a torn one.
+so a run killed at any moment leaves either the old or the new file, never a torn one. Files are
+created with mode ``0o666 & ~umask`` (like ``open``), directories with ``0o777 & ~umask``.
+
+A :class:`RunDir` is lazy: constructing one checks the path but creates nothing; the directory
+appears with the first file written. Every failure to write or read a run file (permissions, a
+path that is a file, a truncated or corrupt JSON or safetensors file) raises
+:class:`~paramsym.errors.RunFileError`, a one-line named error naming the path, what was expected
+and what to do.
 """
 
 from __future__ import annotations
@@ -21,18 +29,18 @@ import json
 import math
 import os
 import platform
+import re
+import secrets
+import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file as _st_load
-from safetensors.torch import save_file as _st_save
 
-from .errors import RunDirError
+from .errors import RunDirError, RunFileError
 
 
 def _jsonable(obj: Any) -> Any:
@@ -53,20 +61,65 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file + ``os.replace``)."""
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def ensure_dir(path: str | os.PathLike) -> Path:
+    """Create directory ``path`` (and parents) if missing.
+
+    Raises:
+        RunFileError: the path (or a parent) is an existing file, or cannot be created
+            (permissions, read-only or virtual file system).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise RunFileError(
+            f"cannot create directory {str(path)!r}: {str(exc.filename or path)!r} exists and is not a directory; "
+            "expected a directory path. Choose another output directory."
+        ) from None
+    except OSError as exc:
+        raise RunFileError(
+            f"cannot create directory {str(path)!r} ({_why(exc)}); expected a writable location. "
+            "Choose an output directory you can write to."
+        ) from None
+    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file + ``os.replace``).
+
+    The file gets mode ``0o666 & ~umask``.
+
+    Raises:
+        RunFileError: the directory cannot be created or written (one line naming the path).
+    """
+    path = Path(path)
+    ensure_dir(path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
+    except OSError as exc:
+        raise RunFileError(
+            f"cannot write {str(path)!r} ({_why(exc)}); expected a writable directory. "
+            "Choose an output directory you can write to, or fix its permissions."
+        ) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise RunFileError(
+                f"cannot write {str(path)!r} ({_why(exc)}); expected a writable location with free space. "
+                "Free some space or choose another output directory."
+            ) from None
         raise
 
 
@@ -76,32 +129,62 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise RunFileError(f"{str(path)!r} does not exist; expected {what}.") from None
+    except OSError as exc:
+        raise RunFileError(f"cannot read {str(path)!r} ({_why(exc)}); expected {what}. Fix its permissions.") from None
+
+
+def read_json(path: str | os.PathLike, what: str = "a JSON file") -> Any:
+    """Read a JSON file.
+
+    Raises:
+        RunFileError: missing, unreadable, truncated or not valid UTF-8 JSON (names the path).
+    """
+    path = Path(path)
+    data = _read_bytes(path, what)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunFileError(
+            f"{str(path)!r} is truncated or corrupt ({type(exc).__name__}: {exc}); expected {what}. "
+            "Restore it, or delete the run directory and start the run again."
+        ) from None
+
+
+def tensors_to_bytes(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str] | None = None) -> bytes:
+    """Serialise a flat ``dict[str, Tensor]`` as safetensors bytes (CPU, contiguous)."""
+    from safetensors.torch import save as _st_save
+
+    clean = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+    return _st_save(clean, metadata=dict(metadata) if metadata else None)
 
 
 def save_tensors(path: str | os.PathLike, tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str] | None = None) -> None:
     """Atomically save a flat ``dict[str, Tensor]`` as safetensors."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
-    os.close(fd)
-    try:
-        clean = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-        _st_save(clean, tmp, metadata=dict(metadata) if metadata else None)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, tensors_to_bytes(tensors, metadata))
 
 
 def load_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """Load a safetensors file (never unpickles)."""
-    if not Path(path).exists():
-        raise RunDirError(f"tensor file {str(path)!r} does not exist.")
-    return _st_load(str(path))
+    """Load a safetensors file (never unpickles).
+
+    Raises:
+        RunFileError: missing, unreadable, truncated or not a safetensors file (names the path).
+    """
+    from safetensors.torch import load as _st_load
+
+    path = Path(path)
+    data = _read_bytes(path, "a safetensors file")
+    try:
+        return _st_load(data)
+    except Exception as exc:  # SafetensorError, or anything a corrupt header provokes
+        raise RunFileError(
+            f"{str(path)!r} is truncated or not a safetensors file ({type(exc).__name__}: {exc}); "
+            "expected the tensors a paramsym run saved. Restore it, or start the run again."
+        ) from None
 
 
 def git_sha(start: str | os.PathLike | None = None) -> str | None:
@@ -111,25 +194,27 @@ def git_sha(start: str | os.PathLike | None = None) -> str | None:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5
         )
+        if out.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
-    if out.returncode != 0:
-        return None
     sha = out.stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True
-    )
     return sha + ("-dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
 
 
 def environment(seed: int | None = None, device: str | None = None) -> dict[str, Any]:
-    """Versions, seed, git SHA and machine facts for ``env.json``."""
+    """Time, host, versions, seed, git SHA and machine facts: one entry of ``env.json``."""
     import numpy
     import scipy
 
     from . import __version__
 
     env: dict[str, Any] = {
+        "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
         "paramsym": __version__,
         "python": sys.version.split()[0],
         "torch": torch.__version__,
@@ -144,7 +229,6 @@ def environment(seed: int | None = None, device: str | None = None) -> dict[str,
         "seed": seed,
         "device": device,
         "argv": list(sys.argv),
-        "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     try:
         import transformers
@@ -155,28 +239,81 @@ def environment(seed: int | None = None, device: str | None = None) -> dict[str,
     return env
 
 
+_TENSOR_FILE = re.compile(r"tensors-\d{8}\.safetensors")
+
+
 class RunDir:
     """A run directory (see module docstring). Creating one never deletes anything.
 
+    Construction is lazy: it checks that ``path`` is not an existing file and creates nothing;
+    the directory is created by the first write.
+
     Args:
-        path: the directory; created if missing.
+        path: the directory.
+
+    Raises:
+        RunFileError: ``path`` exists and is not a directory.
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        self.figures.mkdir(exist_ok=True)
+        if os.path.lexists(self.path) and not os.path.isdir(self.path):
+            raise RunFileError(
+                f"{str(self.path)!r} exists and is not a directory; expected a run directory path. "
+                "Choose another output directory."
+            )
+
+    @classmethod
+    def fresh(cls, path: str | os.PathLike) -> RunDir:
+        """A run directory for a new run: ``path`` must be missing or an empty directory.
+
+        Raises:
+            RunFileError: ``path`` is a file or cannot be listed.
+            RunDirError: ``path`` is a nonempty directory.
+        """
+        run = cls(path)
+        try:
+            nonempty = os.path.isdir(run.path) and any(os.scandir(run.path))
+        except OSError as exc:
+            raise RunFileError(f"cannot list {str(run.path)!r} ({_why(exc)}); expected a readable directory. "
+                               "Choose another output directory.") from None
+        if nonempty:
+            raise RunDirError(f"output directory {str(run.path)!r} is not empty; choose another --out or --resume it.")
+        return run
 
     @classmethod
     def open_existing(cls, path: str | os.PathLike) -> RunDir:
-        """Open a run directory that must already hold ``config.json``."""
+        """Open a run directory that must already hold a readable ``config.json`` with a ``kind``.
+
+        Raises:
+            RunDirError: no such directory or no ``config.json``.
+            RunFileError: ``config.json`` is truncated, corrupt or has no ``kind``.
+        """
         p = Path(path)
-        if not (p / "config.json").exists():
+        if not os.path.isdir(p) or not os.path.isfile(p / "config.json"):
             raise RunDirError(
                 f"{str(p)!r} is not a paramsym run directory (no config.json); pass the directory "
                 "that a `paramsym discover` / `attribute` run created."
             )
-        return cls(p)
+        run = cls(p)
+        run.kind()
+        return run
+
+    def kind(self) -> str:
+        """The run kind recorded in ``config.json`` (``"discovery"``, ``"attribution"``, ...).
+
+        Raises:
+            RunFileError: ``config.json`` is corrupt or is not an object with a string ``kind``.
+        """
+        cfg = self.read_json("config.json")
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("kind"), str):
+            raise RunFileError(f"{str(self.file('config.json'))!r} is not a paramsym configuration (expected a JSON "
+                               "object with a string 'kind'); restore it, or start the run again.")
+        return cfg["kind"]
+
+    def create(self) -> Path:
+        """Create the directory now (it is otherwise created by the first write)."""
+        return ensure_dir(self.path)
 
     @property
     def figures(self) -> Path:
@@ -195,17 +332,36 @@ class RunDir:
 
     def read_json(self, name: str) -> Any:
         p = self.path / name
-        if not p.exists():
+        if not os.path.exists(p):
             raise RunDirError(f"run directory {str(self.path)!r} has no {name}.")
-        return read_json(p)
+        return read_json(p, f"the run's {name} (JSON)")
 
     def has(self, name: str) -> bool:
-        return (self.path / name).exists()
+        return os.path.exists(self.path / name)
+
+    # -- env.json: the history of starts ------------------------------------------------------
+    def starts(self) -> list[dict[str, Any]]:
+        """The recorded starts of this run (oldest first); ``[]`` before the first.
+
+        Raises:
+            RunFileError: ``env.json`` is corrupt or not of the expected form.
+        """
+        if not self.has("env.json"):
+            return []
+        env = self.read_json("env.json")
+        if isinstance(env, Mapping) and isinstance(env.get("starts"), list):
+            return list(env["starts"])
+        if isinstance(env, Mapping):  # a single start written by an earlier version
+            return [dict(env)]
+        raise RunFileError(f"{str(self.file('env.json'))!r} is not of the form {{\"starts\": [...]}}; "
+                           "restore it or move it aside.")
 
     def write_env(self, seed: int | None, device: str | None = None, **extra: Any) -> None:
+        """Append one start (time, host, versions, git SHA, ``extra``) to ``env.json``."""
+        starts = self.starts()
         env = environment(seed, device)
         env.update(extra)
-        self.write_json("env.json", env)
+        self.write_json("env.json", {"starts": [*starts, env]})
 
     def write_text(self, name: str, text: str) -> Path:
         atomic_write_bytes(self.path / name, text.encode("utf-8"))
@@ -219,7 +375,6 @@ class RunDir:
         between the two writes leaves the previous consistent checkpoint in place.
         """
         ck = self.checkpoint_dir
-        ck.mkdir(exist_ok=True)
         step = int(state.get("step", 0))
         tensor_name = f"tensors-{step:08d}.safetensors"
         save_tensors(ck / tensor_name, tensors)
@@ -228,14 +383,31 @@ class RunDir:
         write_json(ck / "state.json", full_state)
         for old in ck.glob("tensors-*.safetensors"):
             if old.name != tensor_name:
-                old.unlink(missing_ok=True)
+                try:
+                    old.unlink(missing_ok=True)
+                except OSError:  # a stale file left behind costs only disk space
+                    pass
 
     def load_checkpoint(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
-        """Return ``(tensors, state)`` of the last complete checkpoint, or ``None``."""
+        """Return ``(tensors, state)`` of the last complete checkpoint, or ``None``.
+
+        Raises:
+            RunFileError: ``state.json`` or the tensor file it names is truncated or corrupt.
+        """
         ck = self.checkpoint_dir
-        if not (ck / "state.json").exists():
+        if not os.path.exists(ck / "state.json"):
             return None
-        state = read_json(ck / "state.json")
+        path = ck / "state.json"
+        state = read_json(path, "the checkpoint state (JSON)")
+        ok = (isinstance(state, dict) and isinstance(state.get("step"), int) and not isinstance(state["step"], bool)
+              and state["step"] >= 0 and isinstance(state.get("tensor_file"), str)
+              and _TENSOR_FILE.fullmatch(state["tensor_file"]) is not None)
+        if not ok:
+            raise RunFileError(
+                f"{str(path)!r} is not a paramsym checkpoint state (expected an object with an integer 'step' and "
+                "'tensor_file': 'tensors-NNNNNNNN.safetensors'); restore it, or delete the checkpoint/ "
+                "directory to restart the run from step 0."
+            )
         tensors = load_tensors(ck / state["tensor_file"])
         return tensors, state
 

@@ -3,6 +3,8 @@ documented, steps are reproducible from the seed, and a short run lowers the obj
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -10,6 +12,8 @@ from paramsym.config import apply_overrides
 from paramsym.discovery.config import DiscoverConfig
 from paramsym.discovery.problems import build_problem
 from paramsym.discovery.train import Trainer
+from paramsym.errors import RunFileError
+from paramsym.runs import RunDir
 
 
 def _trainer(variant="hybrid", extra=(), preset="linear2x2"):
@@ -68,3 +72,65 @@ def test_curriculum_stage_and_learning_rate_schedule():
     assert tr.stage(10) == (cfg.train.rho, 3)
     assert tr.lr_at(0) == cfg.train.lr and tr.lr_at(20) == cfg.train.lr
     assert tr.lr_at(40) == pytest.approx(cfg.train.lr * cfg.train.lr_final_factor)
+
+
+def _state_copy(tr):
+    return {k: v.clone() for k, v in tr.state_tensors().items()}, json.loads(json.dumps(tr.state_json()))
+
+
+@pytest.mark.parametrize("seconds, expected", [(1e-9, 20), (0.0, 1), (1e9, 1)])
+def test_wall_clock_checkpoints(seconds, expected):
+    """``train.checkpoint_seconds``: a checkpoint whenever that much time passed since the last
+    (here every step, or never), besides every ``checkpoint_every`` steps and at the end."""
+    tr, _ = _trainer(extra=("train.steps=20", "train.checkpoint_every=1000", f"train.checkpoint_seconds={seconds}"))
+    steps = []
+    tr.run(progress=False, on_checkpoint=lambda t: steps.append(t.state.step))
+    assert len(steps) == expected and steps[-1] == 20
+
+
+def test_resume_from_a_mid_window_wall_clock_checkpoint_is_exact(tmp_path):
+    """A checkpoint at step 13 (inside a logging window of 7 steps) restores the window's partial
+    loss sums: the resumed run's history and weights equal the uninterrupted run's bitwise."""
+    extra = ("train.steps=20", "train.log_every=7", "train.checkpoint_every=1000", "train.checkpoint_seconds=1e-9")
+    full, _ = _trainer(extra=extra)
+    full.run(progress=False)
+    first, _ = _trainer(extra=extra)
+    run = RunDir(tmp_path / "run")
+    first.run(progress=False, stop_after=13, on_checkpoint=lambda t: run.save_checkpoint(t.state_tensors(), t.state_json()))
+    tensors, state = run.load_checkpoint()
+    assert state["step"] == 13 and state["pending_count"] == 6
+    resumed, _ = _trainer(extra=extra)
+    resumed.load(tensors, state)
+    resumed.run(progress=False)
+    assert resumed.state.history == full.state.history
+    for k, v in full.action.state_dict().items():
+        assert torch.equal(resumed.action.state_dict()[k], v), k
+
+
+def test_training_never_touches_the_global_seed():
+    """All randomness comes from the trainer's generator: the global random state is neither
+    read (two different global seeds give the same steps) nor changed."""
+    problem = build_problem("linear2x2")
+    cfg = apply_overrides(DiscoverConfig(), ["problem.preset=linear2x2", "action.width=16", "train.batch=8"])
+    scales = problem.scales(cfg.objective.beta, torch.Generator().manual_seed(0))
+    totals = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        before = torch.get_rng_state()
+        tr = Trainer(problem, cfg, scales)
+        totals.append([tr.step(s)["total"] for s in range(3)])
+        assert torch.equal(torch.get_rng_state(), before)
+    assert totals[0] == totals[1]
+
+
+def test_corrupt_checkpoint_contents_are_a_named_error():
+    tr, _ = _trainer()
+    tensors, state = _state_copy(tr)
+    with pytest.raises(RunFileError, match="checkpoint"):
+        tr.load({k: v for k, v in tensors.items() if k != "rng"}, state)
+    with pytest.raises(RunFileError, match="checkpoint"):
+        tr.load(tensors, {**state, "history": "oops"})
+    bad = dict(tensors)
+    bad["action.net.0.weight"] = torch.zeros(3, 3)
+    with pytest.raises(RunFileError, match="checkpoint"):
+        tr.load(bad, state)

@@ -42,8 +42,9 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path: Path) -> None:
     subprocess.run(_cli("discover", *SMALL, "--out", str(full)), check=True, env=_env(), capture_output=True, timeout=600)
     for name in ("config.json", "env.json", "metrics.json", "history.json", "curves.json", "action.safetensors", "report.md"):
         assert (full / name).exists(), name
-    env_json = json.loads((full / "env.json").read_text())
-    assert {"torch", "python", "seed", "git_sha"} <= set(env_json)
+    starts = json.loads((full / "env.json").read_text())["starts"]
+    assert len(starts) == 1 and starts[0]["resumed_from_step"] is None
+    assert {"torch", "python", "seed", "git_sha", "host", "time_utc"} <= set(starts[0])
     cells = json.loads((full / "metrics.json").read_text())["verdict"]["cells"]
     assert {"rho", "factors", "output_err_p95", "composition_err_p95", "inverse_err_p95", "subdivision_err_p95",
             "transport_err_p95", "motion_median", "fits"} <= set(cells[0])
@@ -64,8 +65,8 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path: Path) -> None:
 
     subprocess.run(_cli("discover", "--resume", str(killed), "--quiet"), check=True, env=_env(), capture_output=True, timeout=600)
     assert _metrics(killed) == _metrics(full)
-    env_resumed = json.loads((killed / "env.json").read_text())
-    assert env_resumed["resumed_from_step"] == step
+    starts = json.loads((killed / "env.json").read_text())["starts"]  # the history of starts is kept
+    assert [s["resumed_from_step"] for s in starts] == [None, step]
 
 
 def test_resume_refuses_new_config_and_finished_runs(tmp_path: Path) -> None:

@@ -1,9 +1,17 @@
-"""Configuration of a discovery run (every key can be overridden with ``--set key=value``)."""
+"""Configuration of a discovery run (every key can be overridden with ``--set key=value``).
+
+From Python::
+
+    cfg = DiscoverConfig.for_preset("sigmoid-scalar")           # the tuned recipe, as the CLI uses
+    cfg = DiscoverConfig.quick("sigmoid-scalar")                 # the same, on a tiny budget
+    cfg = apply_overrides(cfg, ["train.lr=3e-4"])                # or with_overrides(cfg, {"train.lr": 3e-4})
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import ConfigError
 
@@ -87,6 +95,8 @@ class TrainConfig:
     warmup_fraction: float = 0.2
     warmup_rho_factor: float = 0.5
     checkpoint_every: int = 500
+    #: also checkpoint when this many seconds of wall-clock time passed since the last one (0 = off)
+    checkpoint_seconds: float = 60.0
     log_every: int = 50
 
     def validate(self) -> None:
@@ -100,6 +110,9 @@ class TrainConfig:
             raise ConfigError("train.warmup_fraction must lie in [0, 1) and train.decay_fraction in [0, 1].")
         if self.checkpoint_every < 1 or self.log_every < 1:
             raise ConfigError("train.checkpoint_every and train.log_every must be ≥ 1.")
+        if not self.checkpoint_seconds >= 0:
+            raise ConfigError(f"train.checkpoint_seconds must be ≥ 0 (0 = only step-based checkpoints); "
+                              f"received {self.checkpoint_seconds}.")
 
 
 @dataclass
@@ -140,8 +153,75 @@ class DiscoverConfig:
     #: 2 threads on the 2-core CI machine), torch's default otherwise.
     threads: int = 0
 
+    @classmethod
+    def for_preset(cls, preset: str | None = None, objective: str | None = None) -> DiscoverConfig:
+        """Defaults ← the tuned training recipe of ``preset`` for ``objective`` (what the CLI runs).
+
+        Args:
+            preset: a reference preset (``paramsym list``); default ``sigmoid-scalar``.
+            objective: ``hybrid`` (default), ``infinitesimal`` or ``finite``.
+
+        Raises:
+            ConfigError: unknown preset or objective.
+        """
+        from .problems import DEFAULT_PRESET, PRESETS, recipe
+
+        preset = preset or DEFAULT_PRESET
+        if preset not in PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}; available: {sorted(PRESETS)} (see `paramsym list`).")
+        items = {"problem.preset": preset, **recipe(preset, objective or "hybrid")}
+        if objective is not None:
+            items["objective.variant"] = objective
+        return with_overrides(cls(), items)
+
+    @classmethod
+    def quick(cls, preset: str | None = None, objective: str | None = None) -> DiscoverConfig:
+        """:meth:`for_preset` on a tiny budget (300 steps, width 64, a one-radius verdict):
+        seconds on a CPU, for smoke tests and examples, not for results."""
+        return with_overrides(cls.for_preset(preset, objective), QUICK)
+
     def validate(self) -> None:
         if self.threads < 0:
             raise ConfigError(f"threads must be ≥ 0 (0 = auto); received {self.threads}.")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"device must be 'cpu' or 'cuda'; received {self.device!r}.")
+
+
+#: The overrides of :meth:`DiscoverConfig.quick`.
+QUICK: dict[str, Any] = {
+    "train.steps": 300, "train.checkpoint_every": 100, "action.width": 64, "verdict.samples": 64,
+    "verdict.rhos": [0.5], "verdict.factors": [1, 2], "verdict.curve_points": 4, "verdict.curve_times": 11,
+}
+
+
+def with_overrides(cfg: DiscoverConfig, overrides: Mapping[str, Any] | Iterable[str] | None) -> DiscoverConfig:
+    """``cfg`` with dotted overrides applied and validated.
+
+    Args:
+        cfg: a configuration.
+        overrides: ``{"train.lr": 3e-4, ...}`` or ``["train.lr=3e-4", ...]`` (as ``--set``).
+
+    Raises:
+        ConfigError: unknown key (the valid keys are listed) or a value of the wrong type.
+    """
+    from ..config import apply_overrides
+
+    if not overrides:
+        return cfg
+    if isinstance(overrides, Mapping):
+        items = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
+    elif isinstance(overrides, str):
+        items = [overrides]
+    else:
+        items = list(overrides)
+    return apply_overrides(cfg, items)
+
+
+def _yaml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_yaml_value(x) for x in v) + "]"
+    if v is None:
+        return "null"
+    return repr(v) if isinstance(v, float) else str(v)

@@ -9,13 +9,17 @@ the regularisers use the original μ points. Objective variants:
 * ``finite``:        ``L_pres + L_comp + λ_s R_scale + λ_d R_div``             (baseline)
 
 (+ ``λ_sparse R_sparse`` when enabled). Adam in float32 with gradient-norm clipping; all
-randomness comes from one ``torch.Generator`` seeded by ``cfg.seed``, whose state is saved in
-every checkpoint, so a resumed run reproduces an uninterrupted one exactly.
+randomness comes from one ``torch.Generator`` seeded by ``cfg.seed`` (the global torch seed is
+never used), whose state is saved in every checkpoint together with the partial loss averages of
+the current logging window, so a run resumed from a checkpoint at any step reproduces an
+uninterrupted one exactly. Checkpoints are taken every ``train.checkpoint_every`` steps and
+whenever ``train.checkpoint_seconds`` of wall-clock time have passed since the last one.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,7 +27,7 @@ import torch
 from torch import Tensor
 
 from ..actions.learned import LearnedAction
-from ..errors import ConvergenceError, RunDirError
+from ..errors import ConvergenceError, RunFileError
 from ..groups.lie import GroupSamples, MatrixLieGroup
 from . import objectives as O
 from .config import DiscoverConfig
@@ -38,10 +42,23 @@ class TrainState:
 
     step: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
+    #: sums of the loss terms over the steps of the current logging window, and their count
+    pending: dict[str, float] = field(default_factory=dict)
+    pending_count: int = 0
 
 
 def build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales, generator: torch.Generator) -> LearnedAction:
-    """The learned group (Frobenius-normalised generators) and action network, seeded."""
+    """The learned group (Frobenius-normalised generators) and action network, seeded.
+
+    Every random number comes from ``generator``; torch modules draw a default initialisation
+    from the global generator before it is overwritten, so that draw runs on a forked global
+    state: the caller's global random state is left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        return _build_action(problem, cfg, scales, generator)
+
+
+def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales, generator: torch.Generator) -> LearnedAction:
     group = MatrixLieGroup(cfg.group.size, cfg.group.generators, generator=generator)
     return LearnedAction(
         group,
@@ -170,38 +187,43 @@ class Trainer:
 
         Args:
             progress: show a tqdm progress bar with the current losses.
-            on_checkpoint: called every ``checkpoint_every`` steps (and at the end).
+            on_checkpoint: called every ``checkpoint_every`` steps, after ``checkpoint_seconds``
+                of wall-clock time since the last call, and at the end.
             stop_after: stop early after this many steps (tests).
         """
         from tqdm.auto import tqdm
 
         t = self.cfg.train
-        acc: dict[str, float] = {}
-        count = 0
-        bar = tqdm(total=t.steps, initial=self.state.step, disable=not progress, desc=f"discover {self.problem.name}",
+        st = self.state
+        bar = tqdm(total=t.steps, initial=st.step, disable=not progress, desc=f"discover {self.problem.name}",
                    dynamic_ncols=True, mininterval=0.5)
         self.action.train()
-        end = t.steps if stop_after is None else min(t.steps, self.state.step + stop_after)
-        while self.state.step < end:
-            s = self.state.step
+        end = t.steps if stop_after is None else min(t.steps, st.step + stop_after)
+        last_save = time.monotonic()
+        while st.step < end:
+            s = st.step
             rec = self.step(s)
             for k, v in rec.items():
-                acc[k] = acc.get(k, 0.0) + v
-            count += 1
-            self.state.step += 1
-            if self.state.step % t.log_every == 0 or self.state.step == t.steps:
-                mean = {k: v / count for k, v in acc.items()}
+                st.pending[k] = st.pending.get(k, 0.0) + v
+            st.pending_count += 1
+            st.step += 1
+            if st.step % t.log_every == 0 or st.step == t.steps:
+                mean = {k: v / st.pending_count for k, v in st.pending.items()}
                 rho, mf = self.stage(s)
-                mean.update(step=self.state.step, lr=self.lr_at(s), rho=rho, max_factors=mf)
-                self.state.history.append(mean)
+                mean.update(step=st.step, lr=self.lr_at(s), rho=rho, max_factors=mf)
+                st.history.append(mean)
                 bar.set_postfix({k: f"{mean[k]:.2e}" for k in ("total", "inv", "trans", "comp", "pres", "scale") if mean.get(k)})
-                acc, count = {}, 0
+                st.pending, st.pending_count = {}, 0
             bar.update(1)
-            if on_checkpoint is not None and (self.state.step % t.checkpoint_every == 0 or self.state.step == t.steps):
+            due = st.step % t.checkpoint_every == 0 or st.step == t.steps
+            if not due and t.checkpoint_seconds > 0:
+                due = time.monotonic() - last_save >= t.checkpoint_seconds
+            if on_checkpoint is not None and due:
                 on_checkpoint(self)
+                last_save = time.monotonic()
         bar.close()
         self.action.eval()
-        return self.state
+        return st
 
     # -- checkpoint state ------------------------------------------------------------------
     def state_tensors(self) -> dict[str, Tensor]:
@@ -214,21 +236,35 @@ class Trainer:
         return tensors
 
     def state_json(self) -> dict:
-        return {"step": self.state.step, "history": self.state.history}
+        st = self.state
+        return {"step": st.step, "history": st.history, "pending": st.pending, "pending_count": st.pending_count}
 
     def load(self, tensors: dict[str, Tensor], state: dict) -> None:
-        """Restore from :meth:`state_tensors` / :meth:`state_json`."""
+        """Restore from :meth:`state_tensors` / :meth:`state_json`.
+
+        Raises:
+            RunFileError: the checkpoint does not fit this configuration or is corrupt.
+        """
         try:
+            history, pending = state["history"], state.get("pending", {})
+            if not isinstance(history, list) or not all(isinstance(h, dict) for h in history) or not isinstance(pending, dict):
+                raise TypeError("'history' must be a list of objects and 'pending' an object")
             self.action.load_state_dict({k[7:]: v for k, v in tensors.items() if k.startswith("action.")})
-        except RuntimeError as exc:
-            raise RunDirError(f"checkpoint does not match this configuration: {exc}") from exc
-        opt_sd = self.opt.state_dict()
-        new_state: dict[int, dict[str, Tensor]] = {}
-        for k, v in tensors.items():
-            if k.startswith("optim."):
-                _, i, name = k.split(".", 2)
-                new_state.setdefault(int(i), {})[name] = v
-        opt_sd["state"] = new_state
-        self.opt.load_state_dict(opt_sd)
-        self.rng.set_state(tensors["rng"])
-        self.state = TrainState(step=int(state["step"]), history=list(state["history"]))
+            opt_sd = self.opt.state_dict()
+            new_state: dict[int, dict[str, Tensor]] = {}
+            for k, v in tensors.items():
+                if k.startswith("optim."):
+                    _, i, name = k.split(".", 2)
+                    new_state.setdefault(int(i), {})[name] = v
+            opt_sd["state"] = new_state
+            self.opt.load_state_dict(opt_sd)
+            self.rng.set_state(tensors["rng"])
+            self.state = TrainState(step=int(state["step"]), history=list(history),
+                                    pending={str(k): float(v) for k, v in pending.items()},
+                                    pending_count=int(state.get("pending_count", 0)))
+        except (KeyError, ValueError, RuntimeError, TypeError, IndexError) as exc:
+            msg = " ".join(str(exc).split())[:300]
+            raise RunFileError(
+                f"the checkpoint does not fit this configuration or is corrupt ({type(exc).__name__}: {msg}); "
+                "delete the run directory's checkpoint/ folder to restart from step 0, or start a new run."
+            ) from None
