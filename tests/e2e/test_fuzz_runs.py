@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from paramsym.report import regenerate
+from paramsym.experiments.registry import regenerate
 
 from paramsym.discovery import DiscoverConfig, discover, load_action, resume_run
 from paramsym.errors import ParamsymError

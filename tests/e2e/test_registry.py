@@ -111,7 +111,8 @@ def test_report_dispatch_names_bad_run_directories(tmp_path: Path, capsys) -> No
     (tmp_path / "r" / "config.json").write_text("{truncated")
     assert main(["report", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("paramsym report: error: RunDirError: ") and "config.json is not valid JSON" in err
+    assert err.startswith("paramsym report: error: RunFileError: ") and "config.json" in err
+    assert len(err.strip().splitlines()) == 1
     assert get_kind("attribution").command == "paramsym attribute"
 
 

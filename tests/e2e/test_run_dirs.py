@@ -78,8 +78,6 @@ def test_discover_out_below_an_existing_file(tmp_path: Path) -> None:
     assert f.read_text() == "not a directory"
 
 
-@pytest.mark.xfail(strict=False, reason="needs the CLI to call RunDir.fresh(out) (paramsym.runs) instead of "
-                   "out.iterdir(); see the runs helper's report")
 def test_discover_out_is_an_existing_file(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("not a directory")

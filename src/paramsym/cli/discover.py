@@ -67,52 +67,62 @@ def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
     parser.set_defaults(func=func)
 
 
-def cmd_discover(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _set_threads(cfg) -> None:
+    """The command line (never the library) chooses torch's CPU thread count for a run."""
+    if cfg.device == "cpu":
+        import torch
 
-    from ..config import apply_overrides
-    from ..discovery.run import load_config, run_discovery
-    from ..errors import ConfigError, RunDirError
+        from ..discovery.run import choose_threads
+
+        torch.set_num_threads(choose_threads(cfg))
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    from ..discovery.run import load_config, resume_run, start_run
+    from ..errors import ConfigError
     from ..experiments.configs import resolve_discover_config
-    from ..runs import RunDir, default_run_dir
+    from ..runs import RunDir
 
     if args.resume:
         if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
             raise ConfigError("--resume continues a run with its saved configuration; do not pass --preset, "
                               "--objective, --seed, --steps or --set with it.")
-        run = RunDir.open_existing(args.resume)
-        if run.has("metrics.json"):
-            print(f"{run.path} is already finished; `paramsym report {run.path}` regenerates its report.", file=sys.stderr)
-            return 0
-        cfg = load_config(run)
+        cfg = load_config(RunDir.open_existing(args.resume))
         if args.device:
-            cfg = apply_overrides(cfg, [f"device={args.device}"])
-        metrics = run_discovery(cfg, run, resume=True, progress=not args.quiet)
+            from ..discovery.config import with_overrides
+
+            cfg = with_overrides(cfg, {"device": args.device})
+        _set_threads(cfg)
+        res = resume_run(args.resume, device=args.device, progress=not args.quiet)
+        if res.already_finished:
+            print(f"{res.run.path} is already finished; `paramsym report {res.run.path}` regenerates its report.",
+                  file=sys.stderr)
+            return 0
     else:
         cfg = resolve_discover_config(args.preset, args.objective, args.seed, args.steps, args.device, args.overrides)
-        out = Path(args.out) if args.out else default_run_dir("discover", cfg.problem.preset)
-        if out.exists() and any(out.iterdir()):
-            raise RunDirError(f"output directory {str(out)!r} is not empty; choose another --out or --resume it.")
-        run = RunDir(out)
-        metrics = run_discovery(cfg, run, progress=not args.quiet)
+        _set_threads(cfg)
+        res = start_run(cfg, args.out, progress=not args.quiet)
     if args.json:
-        print(json.dumps(metrics, indent=2))
+        print(json.dumps(res.metrics, indent=2))
     else:
-        print(summary(metrics, run))
+        print(summary(res.metrics, res.run))
     return 0
 
 
 def summary(metrics: dict, run) -> str:
     """The lines ``paramsym discover`` prints: run directory, verdict, declared-cell errors, span."""
+    from ..verdict import METRICS
+
     d = metrics["verdict"].get("declared", {})
+    rho, factors = d.get("rho"), d.get("factors")
+    cell = f"rho={rho:g}, {factors} factor{'s' if factors != 1 else ''}" if rho is not None else "the declared cell"
+    judged = f"rho={rho:g} (1 and 2 factors)" if rho is not None else "the declared rho"
     lines = [f"run directory: {run.path}",
              f"preset {metrics['preset']} ({metrics['objective']}), seed {metrics['seed']}: "
-             f"{'FITS' if metrics['verdict']['fits'] else 'does not fit'} the tolerances at rho=0.5 (1 and 2 factors)"]
-    if d:
-        lines.append(
-            "rho=0.5, 1 factor: output {:.2e}  composition {:.2e}  inverse {:.2e}  subdivision {:.2e}  transport {:.2e}  motion {:.3f} s_theta".format(
-                d["output_err_p95"], d["composition_err_p95"], d["inverse_err_p95"], d["subdivision_err_p95"],
-                d["transport_err_p95"], d["motion_median"]))
+             f"{'FITS' if metrics['verdict']['fits'] else 'does not fit'} the tolerances at {judged}"]
+    shown = [(k, m) for k, m in METRICS.items() if k in d and isinstance(d[k], (int, float))]
+    if shown:
+        lines.append(f"{cell}: " + "  ".join(f"{m.label} {d[k]:.3g}" for k, m in shown))
     if "reference_span" in metrics:
         lines.append(f"field vs known symmetry span: median cosine {metrics['reference_span']['median']:.4f}, "
                      f"min {metrics['reference_span']['min']:.4f}")

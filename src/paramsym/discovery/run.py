@@ -466,9 +466,3 @@ def load_trained(run_dir: RunDir | str | os.PathLike, problem: DiscoveryProblem 
     problem = problem if problem is not None else resolve_problem(cfg)
     scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
     return TrainedRun(load_learned_action(run, problem.target), problem, scales, cfg)
-
-
-#: Deprecated name of :func:`load_trained` (returns the 4-tuple); kept until
-#: ``experiments/lifting.py`` calls ``load_trained``. The public ``load_action`` is
-#: ``paramsym.discovery.load_action`` (:func:`load_learned_action`).
-load_action = load_trained

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..config import apply_overrides
-from ..discovery.config import DiscoverConfig
-from ..discovery.problems import DEFAULT_PRESET, PRESETS, recipe
-from ..errors import ConfigError
+from ..discovery.config import DiscoverConfig, with_overrides
 
 __all__ = ["QUICK_DISCOVER_OVERRIDES", "QUICK_DISCOVER_STEPS", "resolve_discover_config"]
 
@@ -32,7 +29,7 @@ def resolve_discover_config(
     device: str | None = None,
     overrides: Iterable[str] = (),
 ) -> DiscoverConfig:
-    """Defaults ← preset recipe ← explicit values ← ``overrides``.
+    """Defaults ← preset recipe (:meth:`DiscoverConfig.for_preset`) ← explicit values ← ``overrides``.
 
     Args:
         preset: a discovery preset (default :data:`~paramsym.discovery.problems.DEFAULT_PRESET`).
@@ -45,20 +42,15 @@ def resolve_discover_config(
     Raises:
         ConfigError: unknown preset or override key, or a value of the wrong type.
     """
-    preset = preset or DEFAULT_PRESET
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; available: {sorted(PRESETS)} (see `paramsym list`).")
-    items = [f"problem.preset={preset}"] + [f"{k}={v}" for k, v in recipe(preset, objective or "hybrid").items()]
-    if objective:
-        items.append(f"objective.variant={objective}")
+    explicit: dict[str, object] = {}
     if seed is not None:
-        items.append(f"seed={seed}")
+        explicit["seed"] = seed
     if steps is not None:
-        items.append(f"train.steps={steps}")
+        explicit["train.steps"] = steps
     if device is None:
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    items.append(f"device={device}")
-    cfg = apply_overrides(DiscoverConfig(), items)
-    return apply_overrides(cfg, list(overrides))
+    explicit["device"] = device
+    cfg = with_overrides(DiscoverConfig.for_preset(preset, objective), explicit)
+    return with_overrides(cfg, list(overrides))

@@ -97,7 +97,7 @@ def matched_ratio(unit: dict, full: dict) -> dict[str, float | list[float]]:
 
 
 def run(cfg: LiftingConfig, out: RunDir, progress: bool = True) -> dict:
-    from ..discovery.run import load_action, run_discovery
+    from ..discovery.run import load_trained, run_discovery
 
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
     out.write_env(cfg.seeds[0])
@@ -108,8 +108,8 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True) -> dict:
             rd = RunDir(out.path / f"{preset}-seed{seed}")
             if not rd.has("metrics.json"):
                 run_discovery(resolve_discover_config(preset, None, seed, cfg.steps, overrides=cfg.overrides), rd,
-                              resume=rd.load_checkpoint() is not None, progress=progress)
-            action, problem, _, _ = load_action(rd)
+                              resume=rd.has("config.json"), progress=progress)
+            action, problem, _, _ = load_trained(rd)
             if s_F is None:
                 s_F = host_scale(problem, cfg.host_std, cfg.eval_seed)
             curve = host_curve(action, problem, cfg.rhos, cfg.samples, cfg.host_std, cfg.eval_seed, s_F)

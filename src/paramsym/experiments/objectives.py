@@ -67,7 +67,7 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True) -> dict:
                 m = rd.read_json("metrics.json")
             else:
                 dcfg = resolve_discover_config(cfg.preset, variant, seed, cfg.steps, overrides=cfg.overrides)
-                m = run_discovery(dcfg, rd, resume=rd.load_checkpoint() is not None, progress=progress)
+                m = run_discovery(dcfg, rd, resume=rd.has("config.json"), progress=progress)
             per[variant].append({"seed": seed, "fits": m["verdict"]["fits"], **{k: m["verdict"]["declared"][k] for k in KEYS}})
     summary = {v: {k: float(np.median([r[k] for r in rows])) for k in KEYS} | {"fits": int(sum(r["fits"] for r in rows))}
                for v, rows in per.items()}

@@ -265,17 +265,10 @@ def run_attribution(name: str, cfg: Any, out, *, progress: bool = True) -> dict[
 
 
 def _config(run) -> dict[str, Any]:
-    """``config.json`` of ``run``; a corrupt file is a :class:`RunDirError` naming it."""
-    import json
-
-    try:
-        cfg = run.read_json("config.json")
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{run.path}/config.json is not valid JSON ({exc}); the run directory is damaged: "
-                          "rerun the command that made it into a fresh --out.") from None
-    if not isinstance(cfg, dict):
-        raise RunDirError(f"{run.path}/config.json holds a {type(cfg).__name__}, expected an object with a 'kind'.")
-    return cfg
+    """``config.json`` of ``run``, checked to be an object with a string ``kind``
+    (:meth:`paramsym.runs.RunDir.kind`; a corrupt file is a named :class:`RunFileError`)."""
+    run.kind()
+    return run.read_json("config.json")
 
 
 def _render_attribution(run) -> str:
