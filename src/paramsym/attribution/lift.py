@@ -63,7 +63,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 import torch
 from torch import Tensor
 
@@ -192,6 +191,8 @@ def _top_eigh(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     Lanczos (ARPACK ``eigsh``, tolerance 0 = machine precision, fixed start vector so runs are
     reproducible) when ``k`` is small against ``n``, else LAPACK ``syevr`` on the subset.
     """
+    import scipy.linalg
+
     n = A.shape[0]
     k = max(1, min(k, n))
     if 3 * k < n:
@@ -278,6 +279,8 @@ class DenseLift:
         """The tall route (module docstring): eigenvalues and leading eigenvectors of ``J_Lᵀ J_L``."""
         if JL.dtype != torch.float64:
             raise ValueError(f"solver='tall' needs a float64 J, received {JL.dtype}.")
+        import scipy.linalg
+
         A = _gram_tall(JL)
         floor = _eps_floor(JL, "gram")
         lam = scipy.linalg.eigh(A, eigvals_only=True, check_finite=False)[::-1]
