@@ -186,11 +186,8 @@ def _resolved(sigma: Tensor, rtol: float, floor: float) -> int:
 
 
 def _top_eigh(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` largest eigenpairs of symmetric ``A`` (descending).
-
-    Lanczos (ARPACK ``eigsh``, tolerance 0 = machine precision, fixed start vector so runs are
-    reproducible) when ``k`` is small against ``n``, else LAPACK ``syevr`` on the subset.
-    """
+    """The ``k`` largest eigenpairs of symmetric ``A`` (descending): Lanczos (ARPACK, tol 0, fixed
+    start vector: reproducible) when ``k`` is small against ``n``, else LAPACK ``syevr``."""
     import scipy.linalg
 
     n = A.shape[0]
@@ -206,8 +203,7 @@ def _top_eigh(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _gram_tall(JL: Tensor) -> np.ndarray:
-    """``J_Lᵀ J_L`` by the symmetric rank-k update ``dsyrk`` (half the flops of a matmul, and no
-    copy: the transpose of a C-ordered ``J_L`` is Fortran-ordered)."""
+    """``J_Lᵀ J_L`` by ``dsyrk`` (half a matmul's flops; ``J_Lᵀ`` of a C-ordered ``J_L`` is Fortran-ordered)."""
     from scipy.linalg.blas import dsyrk
 
     X = np.ascontiguousarray(JL.numpy())
