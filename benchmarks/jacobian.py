@@ -18,6 +18,11 @@ Three parts (run all by default, or pick with ``--part``):
   embeddings; G = SO(2) rotating embedding coordinates (0, 1) of every token; η lifted by LSMR
   (``--minilm-iters`` iterations); peak memory and residual printed.
 
+* ``lift`` — quick timings (best of a few calls) of the lift and Jacobian paths on small MLPs:
+  the dense Jacobian, the wide (``J Jᵀ``) and tall (``Jᵀ J``) dense lifts, the matrix-free Gram
+  matrix and the matrix-free Gram/LSMR lifts, and a whole :class:`SymmetryProblem` lift. Used
+  to compare before/after refactors (run both trees interleaved; ratios within noise).
+
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/jacobian.py [--part speed|memory|minilm]``.
 """
 
@@ -180,6 +185,44 @@ def part_memory(widths: list[int], dense_limit_gb: float) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# lift: quick timings of the lift and Jacobian paths
+# --------------------------------------------------------------------------------------------
+
+
+def part_lift(repeat: int) -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _timing import timed
+
+    import paramsym.attribution as A
+    from paramsym.models.mlp import mlp
+
+    model = mlp([2, 64, 64, 1], "tanh", generator=torch.Generator().manual_seed(0))
+    x = A.polar_grid(6, 16, 2.0)
+    fn, params = A.function_from_module(model)
+    eta = A.orbit_tangent(fn, params, x, A.so2()).reshape(-1)
+    small = mlp([2, 16, 16, 1], "tanh", generator=torch.Generator().manual_seed(1))
+    fs, ps = A.function_from_module(small)
+    xt = A.polar_grid(30, 64, 2.0)
+    Jt = A.dense_jacobian(fs, ps, xt)
+    et = A.orbit_tangent(fs, ps, xt, A.so2()).reshape(-1)
+    J = A.dense_jacobian(fn, params, x)
+    op = A.JacobianOperator(fn, params, x)
+    prob = A.SymmetryProblem(fn, params, x, A.so2())
+    cases = {
+        f"dense_jacobian {tuple(J.shape)}": lambda: A.dense_jacobian(fn, params, x),
+        "dense lift, wide (J Jᵀ)": lambda: A.lift(J, eta),
+        f"dense lift, tall (Jᵀ J) {tuple(Jt.shape)}": lambda: A.DenseLift(Jt, solver="tall").solve(et),
+        "matrix-free gram()": lambda: op.gram(),
+        "matrix-free lift, gram + column gauge": lambda: A.lift_matrix_free(op, eta, method="gram", gauge="column"),
+        "matrix-free lift, lsmr (200 its)": lambda: A.lift_matrix_free(op, eta, method="lsmr", maxiter=200),
+        "SymmetryProblem.lifts()": lambda: prob.lifts(),
+    }
+    for name, fn_ in cases.items():
+        t, _ = timed(fn_, repeat)
+        print(f"[lift] {name:48s} {t * 1e3:9.2f} ms (best of {repeat})")
+
+
+# --------------------------------------------------------------------------------------------
 # the real all-MiniLM-L6-v2 encoder
 # --------------------------------------------------------------------------------------------
 
@@ -237,7 +280,7 @@ def part_minilm(iters: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["speed", "memory", "minilm", "all"], default="all")
+    ap.add_argument("--part", choices=["speed", "memory", "lift", "minilm", "all"], default="all")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--widths", default="32,128,512,1024,3200")
     ap.add_argument("--dense-limit-gb", type=float, default=1.0)
@@ -253,6 +296,8 @@ def main() -> None:
         part_speed(args.rounds)
     if args.part in ("memory", "all"):
         part_memory([int(w) for w in args.widths.split(",")], args.dense_limit_gb)
+    if args.part in ("lift", "all"):
+        part_lift(max(args.rounds, 2))
     if args.part in ("minilm", "all"):
         part_minilm(args.minilm_iters)
 

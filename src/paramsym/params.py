@@ -18,45 +18,60 @@ Selections are given per parameter as
 * ``"fc1.weight[:, 3]"``            column 3,
 * ``"fc1.weight[0:2, 1]"``          any mix of integers and ``start:stop[:step]`` slices,
 * ``("fc1.weight", mask)``          a boolean mask of the parameter's shape.
+
+A block of *whole* tensors (:meth:`ParameterBlock.from_params`, or :meth:`ParameterBlock.from_module`
+with names or a predicate) is also the column layout of a Jacobian: θ is the concatenation of
+the tensors in block order, each flattened row-major, and :meth:`ParameterBlock.unflatten` maps θ
+back to ``{name: tensor}`` (views of θ) so that ``unflatten(flatten(P)) == P`` for the block's
+tensors. There is one name check (:func:`_check_name`) and one error style for every selection.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from .errors import MaskError, ParameterNameError, check_finite
+from .errors import MaskError, ParameterNameError, ShapeError, check_finite
 
 Selection = str | tuple[str, Tensor]
+#: a selection of whole tensors: names, one name, a predicate on names, or ``None`` (every
+#: parameter with ``requires_grad``)
+NameSelection = Sequence[str] | str | Callable[[str], bool] | None
 
 _SEL = re.compile(r"^\s*(\w[\w.]*)\s*(?:\[(.*)\])?\s*$")
 
 
 @dataclass(frozen=True)
 class BlockEntry:
-    """One parameter's share of a block: flat ``index`` positions of tensor ``name``."""
+    """One parameter's share of a block: flat ``index`` positions of tensor ``name``.
+
+    ``stored_index`` is ``None`` for a whole tensor (the positions ``0..n-1`` are then built
+    on demand by :attr:`index`, so whole-tensor blocks of large models cost no index memory).
+    """
 
     name: str
     shape: tuple[int, ...]
-    index: Tensor  # int64, flat positions inside the parameter, ascending
+    stored_index: Tensor | None  # int64 flat positions inside the parameter, ascending; None = all
     offset: int  # start of this entry inside θ
 
     @property
+    def index(self) -> Tensor:
+        """Flat positions inside the parameter (``arange(n)`` for a whole tensor)."""
+        return torch.arange(_numel(self.shape)) if self.stored_index is None else self.stored_index
+
+    @property
     def size(self) -> int:
-        return int(self.index.numel())
+        return _numel(self.shape) if self.stored_index is None else int(self.stored_index.numel())
 
     @property
     def whole(self) -> bool:
         """True when the entry selects the whole tensor in order."""
-        n = 1
-        for s in self.shape:
-            n *= s
-        return self.size == n
+        return self.stored_index is None or self.size == _numel(self.shape)
 
 
 def _parse_index(expr: str, shape: tuple[int, ...], name: str) -> tuple:
@@ -175,13 +190,131 @@ class ParameterBlock:
         self.size = offset
 
     @classmethod
-    def from_module(cls, model: nn.Module, selections: Selection | Sequence[Selection]) -> ParameterBlock:
-        """Build a block from ``model.named_parameters()``."""
-        return cls(dict(model.named_parameters()), selections)
+    def from_params(cls, params: Mapping[str, Tensor], names: Sequence[str] | None = None) -> ParameterBlock:
+        """The block of whole tensors ``names`` (default: every tensor of ``params``, in order).
+
+        This is the column layout of a Jacobian: θ = concat of the tensors, each row-major.
+        """
+        names = list(params) if names is None else list(names)
+        if not names:
+            raise MaskError(
+                "a parameter block needs at least one tensor; the selection is empty (select at "
+                "least one trainable parameter)."
+            )
+        block = cls.__new__(cls)
+        entries, offset = [], 0
+        for name in names:
+            _check_name(name, params)
+            e = BlockEntry(name, tuple(params[name].shape), None, offset)
+            entries.append(e)
+            offset += e.size
+        block.entries, block.size = tuple(entries), offset
+        return block
+
+    @classmethod
+    def from_module(
+        cls, model: nn.Module, selections: Selection | Sequence[Selection] | Callable[[str], bool] | None = None
+    ) -> ParameterBlock:
+        """Build a block from ``model.named_parameters()``.
+
+        ``selections`` are entry selections (module docstring), a predicate on parameter names
+        (whole tensors), or ``None`` (every parameter with ``requires_grad``, whole tensors).
+        """
+        params = dict(model.named_parameters())
+        if selections is None or callable(selections):
+            if selections is None:
+                names = [n for n, p in params.items() if p.requires_grad]
+                what = "requires_grad"
+            else:
+                names = [n for n in params if selections(n)]
+                what = "the predicate"
+            if not names:
+                avail = ", ".join(f"{k} {tuple(v.shape)}" for k, v in params.items())
+                raise ParameterNameError(
+                    f"no parameter of {type(model).__name__} is selected by {what}. Available "
+                    f"parameters: {avail}."
+                )
+            return cls.from_params(params, names)
+        if isinstance(selections, (list, tuple)) and selections and len(set(selections)) == len(selections) and all(
+            isinstance(s, str) and "[" not in s for s in selections
+        ):
+            return cls.from_params(params, selections)  # whole tensors: no masks needed
+        if isinstance(selections, str) and "[" not in selections:
+            return cls.from_params(params, [selections.strip()])
+        return cls(params, selections)
 
     @property
     def names(self) -> list[str]:
         return [e.name for e in self.entries]
+
+    # -- whole-tensor layout (Jacobian columns) -------------------------------------------
+    @property
+    def is_whole(self) -> bool:
+        """Every entry is a whole tensor (θ ↔ ``{name: tensor}`` by :meth:`unflatten`)."""
+        return all(e.whole for e in self.entries)
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(e.shape for e in self.entries)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(e.size for e in self.entries)
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        return tuple(e.offset for e in self.entries)
+
+    @property
+    def numel(self) -> int:
+        """``p`` (same as :attr:`size`)."""
+        return self.size
+
+    def slice(self, name: str) -> slice:
+        """Positions of tensor ``name``'s entries inside θ (Jacobian columns)."""
+        for e in self.entries:
+            if e.name == name:
+                return slice(e.offset, e.offset + e.size)
+        raise ParameterNameError(
+            f"the block has no parameter named {name!r}. Block parameters: {self.names}."
+        )
+
+    def owner(self, index: int) -> tuple[str, int]:
+        """``(tensor name, flat position inside that tensor)`` of θ entry ``index``."""
+        if not 0 <= index < self.size:
+            raise ShapeError(f"index {index} is outside θ of length p = {self.size}.")
+        for e in self.entries:
+            if index < e.offset + e.size:
+                return e.name, index - e.offset if e.stored_index is None else int(e.stored_index[index - e.offset])
+        raise AssertionError("unreachable")
+
+    def flatten(self, params: Mapping[str, Tensor]) -> Tensor:
+        """θ from a name→tensor map holding (at least) the block's tensors; same as :meth:`gather`."""
+        for e in self.entries:
+            _check_name(e.name, params)
+        return self.gather(params)
+
+    def unflatten(self, theta: Tensor) -> dict[str, Tensor]:
+        """``{name: tensor}`` of a whole-tensor block from θ (views of ``theta``).
+
+        Raises:
+            MaskError: the block selects parts of tensors (use :meth:`scatter` into full params).
+            ShapeError: ``theta`` is not a vector of length ``p``.
+        """
+        if not self.is_whole:
+            raise MaskError(
+                f"{self!r} selects parts of tensors, so θ alone does not determine them; use "
+                "block.scatter(theta, params) to write θ into the full parameters."
+            )
+        if theta.dim() != 1 or theta.numel() != self.size:
+            raise ShapeError(f"flat parameter vector has shape {tuple(theta.shape)}; expected ({self.size},).")
+        return {e.name: theta[e.offset : e.offset + e.size].view(e.shape) for e in self.entries}
+
+    def tensors(self, params: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        """The block's whole tensors of ``params`` (``{name: params[name]}``, block order)."""
+        for e in self.entries:
+            _check_name(e.name, params)
+        return {e.name: params[e.name] for e in self.entries}
 
     def __len__(self) -> int:
         return self.size
@@ -205,8 +338,6 @@ class ParameterBlock:
         Works for a single θ of shape ``(p,)`` and inside ``vmap``/``jvp``.
         """
         if theta.shape[-1] != self.size:
-            from .errors import ShapeError
-
             raise ShapeError(
                 f"θ has {theta.shape[-1]} entries in its last dimension, but the block "
                 f"{self!r} has p = {self.size}."

@@ -14,6 +14,15 @@ from a plain function. Two outputs are supported:
 
 Invariants: ``F(θ0)`` equals the model's own output on X (up to dtype rounding); ``F`` is pure,
 differentiable and ``vmap``-able in θ.
+
+Both rest on :class:`ModuleFunction` — the one place a model is copied (eval mode, optional
+dtype such as float64), its parameters checked finite and a block selected. Besides the
+fixed-batch target it offers the *per-sample* view used by attribution,
+
+    f(params: dict[str, Tensor], x: Tensor[N, ...]) -> Tensor[N, dimY],
+
+a function of the block's whole tensors and of a batch of probe points
+(:meth:`ModuleFunction.per_sample`).
 """
 
 from __future__ import annotations
@@ -30,6 +39,10 @@ from .errors import MaskError, ShapeError, check_finite
 from .params import ParameterBlock, Selection, detached_params, install
 
 Batch = Tensor | tuple | Mapping[str, Any]
+#: ``f(params, x) -> Tensor[N, dimY]``, evaluated per sample (row n depends on x[n] only)
+ParamFunction = Callable[[Mapping[str, Tensor], Tensor], Tensor]
+#: ``forward(apply, x) -> Tensor`` with ``apply(*args, **kwargs)`` = the model at given parameters
+Forward = Callable[..., Tensor]
 
 
 def _split_batch(batch: Batch) -> tuple[tuple, dict]:
@@ -82,7 +95,96 @@ def _check_batch_finite(batch: Batch) -> None:
             check_finite(f"batch input {k!r}", a, "Remove or fix the non-finite rows of X.")
 
 
-class Target:
+class ModuleFunction:
+    """A private eval-mode copy of ``model`` and a block of its parameters; everything else fixed.
+
+    Args:
+        model: any ``nn.Module``; copied (never modified), put in eval mode, gradients off.
+        block: a :class:`ParameterBlock`, entry selections, a predicate on names (whole
+            tensors) or ``None`` (every parameter with ``requires_grad``, whole tensors).
+        dtype: floating dtype of the copy (``None`` keeps the model's; ``torch.float64`` for
+            attribution's float64 analysis).
+
+    Raises:
+        ParameterNameError, MaskError: bad block selection (one message style, see params).
+        NonFiniteError: non-finite parameters or buffers.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        block: ParameterBlock | Selection | Sequence[Selection] | Callable[[str], bool] | None = None,
+        *,
+        dtype: torch.dtype | None = None,
+    ):
+        if not isinstance(model, nn.Module):
+            raise ShapeError(f"model must be a torch.nn.Module, received {type(model).__name__}.")
+        # select on the caller's model (``None`` reads its requires_grad flags), then copy
+        self.block = block if isinstance(block, ParameterBlock) else ParameterBlock.from_module(model, block)
+        self.model = copy.deepcopy(model)
+        if dtype is not None:
+            self.model = self.model.to(dtype)
+        self.model.eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.params = detached_params(self.model)
+        for k, v in self.params.items():
+            if v.is_floating_point():
+                check_finite(f"parameter {k!r}", v, "Fix the model's weights before analysing them.")
+
+    def block_params(self) -> dict[str, Tensor]:
+        """Clones of the block's whole tensors (the ``params`` argument of :meth:`per_sample`)."""
+        self._require_whole()
+        return {k: v.clone() for k, v in self.block.tensors(self.params).items()}
+
+    def _require_whole(self) -> None:
+        if not self.block.is_whole:
+            raise MaskError(
+                f"the per-sample view needs whole tensors, but {self.block!r} selects parts of "
+                "tensors; select whole parameters (names or a predicate)."
+            )
+
+    def per_sample(self, forward: Forward | None = None) -> ParamFunction:
+        """``f(params, x) -> [N, dimY]``: the model on probe points ``x`` at block tensors ``params``.
+
+        ``params`` are the block's whole tensors (missing ones keep their fixed values); the
+        other parameters and buffers are fixed. ``forward(apply, x)`` customises the call
+        (``apply(*args, **kwargs)`` runs the model), e.g. a Hugging Face encoder:
+        ``lambda apply, x: apply(inputs_embeds=x).last_hidden_state.mean(1)``. The output is
+        reshaped to ``[N, dimY]`` (``[N]`` becomes ``[N, 1]``; trailing dimensions flattened).
+        """
+        self._require_whole()
+        model = self.model
+        fixed = {k: v for k, v in self.params.items()}
+
+        def f(p: Mapping[str, Tensor], x: Tensor) -> Tensor:
+            merged = {**fixed, **p}
+
+            def apply(*args, **kwargs):
+                return functional_call(model, merged, args, kwargs)
+
+            out = forward(apply, x) if forward is not None else apply(x)
+            if not isinstance(out, Tensor):
+                raise ShapeError(
+                    f"the model returned {type(out).__name__}; pass forward=... that returns a "
+                    "Tensor of shape [N, dimY]."
+                )
+            n = x.shape[0]
+            if out.dim() == 0 or out.shape[0] != n:
+                raise ShapeError(
+                    f"the model output has shape {tuple(out.shape)}; expected a leading batch "
+                    f"dimension {n} (one row per probe point)."
+                )
+            return out.reshape(n, -1)
+
+        return f
+
+    def install(self, theta: Tensor) -> nn.Module:
+        """A copy of the model with the block set to ``theta``."""
+        return install(self.model, self.block, theta)
+
+
+class Target(ModuleFunction):
     """``F_X(θ)``: the flattened output of ``model`` on ``batch`` as a function of a block.
 
     Args:
@@ -106,14 +208,7 @@ class Target:
         *,
         name: str = "",
     ):
-        self.model = copy.deepcopy(model).eval()
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-        self.block = block if isinstance(block, ParameterBlock) else ParameterBlock.from_module(self.model, block)
-        self.params = detached_params(self.model)
-        for k, v in self.params.items():
-            if v.is_floating_point():
-                check_finite(f"parameter {k!r}", v, "Fix the model's weights before analysing them.")
+        super().__init__(model, block)
         _check_batch_finite(batch)
         self.batch = batch
         self._args, self._kwargs = _split_batch(batch)
@@ -152,10 +247,6 @@ class Target:
     @property
     def device(self) -> torch.device:
         return self.theta0.device
-
-    def install(self, theta: Tensor) -> nn.Module:
-        """A copy of the model with the block set to ``theta``."""
-        return install(self.model, self.block, theta)
 
     def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Target:
         """A copy of this target in another dtype/device (model, batch and θ0 converted)."""

@@ -235,3 +235,50 @@ def test_generator_lifts_and_tables():
     top = parameter_table(att, top=5)
     assert len(top) == 5 and top[0]["abs_c"] == pytest.approx(float(att.c.direction.abs().max()))
     assert markdown(rows).count("\n") == len(rows) + 2
+
+
+# ---------------------------------------------------------------- the tall (J_Lᵀ J_L) solver
+
+
+@pytest.mark.parametrize("m,p", [(80, 30), (400, 60)])  # LAPACK subset and Lanczos paths
+def test_tall_solver_equals_numpy_references_and_the_wide_route(m, p):
+    """solver='tall' (p × p Gram) is the same truncated, gauged pinv as the M × M route and as
+    numpy's SVD references; 'auto' chooses it when M ≥ p."""
+    sigma = np.concatenate([SIGMA, np.zeros(p - len(SIGMA))])[:p]
+    scales = torch.from_numpy(np.random.default_rng(8).uniform(0.05, 5.0, p))
+    J = _matrix_with_spectrum(m, p, sigma[sigma > 0], seed=4) * scales
+    J[:, 3] = 0.0  # a dead column
+    t = torch.from_numpy(np.random.default_rng(9).standard_normal(m))
+    assert DenseLift(J).solver == "tall" and DenseLift(J.T.contiguous()).solver == "gram"
+    Jn, tn = J.numpy(), t.numpy()
+    live = np.linalg.norm(Jn, axis=0) > 0
+    k = 5  # σ ≥ τσ₁ = 3e-3 keeps 3, 1, 0.2, 1e-2, 4e-3
+    # gauge none: numpy's truncated pinv of the live columns
+    r = lift(J, t, gauge="none", solver="tall")
+    ref = np.zeros(p)
+    ref[live] = np.linalg.pinv(Jn[:, live], rcond=1e-3) @ tn
+    assert r.rank == k and bool(r.dead[3]) and float(r.direction[3]) == 0.0
+    np.testing.assert_allclose(r.direction.numpy(), ref, rtol=0, atol=1e-8 * np.abs(ref).max())
+    # gauge column: D⁻¹ (J D⁻¹)⁺_k t from numpy's SVD
+    r = lift(J, t, gauge="column", solver="tall")
+    D = np.linalg.norm(Jn[:, live], axis=0)
+    UD, sD, VDt = np.linalg.svd(Jn[:, live] / D, full_matrices=False)
+    ref = np.zeros(p)
+    ref[live] = (VDt[:k].T @ ((UD[:, :k].T @ tn) / sD[:k])) / D
+    np.testing.assert_allclose(r.direction.numpy(), ref, rtol=0, atol=1e-7 * np.abs(ref).max())
+    for gauge in ("none", "column"):
+        tall = lift(J, t, gauge=gauge, solver="tall")
+        wide = lift(J, t, gauge=gauge, solver="gram")
+        assert tall.rank == wide.rank and tall.info["solver"] == "tall" and tall.method == "dense"
+        assert float((tall.direction - wide.direction).norm() / wide.direction.norm()) < 1e-8
+        assert abs(tall.residual - wide.residual) < 1e-10
+        torch.testing.assert_close(tall.sigma[:k], wide.sigma[:k], rtol=1e-9, atol=0)
+
+
+def test_tall_solver_refuses_float32_and_bad_names():
+    J = _matrix_with_spectrum(20, 5, [1.0, 0.5]).float()
+    assert DenseLift(J).solver == "gram"  # auto keeps float32 on the M × M route
+    with pytest.raises(ValueError, match="float64"):
+        DenseLift(J, solver="tall")
+    with pytest.raises(ValueError, match="solver must be one of"):
+        DenseLift(J.double(), solver="qr")

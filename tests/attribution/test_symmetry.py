@@ -3,6 +3,7 @@
 import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -22,7 +23,8 @@ from paramsym.attribution import (
     so2,
     transform_x,
 )
-from paramsym.errors import GroupError, NonFiniteError, ShapeError
+from paramsym.attribution.function_groups import REFLECTION, function_group
+from paramsym.errors import GroupError, NonFiniteError, RepresentationError, ShapeError
 
 
 def mexican_hat_force(x):
@@ -169,3 +171,59 @@ def test_bad_input_named_errors():
         finite_group(torch.stack([torch.eye(2, dtype=torch.float64), r]), torch.ones(2, 1, 1))
     ok = finite_group(torch.stack([torch.eye(2, dtype=torch.float64), r, r @ r]), torch.ones(3, 1, 1))
     assert ok.order == 3
+
+
+# ---------------------------------------------------------------- finite groups through paramsym.groups
+
+
+def _old_cyclic_taus(n):
+    """The element list the former stand-alone constructor built: R(2πk/n), k = 0..n-1."""
+    return torch.stack([rotation(2 * math.pi * k / n) for k in range(n)])
+
+
+def test_cyclic_and_dihedral_through_groups_equal_the_old_element_sets():
+    from paramsym.groups import finite as fin
+
+    c4 = cyclic(4)
+    assert c4.name == "C_4" and c4.order == 4 and c4.finite and c4.meta == {"kind": "cyclic", "n": 4}
+    assert torch.equal(c4.taus, _old_cyclic_taus(4))  # bit for bit
+    assert torch.equal(c4.rhos, torch.ones(4, 1, 1, dtype=torch.float64))
+    assert torch.equal(c4.weights, torch.full((4,), 0.25, dtype=torch.float64))
+    assert c4.structure.order == 4 and c4.structure.family == ("cyclic", 4)
+    ref = torch.linalg.matrix_power
+    d3 = dihedral(3, input_dim=3, output_dim=2, output_plane=(0, 1))
+    old = _old_cyclic_taus(3)
+    old_in = torch.cat([old, old @ REFLECTION])
+    assert torch.equal(d3.taus[:, :2, :2], old_in) and torch.equal(d3.rhos, old_in)
+    assert torch.equal(d3.taus[:, 2, 2], torch.ones(6, dtype=torch.float64))
+    # the same group from generator images (paramsym.groups.reps.from_generators)
+    from paramsym.groups.reps import from_generators
+
+    G = fin.cyclic(4)
+    rep = from_generators(G, [rotation(math.pi / 2).numpy()])
+    triv = from_generators(G, [np.eye(1)])
+    fg = function_group(G, rep, triv, name="C_4")
+    torch.testing.assert_close(fg.taus, c4.taus, rtol=0, atol=1e-15)
+    assert all(torch.allclose(ref(fg.taus[1], k), fg.taus[k]) for k in range(4))
+
+
+def test_function_group_checks_come_from_groups():
+    from paramsym.groups import finite as fin
+    from paramsym.groups.reps import Representation, trivial
+
+    G, H = fin.cyclic(4), fin.cyclic(3)
+    with pytest.raises(GroupError, match="not of"):
+        function_group(G, trivial(H, 2), trivial(G))
+    bad = Representation(G, np.stack([rotation(math.pi / 2 * k).numpy() for k in (0, 1, 3, 2)]), check=False)
+    with pytest.raises(RepresentationError, match="homomorphism"):
+        function_group(G, bad, trivial(G))
+    # finite_group: closure through from_matrices, the given order kept, repeats refused
+    r = rotation(2 * math.pi / 3)
+    elems = torch.stack([r, torch.eye(2, dtype=torch.float64), r @ r])
+    g3 = finite_group(elems, torch.ones(3, 1, 1))
+    assert torch.equal(g3.taus, elems) and g3.structure.order == 3
+    assert [g3.structure.matrices[j][:2, :2] for j in g3.meta["elements"]][0] == pytest.approx(r.numpy())
+    with pytest.raises(GroupError, match="repeats"):
+        finite_group(torch.cat([elems, elems[:1]]), torch.ones(4, 1, 1))
+    with pytest.raises(GroupError, match="singular"):
+        finite_group(torch.zeros(1, 2, 2), torch.ones(1, 1, 1))

@@ -149,3 +149,52 @@ def test_bad_selections_raise_named_errors_that_say_what_to_do():
     block = ParameterBlock(P, "2.bias")
     with pytest.raises(ShapeError, match="p = 2"):
         block.scatter(torch.zeros(3), P)
+
+
+def test_whole_tensor_block_is_the_jacobian_layout():
+    """from_params/from_module of whole tensors: flatten/unflatten round trip (views), slice,
+    owner, and the same block as the mask path."""
+    net = _net()
+    P = _params(net)
+    block = ParameterBlock.from_params(P)
+    assert block.is_whole and block.names == list(P) and block.numel == block.size == 4 * 3 + 4 + 2 * 4 + 2
+    assert block.shapes == tuple(tuple(v.shape) for v in P.values())
+    assert block.offsets == (0, 12, 16, 24) and block.sizes == (12, 4, 8, 2)
+    theta = block.flatten(P)
+    assert torch.equal(theta, ParameterBlock(P, list(P)).gather(P))  # the mask path agrees
+    back = block.unflatten(theta)
+    assert all(torch.equal(back[k], P[k]) for k in P)
+    assert back["2.bias"].data_ptr() == theta[24:].data_ptr()  # views of θ
+    assert block.slice("2.weight") == slice(16, 24)
+    assert block.owner(16 + 5) == ("2.weight", 5) and block.owner(0) == ("0.weight", 0)
+    # a partial block: owner reports the position inside the tensor; unflatten refuses
+    part = ParameterBlock(P, ["0.weight[:, 1]", "2.bias"])
+    assert part.owner(1) == ("0.weight", 4) and part.owner(4) == ("2.bias", 0)
+    with pytest.raises(MaskError, match="scatter"):
+        part.unflatten(part.gather(P))
+    with pytest.raises(ShapeError, match=r"expected \(26,\)"):
+        block.unflatten(theta[:-1])
+    with pytest.raises(ShapeError, match="outside"):
+        block.owner(26)
+    with pytest.raises(ParameterNameError, match="Block parameters"):
+        block.slice("1.weight")
+
+
+def test_from_module_by_names_predicate_or_requires_grad_with_one_error_style():
+    net = _net()
+    net[2].bias.requires_grad_(False)
+    assert ParameterBlock.from_module(net).names == ["0.weight", "0.bias", "2.weight"]
+    assert ParameterBlock.from_module(net, lambda n: n.startswith("2.")).names == ["2.weight", "2.bias"]
+    assert ParameterBlock.from_module(net, ["2.bias", "0.weight"]).names == ["2.bias", "0.weight"]
+    assert ParameterBlock.from_module(net, "0.bias").is_whole
+    # one name check, one message style, whatever the route
+    msgs = []
+    for sel in (["9.weight"], "9.weight", "9.weight[0]"):
+        with pytest.raises(ParameterNameError) as exc:
+            ParameterBlock.from_module(net, sel)
+        msgs.append(str(exc.value))
+    assert all("no parameter named '9.weight'" in m and "Available parameters: 0.weight (4, 3)" in m for m in msgs)
+    with pytest.raises(ParameterNameError, match="selected by the predicate.*Available parameters"):
+        ParameterBlock.from_module(net, lambda n: False)
+    with pytest.raises(MaskError, match="at least one"):
+        ParameterBlock.from_params({})

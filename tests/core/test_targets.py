@@ -195,3 +195,33 @@ def test_boundary_target_refuses_blocks_outside_the_subnetwork():
     assert net.training
     with pytest.raises(MaskError, match="linear layers"):
         BoundaryTarget(net, ["fc1.weight[0]"], X, in_layer="act", out_layer="fc2", units=[0], activation=torch.relu)
+
+
+def test_module_function_per_sample_view_matches_target_and_the_model():
+    """The per-sample f(params, x) (attribution's view) and the fixed-batch Target share one
+    model copy path: same outputs, float64 conversion on the copy only."""
+    from paramsym.targets import ModuleFunction
+
+    net = _mlp(seed=3)
+    X = torch.randn(6, 3, generator=torch.Generator().manual_seed(4))
+    mf = ModuleFunction(net, ["fc2.weight", "fc1.bias"], dtype=torch.float64)
+    f, params = mf.per_sample(), mf.block_params()
+    assert list(params) == ["fc2.weight", "fc1.bias"] and params["fc2.weight"].dtype == torch.float64
+    with torch.no_grad():
+        ref = net(X).double()
+    assert net.fc1.weight.dtype == torch.float32  # the caller's model is untouched
+    y = f(params, X.double())
+    assert y.shape == (6, 2) and y.dtype == torch.float64
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-6)
+    target = Target(net, ["fc2.weight", "fc1.bias"], X)
+    theta = target.block.gather(target.params)
+    with torch.no_grad():
+        torch.testing.assert_close(target(theta).double(), f(mf.block.unflatten(theta.double()), X.double()).reshape(-1),
+                                   rtol=1e-5, atol=1e-6)
+    # moving a block tensor moves f; the other parameters stay fixed
+    moved = {**params, "fc1.bias": params["fc1.bias"] + 1.0}
+    assert not torch.allclose(f(moved, X.double()), y)
+    with pytest.raises(MaskError, match="whole tensors"):
+        ModuleFunction(net, "fc1.weight[0]").per_sample()
+    with pytest.raises(ShapeError, match="leading batch"):
+        ModuleFunction(net, "fc1.bias").per_sample(lambda apply, x: apply(x)[0])({}, X)

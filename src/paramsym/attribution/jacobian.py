@@ -10,8 +10,8 @@ statistics). Its discretised differential on the probe set ``{x_n}`` is the matr
     J ∈ R^{(N·dimY) × p},    J[(n, a), i] = ∂ f_{θ,a}(x_n) / ∂θ_i,
 
 with rows in ``(n, a)`` order (n-major, the order of ``f(params, x).reshape(-1)``) and columns
-in the order of :class:`ParamLayout` (the dictionary's insertion order, each tensor flattened
-row-major). Columns are the pointwise functional sensitivities ``S_i*`` of seed 003.
+in the order of the whole-tensor :class:`~paramsym.params.ParameterBlock` of the parameters
+(the dictionary's insertion order, each tensor flattened row-major). Columns are the pointwise functional sensitivities ``S_i*`` of seed 003.
 
 Two realisations:
 
@@ -22,130 +22,32 @@ Two realisations:
   one forward pass.
 
 :func:`function_from_module` builds ``f`` from any ``nn.Module`` and a selection of trainable
-parameter names; the other parameters and buffers are held fixed ("first layer frozen").
+parameter names (through :class:`paramsym.targets.ModuleFunction`); the other parameters and
+buffers are held fixed ("first layer frozen").
 """
 
 from __future__ import annotations
 
-import copy
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 
-import numpy as np
 import torch
 from torch import Tensor, nn
-from torch.func import functional_call, jacrev, jvp, vjp, vmap
+from torch.func import jacrev, jvp, vjp, vmap
 
-from ..errors import NonFiniteError, ParameterNameError, ShapeError
-
-#: ``f(params, x) -> Tensor[N, dimY]``, evaluated per sample.
-ParamFunction = Callable[[Mapping[str, Tensor], Tensor], Tensor]
-
-
-# --------------------------------------------------------------------------------------------
-# Parameter layout: dict[str, Tensor] <-> flat vector
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParamLayout:
-    """Names and shapes of a parameter dictionary and its flat (column) order.
-
-    Invariant: ``layout.unflatten(layout.flatten(params)) == params`` and column ``i`` of the
-    Jacobian is entry ``i`` of ``layout.flatten``.
-    """
-
-    names: tuple[str, ...]
-    shapes: tuple[tuple[int, ...], ...]
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Tensor]) -> ParamLayout:
-        if not params:
-            raise ShapeError(
-                "the parameter dictionary is empty; select at least one trainable parameter "
-                "(function_from_module(..., trainable=[...]))."
-            )
-        return cls(tuple(params), tuple(tuple(t.shape) for t in params.values()))
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        return tuple(int(np.prod(s)) if s else 1 for s in self.shapes)
-
-    @property
-    def numel(self) -> int:
-        return int(sum(self.sizes))
-
-    @property
-    def offsets(self) -> tuple[int, ...]:
-        out, acc = [], 0
-        for s in self.sizes:
-            out.append(acc)
-            acc += s
-        return tuple(out)
-
-    def slice(self, name: str) -> slice:
-        """Columns of tensor ``name`` in the flat order."""
-        try:
-            i = self.names.index(name)
-        except ValueError:
-            raise ParameterNameError(
-                f"no parameter named {name!r}; the layout has {list(self.names)}."
-            ) from None
-        return slice(self.offsets[i], self.offsets[i] + self.sizes[i])
-
-    def flatten(self, params: Mapping[str, Tensor]) -> Tensor:
-        """Concatenate the tensors (in layout order) into one vector of length ``numel``."""
-        missing = [n for n in self.names if n not in params]
-        if missing:
-            raise ParameterNameError(f"parameters {missing} are missing; expected {list(self.names)}.")
-        return torch.cat([params[n].reshape(-1) for n in self.names])
-
-    def unflatten(self, vec: Tensor) -> dict[str, Tensor]:
-        """Split a vector of length ``numel`` back into named tensors (views of ``vec``)."""
-        if vec.dim() != 1 or vec.numel() != self.numel:
-            raise ShapeError(
-                f"flat parameter vector has shape {tuple(vec.shape)}; expected ({self.numel},)."
-            )
-        return {
-            n: vec[o : o + s].view(shape)
-            for n, shape, o, s in zip(self.names, self.shapes, self.offsets, self.sizes)
-        }
-
-    def owner(self, index: int) -> tuple[str, int]:
-        """``(tensor name, flat index inside that tensor)`` of column ``index``."""
-        offs = np.asarray(self.offsets)
-        k = int(np.searchsorted(offs, index, side="right") - 1)
-        return self.names[k], index - self.offsets[k]
-
+from ..errors import NonFiniteError, ShapeError
+from ..linop import LinearOperator
+from ..params import ParameterBlock
+from ..targets import ModuleFunction, ParamFunction
 
 # --------------------------------------------------------------------------------------------
-# Building f from an nn.Module
+# The parameter function: built on paramsym.targets / paramsym.params (one implementation)
 # --------------------------------------------------------------------------------------------
 
-
-def _select_names(module: nn.Module, trainable) -> list[str]:
-    all_names = [n for n, _ in module.named_parameters()]
-    if trainable is None:
-        return [n for n, p in module.named_parameters() if p.requires_grad]
-    if callable(trainable):
-        chosen = [n for n in all_names if trainable(n)]
-    else:
-        if isinstance(trainable, str):
-            trainable = [trainable]
-        chosen = list(trainable)
-        unknown = [n for n in chosen if n not in all_names]
-        if unknown:
-            raise ParameterNameError(
-                f"trainable names {unknown} are not parameters of {type(module).__name__}; "
-                f"valid names: {all_names}."
-            )
-    if not chosen:
-        raise ParameterNameError(
-            f"the trainable selection matches no parameter of {type(module).__name__}; "
-            f"valid names: {all_names}."
-        )
-    return chosen
+#: Alias kept for the public API: the column layout of ``J`` is a whole-tensor
+#: :class:`~paramsym.params.ParameterBlock` (``ParameterBlock.from_params(p)`` is
+#: ``ParameterBlock.from_params(p)``; ``flatten``/``unflatten``/``slice``/``owner`` live there).
+ParamLayout = ParameterBlock
 
 
 def function_from_module(
@@ -156,6 +58,11 @@ def function_from_module(
     dtype: torch.dtype | None = torch.float64,
 ) -> tuple[ParamFunction, dict[str, Tensor]]:
     """Turn ``module`` into a pure ``f(params, x) -> Tensor[N, dimY]`` of selected parameters.
+
+    A thin wrapper of :class:`paramsym.targets.ModuleFunction` (the one model-copying and
+    name-checking path shared with discovery's :class:`~paramsym.targets.Target`):
+    ``mf = ModuleFunction(module, trainable, dtype=dtype)``; returns
+    ``(mf.per_sample(forward), mf.block_params())``.
 
     Args:
         module: any ``nn.Module`` (it is copied; the caller's module is never modified).
@@ -174,39 +81,10 @@ def function_from_module(
         ``f`` reshapes the module's output to ``[N, dimY]`` (a ``[N]`` output becomes
         ``[N, 1]``, trailing dimensions are flattened).
     """
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, received {type(module).__name__}.")
-    names = _select_names(module, trainable)
-    model = copy.deepcopy(module)
-    if dtype is not None:
-        model = model.to(dtype)
-    model.eval()
-    state = {n: p.detach() for n, p in model.named_parameters()}
-    state.update({n: b.detach() for n, b in model.named_buffers()})
-    params = {n: state[n].clone() for n in names}
-    fixed = {n: t for n, t in state.items() if n not in params}
-
-    def f(p: Mapping[str, Tensor], x: Tensor) -> Tensor:
-        merged = {**fixed, **p}
-
-        def apply(*args, **kwargs):
-            return functional_call(model, merged, args, kwargs)
-
-        out = forward(apply, x) if forward is not None else apply(x)
-        if not isinstance(out, Tensor):
-            raise TypeError(
-                f"the module returned {type(out).__name__}; pass forward=... that returns a "
-                "Tensor of shape [N, dimY]."
-            )
-        n = x.shape[0]
-        if out.dim() == 0 or out.shape[0] != n:
-            raise ShapeError(
-                f"the model output has shape {tuple(out.shape)}; expected a leading batch "
-                f"dimension {n} (one row per probe point)."
-            )
-        return out.reshape(n, -1)
-
-    return f, params
+    if isinstance(trainable, str):
+        trainable = [trainable]
+    mf = ModuleFunction(module, trainable, dtype=dtype)
+    return mf.per_sample(forward), mf.block_params()
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,7 +149,7 @@ def dense_jacobian(
 
     Args:
         fn: ``f(params, x) -> [N, dimY]``, per sample.
-        params: the trainable tensors (columns, in :class:`ParamLayout` order).
+        params: the trainable tensors (columns in the order of their whole-tensor block).
         x: probe set ``[N, dimX]`` (or ``[N, ...]``).
         chunk_size: probe points per vmapped batch (memory ``chunk·dimY·p`` extra); ``None`` =
             all at once.
@@ -284,7 +162,7 @@ def dense_jacobian(
     """
     check_probes(x)
     p = _as_dtype(params, dtype)
-    layout = ParamLayout.from_params(p)
+    layout = ParameterBlock.from_params(p)
     xs = x.to(dtype) if (dtype is not None and x.is_floating_point()) else x
 
     def single(pp, xi):
@@ -310,12 +188,15 @@ def dense_jacobian(
 # --------------------------------------------------------------------------------------------
 
 
-class JacobianOperator:
+class JacobianOperator(LinearOperator):
     """Matrix-free ``J`` of ``θ ↦ f_θ(x)`` at fixed ``params`` and probe set ``x``.
+
+    A :class:`paramsym.linop.LinearOperator`: rows, column norms, ``dense()``, ``gram()`` and
+    the SciPy adapter are the base's, derived from the two products below.
 
     ``matvec(v) = J v`` by one ``torch.func.jvp``; ``rmatvec(u) = Jᵀ u`` by one
     ``torch.func.vjp`` (its forward pass is recorded once and reused). Vectors are flat, in
-    :class:`ParamLayout` order (length ``p``) and ``(n, a)`` row order (length ``N·dimY``).
+    column order of :attr:`layout` (length ``p``) and ``(n, a)`` row order (length ``N·dimY``).
 
     Args:
         fn: ``f(params, x) -> [N, dimY]``.
@@ -335,7 +216,7 @@ class JacobianOperator:
         check_probes(x)
         self.fn = fn
         self.params = _as_dtype(params, dtype)
-        self.layout = ParamLayout.from_params(self.params)
+        self.layout = ParameterBlock.from_params(self.params)
         self.x = x.to(dtype) if (dtype is not None and x.is_floating_point()) else x
         self.dtype = next(iter(self.params.values())).dtype
         out, self._vjp = vjp(lambda p: fn(p, self.x), self.params)
@@ -356,54 +237,6 @@ class JacobianOperator:
         (g,) = self._vjp(u)
         return self.layout.flatten(g)
 
-    def rows(self, index: Tensor | Iterable[int]) -> Tensor:
-        """Rows ``J[index, :]`` by batched VJPs (``vmap`` over unit vectors)."""
-        idx = torch.as_tensor(list(index) if not isinstance(index, Tensor) else index)
-        eye = torch.zeros(len(idx), self.shape[0], dtype=self.dtype)
-        eye[torch.arange(len(idx)), idx] = 1.0
-        return vmap(self.rmatvec)(eye)
-
-    def column_norms(self, chunk_size: int = 64) -> Tensor:
-        """``‖J_{:,i}‖₂`` for all ``i`` from ``N·dimY`` VJPs (rows accumulated, chunked)."""
-        acc = torch.zeros(self.shape[1], dtype=self.dtype)
-        for s in range(0, self.shape[0], chunk_size):
-            r = self.rows(range(s, min(s + chunk_size, self.shape[0])))
-            acc += (r * r).sum(0)
-        return acc.sqrt()
-
-    def dense(self, chunk_size: int = 64) -> Tensor:
-        """Materialise ``J`` from VJPs (for checks on small models)."""
-        return torch.cat(
-            [self.rows(range(s, min(s + chunk_size, self.shape[0])))
-             for s in range(0, self.shape[0], chunk_size)]
-        )
-
-    def gram(self, chunk_size: int = 32, weights: Tensor | None = None) -> Tensor:
-        """``J W Jᵀ`` (``W = diag(weights)``, identity by default) from VJP–JVP pairs.
-
-        Memory ``O((N·dimY)² + chunk·p)``; cost ``N·dimY`` VJPs and JVPs.
-        """
-        m = self.shape[0]
-        K = torch.empty(m, m, dtype=self.dtype)
-        for s in range(0, m, chunk_size):
-            r = self.rows(range(s, min(s + chunk_size, m)))
-            if weights is not None:
-                r = r * weights
-            K[:, s : s + r.shape[0]] = vmap(self.matvec)(r).T
-        return 0.5 * (K + K.T)
-
-    def to_scipy(self):
-        """A ``scipy.sparse.linalg.LinearOperator`` (float64 numpy vectors) wrapping ``J``."""
-        from scipy.sparse.linalg import LinearOperator
-
-        def mv(v):
-            return self.matvec(torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64)).reshape(-1)).numpy()
-
-        def rmv(u):
-            return self.rmatvec(torch.from_numpy(np.ascontiguousarray(u, dtype=np.float64)).reshape(-1)).numpy()
-
-        return LinearOperator(self.shape, matvec=mv, rmatvec=rmv, dtype=np.float64)
-
 
 def finite_difference_matvec(
     fn: ParamFunction,
@@ -418,7 +251,7 @@ def finite_difference_matvec(
     An autodiff-free reference for ``J v``.
     """
     p = _as_dtype(params, torch.float64)
-    layout = ParamLayout.from_params(p)
+    layout = ParameterBlock.from_params(p)
     th = layout.flatten(p)
     v = v.to(torch.float64).reshape(-1)
     xs = x.to(torch.float64) if x.is_floating_point() else x

@@ -30,6 +30,17 @@ Dense path: the Gram route ``J_L J_Lᵀ = U Σ² Uᵀ`` (one ``M×M`` symmetric 
 ``σ_k²/σ_1² ≫ ε`` — fine for ``τ = 1e-3``; used when ``τ ≥ 1e-6``, else a thin SVD of ``J_L``)
 for the truncation, and the same for ``J_L D⁻¹`` in the gauge. ``c = J_Lᵀ U_k Σ_k⁻² U_kᵀ t``.
 
+Tall route (``solver="tall"``, chosen by ``"auto"`` when ``M ≥ p``, float64, ``τ ≥ 1e-6``): the
+same definition through the ``p × p`` Gram matrix ``J_Lᵀ J_L`` (cost ``O(M p² + p³)`` instead of
+``O(M² p + M³)``). ``σ`` are the square roots of its eigenvalues (same Gram noise floor), and
+with ``J_D = J_L D⁻¹ = U_D Σ_D V_Dᵀ``, using ``J_Dᵀ U_{D,k} Σ_{D,k}⁻¹ = V_{D,k}``,
+
+    c_L = D⁻¹ V_{D,k} Σ_{D,k}⁻² V_{D,k}ᵀ J_Dᵀ t     (gauge "column"),
+    c_L = V_k Σ_k⁻² V_kᵀ J_Lᵀ t                      (gauge "none"),
+
+the ``k`` leading eigenvectors of ``J_Dᵀ J_D`` by Lanczos when ``k`` is small against ``p``
+(LAPACK otherwise). It does not report ``gauge_image_shift`` (that needs ``U_k``).
+
 Matrix-free paths (:func:`lift_matrix_free`):
 
 * ``method="gram"`` — the same truncated pseudo-inverse (and gauge) from ``J Jᵀ`` (and
@@ -56,7 +67,8 @@ import torch
 from torch import Tensor
 
 from ..errors import ShapeError
-from .jacobian import JacobianOperator, check_outputs
+from ..linop import LinearOperator, StackedOperator  # noqa: F401 (StackedOperator re-exported)
+from .jacobian import check_outputs
 
 #: truncation τ of the pseudo-inverse: keep σ_k ≥ τ σ_1
 RTOL = 1e-3
@@ -67,6 +79,8 @@ LIFT_TOL = 1e-6
 GAUGES = ("column", "none")
 #: smallest τ for which the Gram route (eigenvalues σ² of J Jᵀ) resolves σ_k ≥ τσ_1 accurately
 GRAM_MIN_RTOL = 1e-6
+#: dense factorisations: "auto" picks "tall" (M ≥ p, float64), else "gram"; "svd" below GRAM_MIN_RTOL
+SOLVERS = ("auto", "gram", "svd", "tall")
 
 
 def _eps_floor(J: Tensor, solver: str) -> float:
@@ -171,6 +185,32 @@ def _resolved(sigma: Tensor, rtol: float, floor: float) -> int:
     return int((sigma >= max(rtol, floor) * s1).sum()) if s1 > 0 else 0
 
 
+def _top_eigh(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenpairs of symmetric ``A`` (descending): Lanczos (ARPACK, tol 0, fixed
+    start vector: reproducible) when ``k`` is small against ``n``, else LAPACK ``syevr``."""
+    import scipy.linalg
+
+    n = A.shape[0]
+    k = max(1, min(k, n))
+    if 3 * k < n:
+        from scipy.sparse.linalg import eigsh
+
+        w, V = eigsh(A, k=k, which="LA", v0=np.ones(n), tol=0)
+        order = np.argsort(w)[::-1]
+        return w[order].copy(), V[:, order].copy()
+    w, V = scipy.linalg.eigh(A, subset_by_index=(n - k, n - 1), driver="evr", check_finite=False)
+    return w[::-1].copy(), V[:, ::-1].copy()
+
+
+def _gram_tall(JL: Tensor) -> np.ndarray:
+    """``J_Lᵀ J_L`` by ``dsyrk`` (half a matmul's flops; ``J_Lᵀ`` of a C-ordered ``J_L`` is Fortran-ordered)."""
+    from scipy.linalg.blas import dsyrk
+
+    X = np.ascontiguousarray(JL.numpy())
+    upper = dsyrk(1.0, X.T, trans=0, lower=0)
+    return np.triu(upper) + np.triu(upper, 1).T
+
+
 class DenseLift:
     """Factorise a dense ``J`` once; :meth:`solve` lifts any number of targets.
 
@@ -179,6 +219,9 @@ class DenseLift:
         rtol: truncation ``τ``.
         gauge: ``"column"`` or ``"none"``.
         dead_tol: dead-column threshold.
+        solver: ``"auto"`` (``"tall"`` when ``M ≥ p`` and J is float64, ``"gram"`` otherwise,
+            ``"svd"`` when ``τ < 1e-6``), ``"gram"`` (``J_L J_Lᵀ``), ``"svd"`` (thin SVD) or
+            ``"tall"`` (``J_Lᵀ J_L``); all compute the same lift (module docstring).
     """
 
     def __init__(self, J: Tensor, *, rtol: float = RTOL, gauge: str = "column", dead_tol: float = DEAD_TOL,
@@ -202,11 +245,19 @@ class DenseLift:
             self.sk = torch.zeros(0, dtype=J.dtype)
             self.solver = "none"
             return
-        if solver not in ("auto", "gram", "svd"):
-            raise ValueError(f"solver must be 'auto', 'gram' or 'svd', received {solver!r}.")
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, received {solver!r}.")
         if solver == "auto":
-            solver = "gram" if self.rtol >= GRAM_MIN_RTOL else "svd"
+            if self.rtol < GRAM_MIN_RTOL:
+                solver = "svd"
+            elif J.shape[0] >= J.shape[1] and J.dtype == torch.float64:
+                solver = "tall"
+            else:
+                solver = "gram"
         self.solver = solver
+        if solver == "tall":
+            self._factor_tall(JL)
+            return
         U, self.sigma = _top_left_singular(JL, solver)
         self.rank = _resolved(self.sigma, self.rtol, _eps_floor(JL, solver))
         self.Uk, self.sk = U[:, : self.rank], self.sigma[: self.rank]
@@ -220,13 +271,50 @@ class DenseLift:
             self.UDk, self.sDk = UD[:, : self.gauge_rank], sD[: self.gauge_rank]
             self.JD = JD
 
+    def _factor_tall(self, JL: Tensor) -> None:
+        """The tall route (module docstring): eigenvalues and leading eigenvectors of ``J_Lᵀ J_L``."""
+        if JL.dtype != torch.float64:
+            raise ValueError(f"solver='tall' needs a float64 J, received {JL.dtype}.")
+        import scipy.linalg
+
+        A = _gram_tall(JL)
+        floor = _eps_floor(JL, "gram")
+        lam = scipy.linalg.eigh(A, eigvals_only=True, check_finite=False)[::-1]
+        self.sigma = torch.from_numpy(np.sqrt(np.clip(lam, 0.0, None)).copy())
+        self.rank = _resolved(self.sigma, self.rtol, floor)
+        self.gauge_rank = 0
+        if self.rank == 0:
+            return
+        if self.gauge == "column":
+            self.D = self.col[self.live]
+            Dn = self.D.numpy()
+            w, V = _top_eigh(A / Dn[:, None] / Dn[None, :], self.rank)
+            sD = np.sqrt(np.clip(w, 0.0, None))
+            self.gauge_rank = int((sD >= floor * sD[0]).sum())
+        else:
+            w, V = _top_eigh(A, self.rank)
+            self.gauge_rank = self.rank
+        self.V = torch.from_numpy(V[:, : self.gauge_rank])
+        self.lam = torch.from_numpy(w[: self.gauge_rank].copy())
+
+    def _solve_tall(self, t: Tensor) -> Tensor:
+        if self.gauge_rank == 0:
+            return torch.zeros(self.JL.shape[1], dtype=self.J.dtype)
+        if self.gauge == "column":
+            g = (self.JL.T @ t) / self.D  # J_Dᵀ t
+            return (self.V @ ((self.V.T @ g) / self.lam)) / self.D
+        return self.V @ ((self.V.T @ (self.JL.T @ t)) / self.lam)
+
     def solve(self, target: Tensor) -> LiftResult:
         """Lift ``target`` (length ``M``); see the module docstring for the definition."""
         t = _check_system(self.J, target)
         p = self.J.shape[1]
         c = torch.zeros(p, dtype=self.J.dtype)
         info: dict[str, Any] = {"solver": self.solver}
-        if self.rank > 0:
+        if self.rank > 0 and self.solver == "tall":
+            info["gauge_rank"] = self.gauge_rank
+            c[self.live] = self._solve_tall(t)
+        elif self.rank > 0:
             a = self.Uk.T @ t
             if self.gauge == "column":
                 aD = self.UDk.T @ t
@@ -285,55 +373,6 @@ def stack_rows(systems: Sequence[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor
 # --------------------------------------------------------------------------------------------
 
 
-class StackedOperator:
-    """Row-stack of several :class:`JacobianOperator` over the same parameters (``[J_1; J_2; …]``)."""
-
-    def __init__(self, ops: Sequence[JacobianOperator]):
-        if not ops:
-            raise ShapeError("StackedOperator needs at least one operator.")
-        p = ops[0].shape[1]
-        if any(op.shape[1] != p for op in ops):
-            raise ShapeError("all stacked operators must have the same number of columns (parameters).")
-        self.ops = list(ops)
-        self.layout = ops[0].layout
-        self.dtype = ops[0].dtype
-        self.splits = [op.shape[0] for op in ops]
-        self.shape = (sum(self.splits), p)
-
-    def matvec(self, v: Tensor) -> Tensor:
-        return torch.cat([op.matvec(v) for op in self.ops])
-
-    def rmatvec(self, u: Tensor) -> Tensor:
-        parts = torch.as_tensor(u, dtype=self.dtype).reshape(-1).split(self.splits)
-        return sum(op.rmatvec(pu) for op, pu in zip(self.ops, parts))
-
-    def column_norms(self, chunk_size: int = 64) -> Tensor:
-        return torch.stack([op.column_norms(chunk_size) ** 2 for op in self.ops]).sum(0).sqrt()
-
-    def gram(self, chunk_size: int = 32, weights: Tensor | None = None) -> Tensor:
-        m = self.shape[0]
-        K = torch.empty(m, m, dtype=self.dtype)
-        offs = np.cumsum([0] + self.splits)
-        for i, oi in enumerate(self.ops):
-            for s in range(0, oi.shape[0], chunk_size):
-                r = oi.rows(range(s, min(s + chunk_size, oi.shape[0])))
-                if weights is not None:
-                    r = r * weights
-                cols = torch.func.vmap(self.matvec)(r).T
-                K[:, offs[i] + s : offs[i] + s + r.shape[0]] = cols
-        return 0.5 * (K + K.T)
-
-    def to_scipy(self):
-        from scipy.sparse.linalg import LinearOperator
-
-        return LinearOperator(
-            self.shape,
-            matvec=lambda v: self.matvec(torch.from_numpy(np.asarray(v, dtype=np.float64)).reshape(-1)).numpy(),
-            rmatvec=lambda u: self.rmatvec(torch.from_numpy(np.asarray(u, dtype=np.float64)).reshape(-1)).numpy(),
-            dtype=np.float64,
-        )
-
-
 def largest_singular_value(op, iters: int = 30, seed: int = 0) -> float:
     """``σ_1(J)`` by power iteration on ``JᵀJ`` (relative accuracy improves as ``(σ_2/σ_1)^{2·iters}``)."""
     g = torch.Generator().manual_seed(seed)
@@ -351,7 +390,7 @@ def largest_singular_value(op, iters: int = 30, seed: int = 0) -> float:
 
 
 def lift_matrix_free(
-    op: JacobianOperator | StackedOperator,
+    op: LinearOperator,
     target: Tensor,
     *,
     method: str = "lsmr",
@@ -367,7 +406,8 @@ def lift_matrix_free(
     """Lift ``target`` through a matrix-free ``J`` (see the module docstring).
 
     Args:
-        op: a :class:`JacobianOperator` (or a :class:`StackedOperator`).
+        op: any :class:`paramsym.linop.LinearOperator` (a ``JacobianOperator``, a
+            :class:`~paramsym.linop.StackedOperator` of them, a ``DenseOperator``).
         target: length ``M``.
         method: ``"lsmr"`` (memory ``O(p)``, Tikhonov-filtered) or ``"gram"`` (exact truncated
             pinv from ``J Jᵀ``, memory ``O(M² + p)``).

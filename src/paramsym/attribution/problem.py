@@ -23,15 +23,12 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ShapeError
-from .jacobian import (
-    JacobianOperator,
-    ParamFunction,
-    ParamLayout,
-    dense_jacobian,
-    function_from_module,
-)
+from ..params import ParameterBlock
+from ..targets import ParamFunction
+from .jacobian import JacobianOperator, check_outputs, dense_jacobian, function_from_module
 from .lift import RTOL, DenseLift, LiftResult, lift_matrix_free
-from .symmetry import FunctionGroup, equivariance_defect, orbit_tangent
+from .polar import PolarGrid, PolarGridFunction
+from .symmetry import FunctionGroup, orbit_tangent, reynolds_x
 
 
 @dataclass
@@ -43,7 +40,8 @@ class Attribution:
         b: lift of ``−δ`` (equivariance direction ``b*``).
         eta, delta: ``[N, dimY]``.
         values: ``f_θ`` on the probe set.
-        layout: parameter layout (column order).
+        layout: column order, the whole-tensor :class:`~paramsym.params.ParameterBlock` of
+            the trainable tensors.
         sensitivity: aggregate sensitivity ``S_i = ‖J_{:,i}‖ / sqrt(N·dimY)`` (length ``p``),
             ``None`` for LSMR without a gauge.
     """
@@ -53,7 +51,7 @@ class Attribution:
     eta: Tensor
     delta: Tensor
     values: Tensor
-    layout: ParamLayout
+    layout: ParameterBlock
     sensitivity: Tensor | None
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -81,8 +79,14 @@ class SymmetryProblem:
         xi: generator index or Lie-algebra coefficients for ``η``.
         rtol: pseudo-inverse truncation τ.
         gauge: ``"column"`` or ``"none"``.
-        method: ``"dense"``, ``"gram"`` (matrix-free exact) or ``"lsmr"`` (matrix-free).
+        method: ``"dense"`` (:class:`DenseLift`; its ``"auto"`` solver takes the tall
+            ``J_Lᵀ J_L`` route when ``J`` has at least as many rows as columns), ``"gram"``
+            (matrix-free exact) or ``"lsmr"`` (matrix-free).
         chunk_size: probe points per vmapped Jacobian batch.
+        grid: optional :class:`~paramsym.attribution.polar.PolarGrid`, the orbit node set of a
+            polar probe set; :meth:`function_of_x` then evaluates through a
+            :class:`~paramsym.attribution.polar.PolarGridFunction`, so Reynolds averages (``δ``,
+            the flows' predictions) cost one evaluation per rotation offset.
     """
 
     fn: ParamFunction
@@ -95,10 +99,11 @@ class SymmetryProblem:
     method: str = "dense"
     chunk_size: int | None = 256
     lsmr_options: dict[str, Any] = field(default_factory=dict)
+    grid: PolarGrid | None = None
 
     def __post_init__(self):
         self.params = {k: v.detach().to(torch.float64) for k, v in self.params.items()}
-        self.layout = ParamLayout.from_params(self.params)
+        self.layout = ParameterBlock.from_params(self.params)
         self.group.check_input(self.probes)
         self.probes = self.probes.to(torch.float64)
         if self.method not in ("dense", "gram", "lsmr"):
@@ -116,7 +121,11 @@ class SymmetryProblem:
     def function_of_x(self, theta: Tensor | None = None) -> Callable[[Tensor], Tensor]:
         """``x ↦ f_θ(x)`` (for predictions, profiles and plots)."""
         p = self.unflatten(theta)
-        return lambda x: self.fn(p, x.to(torch.float64))
+
+        def g(x: Tensor) -> Tensor:
+            return self.fn(p, x.to(torch.float64))
+
+        return g if self.grid is None else PolarGridFunction(g, self.grid)
 
     # ---- function-space vectors ---------------------------------------------------------
     def values(self, theta: Tensor | None = None) -> Tensor:
@@ -127,8 +136,10 @@ class SymmetryProblem:
         return orbit_tangent(self.fn, self.unflatten(theta), self.probes, self.group, self.xi).detach()
 
     def delta(self, theta: Tensor | None = None, warn: bool = True) -> Tensor:
+        """``δ = f_θ − P_E f_θ`` (the Reynolds average of :meth:`function_of_x`)."""
         with torch.no_grad():
-            return equivariance_defect(self.fn, self.unflatten(theta), self.probes, self.group, warn=warn)
+            return check_outputs(self.values(theta)) - reynolds_x(
+                self.function_of_x(theta), self.probes, self.group, warn=warn)
 
     def jacobian(self, theta: Tensor | None = None) -> Tensor:
         return dense_jacobian(self.fn, self.unflatten(theta), self.probes, chunk_size=self.chunk_size)
