@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from paramsym.experiments.registry import regenerate
 
 from paramsym.discovery import DiscoverConfig, discover, load_action, resume_run
 from paramsym.errors import ParamsymError
+from paramsym.experiments.registry import regenerate
 from paramsym.runs import RunDir
 
 TINY = {"train.steps": 20, "train.checkpoint_every": 10, "action.width": 16, "verdict.samples": 32,
