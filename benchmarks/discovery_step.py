@@ -1,4 +1,4 @@
-"""Benchmark: cost of one hybrid discovery training step (spec §4), measured side by side.
+"""Benchmark: cost of one hybrid discovery training step ([Discovery] §5.1–5.2), measured side by side.
 
 Prints, per problem, medians over interleaved repetitions (the machine is noisy: compare the
 ratios, not the absolute times):

@@ -1,4 +1,4 @@
-"""The verdict: finite-action tests of any :class:`GroupAction` on any target (spec §5).
+"""The verdict: finite-action tests of any :class:`GroupAction` on any target ([Discovery] App. D.2).
 
 One definition per metric. For points θ ~ μ and group samples g (coefficient radius ρ, exactly
 k factors), with ``Δ(θ) = a(g, θ) − θ``:

@@ -104,7 +104,7 @@ def test_table_out_unwritable(capsys, tmp_path):
     blocker.write_text("")
     line = _one_line_error(capsys, ["attention", "table", "--group", "C2", "--copies", "1", "--heads", "1",
                                     "--out", str(blocker / "run")], "Error", str(blocker / "run"))
-    assert "OutputFileError" in line or "RunDirError" in line
+    assert "OutputFileError" in line or "RunFileError" in line
 
 
 _PURE_MATH = """

@@ -1,4 +1,4 @@
-"""Full annulus reproductions (seed 003, §3.1 / App. C.2): 200 Euler steps per flow.
+"""Full annulus reproductions ([Attribution] §3.1 / App. C.2): 200 Euler steps per flow.
 
 Run deliberately: ``pytest -m slow tests/attribution/test_annulus_slow.py -s`` (prints the
 summary rows; about 5–10 CPU-minutes per configuration). Set ``PARAMSYM_ANNULUS_OUT`` to keep

@@ -100,7 +100,7 @@ def test_orbit_tangent_matches_finite_difference_of_group_action():
 
 
 def test_so2_convention_rotates_invariant_functions_by_plus_t():
-    """With Ω = [[0, 1], [−1, 0]] the +c prediction is f ∘ R_t (seed 003)."""
+    """With Ω = [[0, 1], [−1, 0]] the +c prediction is f ∘ R_t ([Attribution])."""
     x = polar_grid(3, 5, 1.0)
 
     def f(z):

@@ -1,4 +1,4 @@
-"""Matrix Lie groups: sampling of signed exponential products (spec §3, eq. 6), group elements
+"""Matrix Lie groups: sampling of signed exponential products ([Discovery] §5, eq. 6), group elements
 against ``scipy.linalg.expm`` products, inverse and composition, generator normalisation."""
 
 from __future__ import annotations

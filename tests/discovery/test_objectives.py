@@ -1,4 +1,4 @@
-"""The discovery losses (spec §4) against closed forms.
+"""The discovery losses ([Discovery] §5.1–5.2) against closed forms.
 
 * Exact actions (GL(2) hidden-basis change on ``linear2x2``, positive rescaling on ``relu242``):
   invariance, transport, composition and preservation are zero to float64 rounding.

@@ -1,4 +1,4 @@
-"""Every verdict metric (spec §5) against a hand-computed closed form.
+"""Every verdict metric ([Discovery] App. D.2) against a hand-computed closed form.
 
 Counterexample ``a(t, θ) = θ + (t + t²) 1`` (``t = log g``, ``s = log g2``, p entries; the factor
 √p cancels in every ratio):

@@ -1,7 +1,7 @@
 """The issue's acceptance runs, end to end (slow: minutes each; `pytest -m slow`).
 
 * the default `paramsym discover` (scalar sigmoid, hybrid, seed 0) meets every tolerance of
-  spec §5 at ρ = 0.5 with one and two factors;
+  [Discovery] App. D.2 at ρ = 0.5 with one and two factors;
 * on `linear2x2` and `relu242` the learned field lies in the span of the known symmetry
   (cosine with its projection ≥ 0.99 at held-out points).
 """

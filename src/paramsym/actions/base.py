@@ -3,7 +3,7 @@
 An action of a matrix group ``G ⊂ GL(s)`` on a parameter block ``θ ∈ R^p`` is a smooth map
 ``a(g, θ)`` defined for every (ambient) ``s × s`` matrix ``g`` near ``G``. Subclasses implement
 :meth:`GroupAction.act` for *one* element and *one* point; batched versions use ``vmap``.
-Derived quantities (spec §1–2):
+Derived quantities ([Discovery] §3.1–3.2):
 
 * infinitesimal field  ``v_h(θ) = D_g a(g, θ)|_{g=I} [h]``            (:meth:`field`)
 * transported field    ``D_g a(g, θ)[h g]``  (right-invariant direction) (:meth:`transported`)

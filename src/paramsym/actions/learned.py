@@ -1,4 +1,4 @@
-"""The learned action network with exact identity (spec §3, eq. 7).
+"""The learned action network with exact identity ([Discovery] §5, eq. 7).
 
     a_X(g, θ) = θ + ( b(g, θ) − b(I, θ) ),
 

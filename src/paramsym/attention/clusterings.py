@@ -1,4 +1,4 @@
-"""Partial G-clusterings of a set of heads, up to isomorphism (spec §2).
+"""Partial G-clusterings of a set of heads, up to isomorphism ([Attention] Theorem 2, Def. of partial G-clusterings).
 
 A **partial G-clustering** of heads ``H = {0, .., n-1}`` is a surjection ``χ : H → Y = X_0 ⊔ X``
 where ``X`` is a G-set (``X_0`` carries no action). A morphism ``f : Y → Y'`` satisfies

@@ -1,6 +1,6 @@
 """Counting components of the equivariance locus: ``c_{G,d}(V)``, Theorem 9, D4 closed forms.
 
-Definition 8 (spec §3). For a real G-representation ``V = ⊕_i m_i U_i`` over distinct real
+[Attention] Definition 8. For a real G-representation ``V = ⊕_i m_i U_i`` over distinct real
 irreducibles ``U_i`` of dimension ``d_i``, a subrepresentation is, up to isomorphism, a
 multiplicity vector ``n`` with ``0 ≤ n ≤ m``; ``n ≤ n'`` componentwise iff the first embeds in the
 second. ``c_{G,d}(V)`` is the number of vectors ``n ≠ 0`` with ``Σ n_i d_i ≤ d`` that are
@@ -10,7 +10,7 @@ Theorem 9. With equal head dimension ``d = dim V / |H|``, a G-complete family of
 parameterised MHSA architectures has at least ``c_{G,d}(V)^{2|H|} / |H|!`` members
 (:func:`theorem9_bound`, an exact :class:`fractions.Fraction`).
 
-D4 (spec §3): ``V = R^C ⊗ R[D_4]``, ``R[D_4] = A1 ⊕ A2 ⊕ B1 ⊕ B2 ⊕ 2E1``, 8 heads, ``d = C``:
+D4 ([Attention] Example 9): ``V = R^C ⊗ R[D_4]``, ``R[D_4] = A1 ⊕ A2 ⊕ B1 ⊕ B2 ⊕ 2E1``, 8 heads, ``d = C``:
 ``c = Σ_{e=0}^{⌊C/2⌋} binom(C − 2e + 3, 3)``; even C ``(C+2)(C+4)(C²+6C+6)/48``, odd C
 ``(C+1)(C+3)²(C+5)/48``.
 

@@ -1,6 +1,6 @@
 """Multi-head self-attention (MHSA) and its reduced form (RMHSA).
 
-Conventions (the paper's, spec §1). Tokens ``x = (x_1, .., x_L)`` with ``x_i ∈ V = R^d`` are stored
+Conventions ([Attention] §1). Tokens ``x = (x_1, .., x_L)`` with ``x_i ∈ V = R^d`` are stored
 as a tensor of shape ``(..., L, d)``; linear maps act on column vectors, ``(A x_i)`` is
 ``x @ A.T`` in row form.
 

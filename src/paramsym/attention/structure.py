@@ -1,4 +1,4 @@
-"""The structure theorem (Theorem 2, spec §2) in both directions.
+"""The structure theorem ([Attention] Theorem 2) in both directions.
 
 For an orthogonal G-representation ``ρ`` on ``V`` and ``L ≥ 3`` tokens, ``RMHSA(·; M, R)`` is
 G-equivariant iff there is a partial G-clustering ``χ : H → X_0 ⊔ X`` with

@@ -1,4 +1,4 @@
-"""Parameter-level attribution of function-space symmetry (seed 003).
+"""Parameter-level attribution of function-space symmetry ([Attribution]).
 
 Which parameters carry a symmetry of the learned function, can the parametrisation move along
 it (the lifting criterion ``Im η ⊆ Im J``), and how to move toward exact equivariance.

@@ -1,6 +1,6 @@
 """Parameter-space flows along the lifted directions, and their function-space predictions.
 
-Two flows (seed 003, §3 and App. C), forward Euler with step ``dt``:
+Two flows ([Attribution] §3 and App. C), forward Euler with step ``dt``:
 
 * **resolved** — recompute ``J``, the target and the direction at every step:
   ``θ_{k+1} = θ_k + s·dt·z(θ_k)``;

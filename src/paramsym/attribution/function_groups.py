@@ -37,7 +37,7 @@ def rotation(angle: float | Tensor, dtype: torch.dtype = torch.float64) -> Tenso
     return torch.stack([torch.stack([c, -s]), torch.stack([s, c])])
 
 
-#: SO(2) generator of seed 003, App. C.1: ``exp(tΩ) = R_{−t}``
+#: SO(2) generator of [Attribution] App. C.1: ``exp(tΩ) = R_{−t}``
 OMEGA = torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)
 #: reflection ``(u, v) ↦ (u, −v)`` of a plane
 REFLECTION = torch.tensor([[1.0, 0.0], [0.0, -1.0]], dtype=torch.float64)

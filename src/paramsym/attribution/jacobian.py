@@ -11,7 +11,7 @@ statistics). Its discretised differential on the probe set ``{x_n}`` is the matr
 
 with rows in ``(n, a)`` order (n-major, the order of ``f(params, x).reshape(-1)``) and columns
 in the order of the whole-tensor :class:`~paramsym.params.ParameterBlock` of the parameters
-(the dictionary's insertion order, each tensor flattened row-major). Columns are the pointwise functional sensitivities ``S_i*`` of seed 003.
+(the dictionary's insertion order, each tensor flattened row-major). Columns are the pointwise functional sensitivities ``S_i*`` of [Attribution].
 
 Two realisations:
 

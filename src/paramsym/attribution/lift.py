@@ -2,7 +2,7 @@
 
 Given the Jacobian ``J ∈ R^{M×p}`` (dense or matrix-free) and a target ``t ∈ R^M`` (the orbit
 tangent ``η_ξ`` or the negative defect ``−δ``), the lift is the minimum-norm least-squares
-solution with a truncated pseudo-inverse (seed 003, App. A.5):
+solution with a truncated pseudo-inverse ([Attribution] App. A.5):
 
 * **Dead columns**: ``‖J_{:,i}‖ ≤ dead_tol · max_j ‖J_{:,j}‖`` (``dead_tol = 1e-8``) get
   ``c_i = 0``; the rest form ``J_L``.

@@ -190,7 +190,7 @@ class SymmetryProblem:
 
     def generator_lifts(self, theta: Tensor | None = None) -> list[LiftResult]:
         """``c*(ξ_k) = J⁺ η_{ξ_k}`` for every basis generator of the group (one factorisation of
-        ``J``): the linear map ``L: ξ ↦ c*(ξ)`` of seed 003, App. A.3, column by column."""
+        ``J``): the linear map ``L: ξ ↦ c*(ξ)`` of [Attribution] App. A.3, column by column."""
         if self.method != "dense":
             op = self.operator(theta)
             return [lift_matrix_free(op, orbit_tangent(self.fn, self.unflatten(theta), self.probes, self.group, k)

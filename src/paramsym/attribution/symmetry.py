@@ -1,7 +1,7 @@
 """Groups acting on functions: orbit tangents, Reynolds projection, equivariance defect.
 
 A group ``G`` acts on inputs ``x ∈ R^{dimX}`` by matrices ``τ_g`` and on outputs by a
-representation ``ρ(g)``; on functions (seed 003, §2.1)
+representation ``ρ(g)``; on functions ([Attribution] §2.1)
 
     [Π(g) f](x) = ρ(g) f(τ_{g⁻¹} x).
 
@@ -19,7 +19,7 @@ representation ``ρ(g)``; on functions (seed 003, §2.1)
 * Equivariance defect ``δ = f − P_E f``; ``P_E δ = 0`` and ``δ = 0`` iff ``f`` is equivariant
   (on the quadrature subgroup).
 
-SO(2) convention (seed 003, App. C.1): the generator is ``Ω = [[0, 1], [−1, 0]]``, so
+SO(2) convention ([Attribution] App. C.1): the generator is ``Ω = [[0, 1], [−1, 0]]``, so
 ``exp(tΩ) = R_{−t}`` and ``Π(exp tΩ) f = ρ(R_{−t}) f ∘ R_t``; for an invariant ``f`` moving along
 ``η_Ω`` rotates the function as ``f_t = f_0 ∘ R_t`` (t in radians), the paper's prediction.
 """

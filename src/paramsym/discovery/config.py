@@ -51,7 +51,7 @@ class ActionConfig:
 
 @dataclass
 class ObjectiveConfig:
-    """Loss weights (spec §4): hybrid = L_inv + γ1 L_trans + γ2 (L_comp + L_pres) + λ_s R_scale + λ_d R_div."""
+    """Loss weights ([Discovery] §5.1–5.2): hybrid = L_inv + γ1 L_trans + γ2 (L_comp + L_pres) + λ_s R_scale + λ_d R_div."""
 
     variant: Literal["hybrid", "infinitesimal", "finite"] = "hybrid"
     gamma_transport: float = 1.0
@@ -117,7 +117,7 @@ class TrainConfig:
 
 @dataclass
 class VerdictConfig:
-    """Finite-action test grid and tolerances (spec §5)."""
+    """Finite-action test grid and tolerances ([Discovery] App. D.2)."""
 
     rhos: list[float] = field(default_factory=lambda: [0.1, 0.3, 0.5, 0.8, 1.2])
     factors: list[int] = field(default_factory=lambda: [1, 2, 4, 8])

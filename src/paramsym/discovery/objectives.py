@@ -1,4 +1,4 @@
-"""Discovery objectives (spec §4). Pure functions of an action, a target and sampled points.
+"""Discovery objectives ([Discovery] §5.1–5.2). Pure functions of an action, a target and sampled points.
 
 With fixed scales ``s_F`` (output), ``s_θ`` (parameters) and ``β`` (field magnitude in units
 of ``s_θ``), for points θ, sampled elements g and generators ``h_i``:

@@ -4,7 +4,7 @@ A :class:`DiscoveryProblem` bundles what training and the verdict need: the targ
 sampling distribution ``μ = θ_base + σ·N(0, I)`` (with optional rejection), an optional analytic
 symmetry span (for checking learned fields), an optional *host* network into which the block
 lifts (subnetwork discovery), per-unit output contributions (compensation metrics) and a
-training recipe (config overrides). The reference targets of spec §9 are registered in
+training recipe (config overrides). The reference targets of [Discovery] §6.1–6.3 are registered in
 :data:`PRESETS` and built by :func:`build_problem`.
 """
 
@@ -84,7 +84,7 @@ class DiscoveryProblem:
         return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
 
 
-# -- reference targets (spec §9) ---------------------------------------------------------------
+# -- reference targets ([Discovery] §6.1–6.3) ---------------------------------------------------------------
 
 def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)

@@ -1,4 +1,4 @@
-"""Training a learned group and action network on a discovery problem (spec §3–4, D.1–D.2).
+"""Training a learned group and action network on a discovery problem ([Discovery] §5, App. D.1–D.2).
 
 One step draws ``batch`` points of μ; half of the points used by the differential and finite
 terms are replaced by transformed points ``a(q, θ')`` (independent ``q`` and ``θ'``, detached),

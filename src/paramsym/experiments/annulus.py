@@ -1,4 +1,4 @@
-"""Annulus classifier (seed 003, §3.1 and App. C.2): lifted flows on a rotation-invariant task.
+"""Annulus classifier ([Attribution] §3.1 and App. C.2): lifted flows on a rotation-invariant task.
 
 Data: an inner disc (100 points, radius ``√U``, angle uniform, label +1) and an outer band
 (100 points, radius ``U[2.3, 3.0]``, angle ``arc·(U − ½)``, label −1) with ``arc = 90°``

@@ -1,4 +1,4 @@
-"""Preset ``hamiltonian``: symmetry attribution in a learned Hamiltonian (seed 003, §3.2, App. C.1).
+"""Preset ``hamiltonian``: symmetry attribution in a learned Hamiltonian ([Attribution] §3.2, App. C.1).
 
 Pipeline (:func:`run`):
 
@@ -64,7 +64,7 @@ PAPER: dict[str, Any] = {
         "'more' equivariant)",
         "fixed directions behave similarly for the first few steps, then drift accumulates",
     ],
-    "source": "seed 003, §3.2 and App. C.1 (Figures 3 and 4)",
+    "source": "[Attribution] §3.2 and App. C.1 (Figures 3 and 4)",
 }
 
 

@@ -4,7 +4,7 @@ The group is ``G = ⟨exp(t h_i) : t ∈ R, i = 1..r⟩ ⊂ GL(s)`` for generato
 that are either *learned* (stored raw, used Frobenius-normalised, ``h_i = H_i / ‖H_i‖_F``) or
 *supplied* (fixed to a Frobenius-orthonormal basis of a given algebra).
 
-Group elements are signed exponential products (spec §3, eq. 6)
+Group elements are signed exponential products ([Discovery] §5, eq. 6)
 
     g = exp(t_m h_{i_m}) ··· exp(t_1 h_{i_1}),
 

@@ -1,6 +1,6 @@
 """Separable learned Hamiltonians on the Mexican-hat system, a leapfrog integrator and training.
 
-The physical system (seed 003, Section 3.2) is a particle in the plane with
+The physical system ([Attribution] §3.2) is a particle in the plane with
 
     H(q, p; α) = ½‖p‖² + ½ α ‖q‖² + ¼ ‖q‖⁴,        q, p ∈ R²,
 

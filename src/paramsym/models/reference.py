@@ -1,4 +1,4 @@
-"""Reference networks of the discovery paper (spec §9), built reproducibly from a seed.
+"""Reference networks of the discovery paper ([Discovery] §6.1–6.3), built reproducibly from a seed.
 
 * :func:`reference_mlp` — bias-free (by default) fully connected network ``fc1 … fcL`` with one
   activation between layers; ``reference_mlp([2, 4, 2], "relu")`` is the paper's ReLU (2,4,2).
