@@ -24,7 +24,13 @@ symmetry applies and how it acts — for a census that walks a model.
 from __future__ import annotations
 
 from .exact import ExactAction, permutation_matrix, random_permutations
-from .linear import HOMOGENEOUS, HiddenBasisAction, LinearChainAction, RescalingAction, check_homogeneous
+from .linear import (
+    HOMOGENEOUS,
+    HiddenBasisAction,
+    LinearChainAction,
+    RescalingAction,
+    check_homogeneous,
+)
 from .normalization import NormScaleAction
 from .permutation import HeadPermutationAction, HiddenPermutationAction
 from .redistribution import OVRedistributionAction, qk_clusters

@@ -40,6 +40,7 @@ from ..params import ParameterBlock
 from .exact import ExactAction, diagonal_basis, gl_basis, random_exp
 from .layout import entry, replace
 
+
 def _slices(block: ParameterBlock, name: str, cls: str = "action") -> tuple[slice, tuple[int, ...]]:
     e = entry(block, name, cls)
     if not e.whole:

@@ -20,6 +20,7 @@ entry is one old entry times 1 plus zeros) and ``act(P₂, act(P₁, θ)) = act(
 from __future__ import annotations
 
 import math
+
 import torch
 from torch import Tensor, nn
 
