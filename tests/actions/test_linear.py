@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from catalogue_helpers import DT, gen
+from catalogue_helpers import DT, discrete_verdict, gen
 from torch import nn
 
 from paramsym.actions.catalogue import (
     HiddenBasisAction,
+    HiddenPermutationAction,
     LinearChainAction,
     RescalingAction,
     check_homogeneous,
+    permutation_matrix,
 )
 from paramsym.errors import ActionError, ShapeError
 from paramsym.targets import Target
@@ -113,3 +115,19 @@ def test_chain_bad_input():
         LinearChainAction(blk, ["0.weight", "4.weight", "2.weight"])
     with pytest.raises(ShapeError, match="at least two"):
         LinearChainAction(blk, ["0.weight"])
+
+
+def test_hidden_permutation_with_any_activation():
+    net = _mlp(nn.Tanh())
+    F = Target(net, ["0.weight", "0.bias", "2.weight"], X)
+    action = HiddenPermutationAction(F.block, "0.weight", "2.weight")
+    assert action.order == 120 and action.dimension == 0 and action.log10_order == pytest.approx(2.0792, abs=1e-4)
+    v = discrete_verdict(action, F)
+    assert v["output"] <= 1e-10 and v["composition"] <= 1e-13 and v["inverse"] <= 1e-13 and v["min_motion"] > 0.05, v
+    P = permutation_matrix([1, 0, 3, 4, 2])  # cycle type (2, 3): order 6
+    th, moved = F.theta0, F.theta0
+    for k in range(1, 7):
+        moved = action.act(P, moved)
+        assert torch.equal(moved, th) == (k == 6)
+    with pytest.raises(ActionError, match=r"2\.bias"):
+        HiddenPermutationAction(Target(net, ["0.weight", "2.weight", "2.bias"], X).block, "0.weight", "2.weight")
