@@ -1,0 +1,180 @@
+"""The base of the catalogue's exact actions: dimension, order, lazily built groups, elements.
+
+Every catalogue action is a :class:`~paramsym.actions.base.GroupAction` (``act(g, θ)`` on one
+``s × s`` matrix and one point) with, in addition,
+
+* ``kind``: a short name (``"hidden_basis"``, ``"head_permutation"``, ...; see
+  :func:`paramsym.actions.catalogue.catalogue`);
+* ``dimension``: the continuous dimension of the group acting (0 for a discrete group);
+* ``order``: the number of elements of a finite group (``None`` for a continuous one), and
+  ``log10_order`` (``order`` can be astronomically large, e.g. ``3072!``);
+* :meth:`ExactAction.random_elements`: ``n`` random group elements as ``(n, s, s)`` matrices,
+  cheap even when the Lie algebra's basis would be too large to store (a census verifies an
+  action by applying one such element and measuring the output change).
+
+The group (:class:`~paramsym.groups.lie.MatrixLieGroup`, needed by the verdict) is built on first
+use from :meth:`ExactAction._basis`, in the dtype of the action (``action.double()`` before or
+after first use gives a float64 group): storing ``r`` generators of size ``s × s`` costs
+``r s²`` numbers, which only the verdict on small blocks needs.
+
+Standard algebras (Frobenius-orthonormal bases, as ``(r, s, s)`` tensors):
+:func:`gl_basis` (block-diagonal ``gl(h_1) ⊕ … ⊕ gl(h_k)``), :func:`diagonal_basis`
+(``E_jj``: the positive diagonal group ``{exp(diag t)}``) and :func:`translation_basis`
+(``E_{i,k}``, ``i < k``, in ``(k+1) × (k+1)``: the unipotent matrices ``[[I, c], [0, 1]]``,
+a faithful copy of the translation group ``(R^k, +)``; ``c = g[:k, k]`` and
+``[[I, c₂], [0, 1]] [[I, c₁], [0, 1]] = [[I, c₁ + c₂], [0, 1]]``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from ..errors import ActionError, GroupError
+from ..groups.lie import MatrixLieGroup
+from .base import GroupAction
+
+
+def gl_basis(sizes: Sequence[int], dtype: torch.dtype = torch.float64) -> Tensor:
+    """``E_ij`` basis of block-diagonal ``gl(h_1) ⊕ … ⊕ gl(h_k)``, shape ``(Σ h², Σ h, Σ h)``."""
+    s = sum(sizes)
+    out = torch.zeros(sum(h * h for h in sizes), s, s, dtype=dtype)
+    k, start = 0, 0
+    for h in sizes:
+        for i in range(h):
+            for j in range(h):
+                out[k, start + i, start + j] = 1.0
+                k += 1
+        start += h
+    return out
+
+
+def diagonal_basis(h: int, dtype: torch.dtype = torch.float64) -> Tensor:
+    """``E_jj``, shape ``(h, h, h)``: the algebra of the positive diagonal group."""
+    out = torch.zeros(h, h, h, dtype=dtype)
+    idx = torch.arange(h)
+    out[idx, idx, idx] = 1.0
+    return out
+
+
+def translation_basis(k: int, dtype: torch.dtype = torch.float64) -> Tensor:
+    """``E_{i,k}`` (``i < k``) in ``(k+1) × (k+1)``: the translation group ``R^k`` as unipotent matrices."""
+    out = torch.zeros(k, k + 1, k + 1, dtype=dtype)
+    idx = torch.arange(k)
+    out[idx, idx, k] = 1.0
+    return out
+
+
+def translation_of(g: Tensor) -> Tensor:
+    """``c = g[:k, k]`` of a unipotent ``(k+1) × (k+1)`` matrix ``[[I, c], [0, 1]]``."""
+    return g[:-1, -1]
+
+
+class ExactAction(GroupAction):
+    """A catalogue action: a :class:`GroupAction` with ``kind``, ``dimension``, ``order`` and
+    cheap random elements; its group is built lazily from :meth:`_basis` (see module docstring).
+
+    Subclasses set ``self.dimension``, ``self.p``, ``self.size`` (the matrix size ``s``) and
+    implement :meth:`act` and :meth:`_basis` (continuous) or :meth:`random_elements` (discrete).
+    """
+
+    kind: str = "exact"
+    dimension: int
+    order: int | None = None
+    size: int
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("_probe", torch.zeros((), dtype=torch.float32), persistent=False)
+
+    @property
+    def group(self) -> MatrixLieGroup:  # type: ignore[override]
+        """The (supplied) matrix Lie group acting; built on first use in the action's dtype."""
+        g = self._modules.get("group")
+        if g is None:
+            if self.order is not None:
+                raise ActionError(
+                    f"{type(self).__name__} is a discrete action (order {self.order_text}) with no Lie group to "
+                    "sample from; apply its elements with act(g, θ) for g in random_elements(n, generator) "
+                    "(permutation matrices), e.g. with paramsym.verdict's per-sample metrics.")
+            g = MatrixLieGroup.supplied(self._basis(self._probe.dtype))
+            self._modules["group"] = g
+        return g
+
+    @group.setter
+    def group(self, value: MatrixLieGroup) -> None:
+        self._modules["group"] = value
+
+    def _basis(self, dtype: torch.dtype) -> Tensor:
+        raise NotImplementedError
+
+    @property
+    def log10_order(self) -> float | None:
+        """``log10(order)`` (``None`` for a continuous group)."""
+        if self.order is None:
+            return None
+        return math.log10(self.order) if self.order < 10**300 else _log10_big(self.order)
+
+    @property
+    def order_text(self) -> str:
+        if self.order is None:
+            return "∞"
+        return str(self.order) if self.order < 10**12 else f"10^{self.log10_order:.1f}"
+
+    def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
+        """``n`` random group elements ``(n, s, s)``: single exponentials ``exp(t h)`` with a random
+        unit direction ``h`` of the algebra and ``|t| ≤ rho`` (subclasses build them without the
+        algebra's basis when it would be large)."""
+        grp = self.group
+        return grp.matrices(grp.sample(n, rho, exact_factors=1, generator=generator)).to(self._probe.dtype)
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind}, p={self.p}, dimension={self.dimension}, order={self.order_text}"
+
+
+def random_exp(direction: Tensor, rho: float, generator: torch.Generator | None = None) -> Tensor:
+    """``exp(t A / ‖A‖_F)`` for directions ``A`` ``(n, s, s)``: ``|t|`` uniform in ``[0.2ρ, ρ]``, random sign
+    (the radius convention of :meth:`~paramsym.groups.lie.MatrixLieGroup.sample`)."""
+    n = direction.shape[0]
+    a = direction / direction.flatten(1).norm(dim=-1).clamp_min(1e-300)[:, None, None]
+    t = rho * (0.2 + 0.8 * torch.rand(n, generator=generator, dtype=direction.dtype))
+    t = t * (torch.randint(0, 2, (n,), generator=generator) * 2 - 1).to(direction.dtype)
+    return torch.linalg.matrix_exp(t[:, None, None] * a)
+
+
+def _log10_big(n: int) -> float:
+    digits = len(str(n))
+    return digits - 1 + math.log10(int(str(n)[:15]) / 10**14)
+
+
+def factorial(n: int) -> int:
+    """``n!`` as an exact integer."""
+    return math.factorial(int(n))
+
+
+def random_permutations(n: int, h: int, generator: torch.Generator | None = None,
+                        dtype: torch.dtype = torch.float64) -> Tensor:
+    """``n`` uniformly random ``h × h`` permutation matrices ``P`` (``P[i, π(i)] = 1``)."""
+    out = torch.zeros(n, h, h, dtype=dtype)
+    for k in range(n):
+        perm = torch.randperm(h, generator=generator)
+        out[k, torch.arange(h), perm] = 1.0
+    return out
+
+
+def permutation_matrix(perm: Sequence[int], dtype: torch.dtype = torch.float64) -> Tensor:
+    """``P`` with ``P[i, perm[i]] = 1``: ``(P x)_i = x_{perm[i]}`` (unit ``i`` of the result is old unit ``perm[i]``).
+
+    Raises:
+        GroupError: ``perm`` is not a permutation of ``0..h-1``.
+    """
+    p = [int(i) for i in perm]
+    if sorted(p) != list(range(len(p))):
+        raise GroupError(f"expected a permutation of 0..{len(p) - 1}; received {p}.")
+    h = len(p)
+    out = torch.zeros(h, h, dtype=dtype)
+    out[torch.arange(h), torch.tensor(p, dtype=torch.long)] = 1.0
+    return out

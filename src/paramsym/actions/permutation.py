@@ -1,0 +1,161 @@
+"""Permutations of hidden units and of attention heads: the discrete exact symmetries.
+
+* :class:`HiddenPermutationAction` — the symmetric group ``S_h`` on the hidden units of a pair
+  ``earlier → σ → later`` of linear layers with *any* elementwise σ: for a permutation matrix P,
+  ``(V, b, U) ↦ (P V, P b, U Pᵀ)``, since ``U Pᵀ σ(P V x + P b) = U Pᵀ P σ(V x + b)`` (σ
+  commutes with permutations and ``Pᵀ = P⁻¹``). Order ``h!``.
+* :class:`HeadPermutationAction` — ``S_H`` on the heads of a multi-head attention layer: the
+  output is a sum over heads of terms that each depend on one head's parameters only (query,
+  key, value rows and the output columns of that head, or ``M_h, R_h`` of RMHSA), so permuting
+  the heads' parameter blocks together permutes the summands. Order ``H!``.
+
+Both are discrete: ``dimension = 0``, ``order`` the exact group order (``log10_order`` for
+large ones); they have no Lie group to sample (``action.group`` raises a named error), and their
+elements are permutation matrices: ``act(P, θ)`` for ``P = permutation_matrix(perm)`` or
+``random_elements(n, generator)``; with ``P[i, π(i)] = 1``, new unit (head) ``i`` is old unit
+``π(i)``. ``act`` is linear in ``g`` (``einsum``), so it is exact for permutation matrices (each
+entry is one old entry times 1 plus zeros) and ``act(P₂, act(P₁, θ)) = act(P₂ P₁, θ)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import ActionError, ShapeError
+from ..params import ParameterBlock
+from .exact import ExactAction, factorial, random_permutations
+from .layout import entry, locate, refuse_untouched, replace
+from .linear import _layer_pair
+
+
+class _Discrete(ExactAction):
+    def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
+        """``n`` uniformly random permutation matrices (``rho`` is ignored)."""
+        return random_permutations(n, self.size, generator, self._probe.dtype)
+
+
+class HiddenPermutationAction(_Discrete):
+    """``S_h`` on hidden units: ``(V, b, U) ↦ (P V, P b, U Pᵀ)`` (see the module docstring).
+
+    Args:
+        block: exactly ``V``, the earlier bias ``b`` (optional) and ``U``, whole tensors.
+        earlier: name of V (h × n); later: name of U (m × h); earlier_bias: name of b when it
+            is not ``earlier`` with ``weight`` → ``bias``.
+
+    Raises:
+        ShapeError: a name not in the block, a partial tensor, or shapes that do not chain.
+        ActionError: the block holds tensors the action would not move (the later bias).
+    """
+
+    kind = "hidden_permutation"
+
+    def __init__(self, block: ParameterBlock, earlier: str | None = None, later: str | None = None, *,
+                 earlier_bias: str | None = None):
+        super().__init__()
+        self.v_sl, self.v_shape, self.b_sl, self.u_sl, self.u_shape = _layer_pair(
+            "HiddenPermutationAction", block, earlier, later, earlier_bias, {})
+        h = self.v_shape[0]
+        self.size, self.dimension, self.order, self.p = h, 0, factorial(h), block.size
+
+    def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        g = g.to(theta.dtype)
+        U = theta[self.u_sl].reshape(self.u_shape)
+        V = theta[self.v_sl].reshape(self.v_shape)
+        parts = [(self.u_sl, (U @ g.T).reshape(-1)), (self.v_sl, (g @ V).reshape(-1))]
+        if self.b_sl is not None:
+            parts.append((self.b_sl, g @ theta[self.b_sl]))
+        return replace(theta, parts)
+
+
+class HeadPermutationAction(_Discrete):
+    """``S_H`` on attention heads: every head-carrying tensor, viewed as ``(pre, H, post)``, has its
+    head axis permuted, ``T[a, i, b] ↦ Σ_j P[i, j] T[a, j, b]`` (module docstring).
+
+    Args:
+        block: exactly the head-carrying tensors (whole).
+        heads: the number of heads H.
+        layout: ``{name: (pre, post)}`` — tensor ``name`` reshaped (row-major) to ``(pre, H, post)``
+            puts head ``i``'s entries at ``[:, i, :]``. E.g. a packed ``in_proj_weight (3E, E)`` is
+            ``(3, d_h·E)``, ``out_proj.weight (E, E)`` is ``(E, d_h)``, RMHSA's ``M (H, d, d)`` is
+            ``(1, d²)``. Use :meth:`for_mha` and :meth:`for_rmhsa` for the standard layouts.
+
+    Raises:
+        ShapeError: a name not in the block, or a layout that does not fit a tensor's size.
+        ActionError: the block holds tensors the action would not move (the output bias).
+    """
+
+    kind = "head_permutation"
+
+    def __init__(self, block: ParameterBlock, heads: int, layout: dict[str, tuple[int, int]]):
+        super().__init__()
+        cls = "HeadPermutationAction"
+        if int(heads) < 1:
+            raise ShapeError(f"{cls}: heads must be ≥ 1; received {heads}.")
+        H = int(heads)
+        self.names = list(layout)
+        self.locs, self.views = [], []
+        for name, (pre, post) in layout.items():
+            numel = math.prod(entry(block, name, cls).shape)
+            if pre * H * post != numel:
+                raise ShapeError(f"{cls}: {name!r} has {numel} entries, which is not (pre={pre}) × (heads={H}) × "
+                                 f"(post={post}); check the number of heads and the layout.")
+            self.locs.append(locate(block, name, None, cls))
+            self.views.append((int(pre), H, int(post)))
+        refuse_untouched(cls, block, self.locs, "Output biases are invariant under head permutations.")
+        self.size, self.dimension, self.order, self.p = H, 0, factorial(H), block.size
+
+    @classmethod
+    def for_mha(cls, block: ParameterBlock, mha: nn.MultiheadAttention, prefix: str = "") -> HeadPermutationAction:
+        """Head permutations of an ``nn.MultiheadAttention`` named ``prefix`` in the model.
+
+        The block must hold every head-carrying parameter of the module: ``in_proj_weight`` (or
+        ``q/k/v_proj_weight``), ``in_proj_bias``, ``bias_k``, ``bias_v`` when present, and
+        ``out_proj.weight`` — and not ``out_proj.bias``.
+
+        Raises:
+            ActionError: not an ``nn.MultiheadAttention``, or a head-carrying parameter missing
+                from the block (named; permuting the others alone would change the output).
+        """
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise ActionError(f"HeadPermutationAction.for_mha needs an nn.MultiheadAttention; received {type(mha).__name__}.")
+        H, E = mha.num_heads, mha.embed_dim
+        dh = E // H
+        p = f"{prefix}." if prefix else ""
+        layout: dict[str, tuple[int, int]] = {}
+        if mha.in_proj_weight is not None:
+            layout[f"{p}in_proj_weight"] = (3, dh * E)
+        else:
+            layout[f"{p}q_proj_weight"] = (1, dh * E)
+            layout[f"{p}k_proj_weight"] = (1, dh * mha.kdim)
+            layout[f"{p}v_proj_weight"] = (1, dh * mha.vdim)
+        if mha.in_proj_bias is not None:
+            layout[f"{p}in_proj_bias"] = (3, dh)
+        for extra in ("bias_k", "bias_v"):
+            if getattr(mha, extra) is not None:
+                layout[f"{p}{extra}"] = (1, dh)
+        layout[f"{p}out_proj.weight"] = (E, dh)
+        missing = [n for n in layout if n not in block.names]
+        if missing:
+            raise ActionError(f"HeadPermutationAction: the block lacks {missing} of the attention layer {prefix!r}; every "
+                              f"head-carrying parameter must be permuted together. Use block={list(layout)}.")
+        return cls(block, H, layout)
+
+    @classmethod
+    def for_rmhsa(cls, block: ParameterBlock, M: str, R: str) -> HeadPermutationAction:
+        """Head permutations of RMHSA parameters ``M, R`` (each ``(H, d, d)``, named in the block)."""
+        shp = tuple(entry(block, M, "HeadPermutationAction").shape)
+        if len(shp) != 3 or shp[1] != shp[2] or tuple(entry(block, R, "HeadPermutationAction").shape) != shp:
+            raise ShapeError(f"HeadPermutationAction.for_rmhsa: M and R must both have shape (H, d, d); received M {shp}, "
+                             f"R {tuple(entry(block, R, 'HeadPermutationAction').shape)}.")
+        return cls(block, shp[0], {M: (1, shp[1] * shp[2]), R: (1, shp[1] * shp[2])})
+
+    def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        g = g.to(theta.dtype)
+        parts = []
+        for loc, view in zip(self.locs, self.views):
+            parts.append((loc, torch.einsum("ij,ajb->aib", g, theta[loc].reshape(view)).reshape(-1)))
+        return replace(theta, parts)
+
