@@ -46,6 +46,8 @@ class AffinePreset:
     help: str
     expected: int
     build: Callable[[torch.Generator], tuple[Target, Ansatz]]
+    #: a sample count known to suffice (``None``: the solver's automatic count)
+    samples: int | None = None
 
 
 def _mlp_target(widths, act, bias, n, gen, name):
@@ -94,7 +96,7 @@ AFFINE_PRESETS: dict[str, AffinePreset] = {
         AffinePreset("attention-d8h2", "bias-free multi-head attention, width 8, 2 heads: "
                      "per-head gl(4) ⊕ gl(4)", 64, lambda g: _attention(False, g)),
         AffinePreset("attention-d8h2-bias", "attention with biases: + key-bias and value-bias "
-                     "translations", 80, lambda g: _attention(True, g)),
+                     "translations", 80, lambda g: _attention(True, g), samples=96),
     ]
 }
 

@@ -176,9 +176,18 @@ def action_kernel(mats, points: Tensor, tol: float = 1e-10) -> Tensor:
 
 def principal_angles(a, b) -> Tensor:
     """Principal angles (radians, ascending) between ``span(a)`` and ``span(b)`` (rows or stacked
-    matrices, flattened), by scipy's sine/cosine method (accurate for tiny angles)."""
-    from scipy.linalg import subspace_angles
-
-    x = np.asarray(torch.as_tensor(a).to(torch.float64).reshape(len(a), -1)).T
-    y = np.asarray(torch.as_tensor(b).to(torch.float64).reshape(len(b), -1)).T
-    return torch.as_tensor(np.sort(subspace_angles(x, y)))
+    matrices, flattened); ``min(dim)`` angles. Small angles come from the sines
+    ``σ(Q_b − Q_a Q_aᵀ Q_b)`` (accurate to ~1e-16 rad), large ones from the cosines
+    ``σ(Q_aᵀ Q_b)`` (Björck–Golub, with Knyazev–Argentati's sine/cosine split)."""
+    x = torch.as_tensor(a).to(torch.float64).reshape(len(a), -1).T
+    y = torch.as_tensor(b).to(torch.float64).reshape(len(b), -1).T
+    if x.shape[0] != y.shape[0]:
+        raise ShapeError(f"subspaces live in different spaces: {x.shape[0]} vs {y.shape[0]} entries.")
+    qa, qb = torch.linalg.qr(x).Q, torch.linalg.qr(y).Q
+    if qb.shape[1] > qa.shape[1]:
+        qa, qb = qb, qa
+    m = qa.T @ qb
+    cos = torch.linalg.svdvals(m).clamp(-1, 1).flip(0)  # ascending cos → descending angle
+    sin = torch.linalg.svdvals(qb - qa @ m).clamp(-1, 1)  # descending sin → descending angle
+    ang = torch.where(sin < 0.5 ** 0.5, torch.arcsin(sin), torch.arccos(cos))
+    return ang.flip(0)
