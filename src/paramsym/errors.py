@@ -115,3 +115,16 @@ class RunFileError(RunDirError):
 class BlockMismatchError(RunDirError):
     """A target whose parameter block (names, shapes, selected entries) differs from the block
     a run was trained on."""
+
+
+class ToleranceError(ConfigError):
+    """A rank or comparison tolerance outside its valid range (e.g. not in (0, 1))."""
+
+
+class TooFewSamplesError(ConfigError):
+    """Too few sample points for the number of unknowns of a linear system (the message says how
+    many are needed)."""
+
+
+class EmptyBlockError(MaskError):
+    """A parameter block (or target) with no parameters to act on."""

@@ -57,3 +57,18 @@ def teacher_student(
     for p in student.parameters():
         p.requires_grad_(False)
     return teacher, student, losses
+
+
+def attention_layer(d: int = 8, heads: int = 2, *, bias: bool = False,
+                    generator: torch.Generator | None = None,
+                    dtype: torch.dtype = torch.float64) -> nn.MultiheadAttention:
+    """One ``nn.MultiheadAttention(d, heads, batch_first=True)`` layer with ``N(0, 1/d)`` weights
+    (and ``N(0, 1/d)`` biases when ``bias``) from an explicit generator; parameters
+    ``in_proj_weight`` (3d × d: query, key, value rows), ``out_proj.weight`` and, with biases,
+    ``in_proj_bias`` and ``out_proj.bias``."""
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    layer = nn.MultiheadAttention(d, heads, bias=bias, batch_first=True, dtype=dtype)
+    with torch.no_grad():
+        for _, prm in layer.named_parameters():
+            prm.copy_(torch.randn(prm.shape, generator=gen, dtype=dtype) / d ** 0.5)
+    return layer
