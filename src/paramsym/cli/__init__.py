@@ -30,6 +30,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 COMMAND_MODULES = [
     "paramsym.cli.discover",
     "paramsym.cli.attribute",
+    "paramsym.cli.census",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]
