@@ -18,7 +18,12 @@ from torch import nn
 
 from paramsym.census import AttentionFinder, FFNPermutationFinder, census
 from paramsym.cli import main
-from paramsym.errors import ConfigError, InputFileError, UnknownArchitectureError, UnsupportedModelError
+from paramsym.errors import (
+    ConfigError,
+    InputFileError,
+    UnknownArchitectureError,
+    UnsupportedModelError,
+)
 
 transformers = pytest.importorskip("transformers")
 
@@ -129,3 +134,14 @@ def test_discrete_permutation_entries():
     r = census(_llama(), finders=[FFNPermutationFinder()])
     assert [e.discrete_order for e in r.entries] == ["96!", "96!"] and all(e.dimension == 0 for e in r.entries)
     assert abs(r.entries[0].log10_order - math.log10(math.factorial(96))) < 1e-9 and r.all_verified
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset,attention", [("bert-base", 12 * 12 * (64**2 + 64**2)), ("gpt2", 12 * 12 * (64**2 + 64**2))])
+def test_full_size_presets(preset, attention):
+    """BERT-base and GPT-2 small from configs: ≈ 15–40 s each on the shared 2-core machine."""
+    from paramsym.census.presets import build_preset
+
+    r = census(build_preset(preset), dtype=torch.float32, copy_model=False)
+    assert r.dimension_of("attention.") == attention == 1_179_648
+    assert r.all_verified and max(e.verified_error for e in r.entries) <= 1e-5

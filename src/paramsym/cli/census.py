@@ -39,7 +39,8 @@ def register(subparsers) -> None:
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="verification dtype")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tokens", type=int, default=8, help="tokens per verification sequence (2 sequences)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: on a shared machine more threads spin-wait and run slower)")
     p.set_defaults(func=_run)
 
 
@@ -71,7 +72,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--tokens must be ≥ 2 (rotary symmetries need distinct positions); received {args.tokens}.")
     import torch
 
-    torch.set_num_threads(args.threads or min(4, os.cpu_count() or 1))
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
+    torch.set_num_threads(args.threads)
     from ..census import census, default_inputs
     from ..census.presets import build_preset, load_model
     from ..runs import RunDir

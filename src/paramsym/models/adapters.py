@@ -39,7 +39,12 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from ..errors import AttentionImplementationError, InputFileError, ShapeError, UnknownArchitectureError
+from ..errors import (
+    AttentionImplementationError,
+    InputFileError,
+    ShapeError,
+    UnknownArchitectureError,
+)
 
 __all__ = [
     "Projection", "AttentionLayout", "FFNLayout", "LayerLayout", "ModelLayout",
