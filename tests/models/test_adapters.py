@@ -126,3 +126,23 @@ def test_mha_layout():
     assert (lay.num_heads, lay.head_dim, lay.q.features[:2], lay.k.features[0]) == (2, 4, (0, 1), 8)
     with pytest.raises(UnknownArchitectureError, match="add_bias_kv"):
         A.mha_layout("att", nn.MultiheadAttention(8, 2, add_bias_kv=True))
+
+
+def test_forward_mode_ad_through_loaded_model(saved):
+    """A Target on a model loaded by load_pretrained (eager attention) has JVPs, equal to the
+    reverse-mode Jacobian times the tangent (GPT-NeoX's eager softmax runs in float32, so a
+    finite difference would only agree to ~1e-2 there, and the two modes to ~3e-7)."""
+    from torch.func import jacrev, jvp
+
+    from paramsym.targets import Target
+
+    _, path = saved
+    model = A.load_pretrained(path).double()
+    att = A.adapt(model).layers[0].attention
+    ids = torch.randint(0, 40, (1, 5), generator=torch.Generator().manual_seed(0))
+    target = Target(model, [att.q.weight, att.k.weight], {"input_ids": ids})
+    theta = target.theta0
+    v = torch.randn(theta.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    _, tangent = jvp(target, (theta,), (v,))
+    torch.testing.assert_close(tangent, jacrev(target)(theta) @ v, rtol=1e-5, atol=1e-7)  # float32 softmax (NeoX)
+    assert tangent.abs().max() > 1e-6
