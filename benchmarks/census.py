@@ -38,8 +38,9 @@ def main() -> None:
             m = model.to(dtype)
             inputs = default_inputs(m, torch.Generator().manual_seed(0))
             with torch.no_grad():
-                t_fwd, _ = timed(lambda: m(**inputs), args.repeat + 1)
-            t_cen, res = timed(lambda: census(m, inputs, dtype=dtype, copy_model=False), args.repeat)
+                t_fwd, _ = timed(lambda m=m, inputs=inputs: m(**inputs), args.repeat + 1)
+            t_cen, res = timed(lambda m=m, inputs=inputs, dtype=dtype: census(m, inputs, dtype=dtype, copy_model=False),
+                               args.repeat)
             n = len(res.entries)
             print(f"{name:12s} {str(dtype)[6:]:8s} {n:7d} {t_cen:9.2f} {1e3 * t_fwd:10.1f} "
                   f"{t_cen / ((n + 1) * t_fwd):6.2f}", flush=True)
