@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -98,12 +97,13 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
 
 
 def load_model(path_or_name: str) -> nn.Module:
-    """A model directory written by ``save_pretrained`` (loaded with eager attention, never downloading).
+    """A model directory written by ``save_pretrained``, or a name already in the local HF cache
+    (loaded with eager attention; never downloading).
 
     Raises:
-        InputFileError: the path does not exist or does not hold a model.
+        InputFileError: the path does not exist, or nothing loadable is found under the name.
     """
-    if not Path(path_or_name).exists():
-        raise InputFileError(f"--model {path_or_name!r}: no such directory; give a directory written by save_pretrained "
-                             f"(nothing is downloaded), or use --preset NAME ({sorted(PRESETS)}).")
-    return load_pretrained(path_or_name)
+    try:
+        return load_pretrained(path_or_name)
+    except InputFileError as exc:
+        raise InputFileError(f"--model: {exc} Or use --preset NAME ({sorted(PRESETS)}).") from exc

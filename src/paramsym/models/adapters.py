@@ -429,7 +429,7 @@ def load_pretrained(path_or_name: str | Path, *, local_only: bool = True) -> nn.
         model = AutoModel.from_pretrained(str(path_or_name), attn_implementation="eager", local_files_only=local_only)
     except (OSError, ValueError) as exc:
         raise InputFileError(
-            f"cannot load model {str(path_or_name)!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}. "
+            f"cannot load model {str(path_or_name)!r}: {str(exc).splitlines()[0].rstrip('.') if str(exc) else type(exc).__name__}. "
             "Give a directory written by save_pretrained (this never downloads)."
         ) from exc
     if not isinstance(model, nn.Module):  # pragma: no cover
