@@ -128,3 +128,18 @@ class TooFewSamplesError(ConfigError):
 
 class EmptyBlockError(MaskError):
     """A parameter block (or target) with no parameters to act on."""
+
+
+class UnknownArchitectureError(ParamsymError, ValueError):
+    """A model whose architecture (HF ``config.model_type``) has no adapter; the message lists the
+    known ones and how to register one."""
+
+
+class AttentionImplementationError(ParamsymError, ValueError):
+    """An attention implementation without forward-mode derivatives (fused SDPA/flash kernels)
+    that cannot be switched to the eager path."""
+
+
+class UnsupportedModelError(ParamsymError, ValueError):
+    """A model the census cannot analyse: no parameters, or no module it knows (the message lists
+    what it knows and what it found)."""

