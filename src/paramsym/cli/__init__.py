@@ -9,6 +9,11 @@ Fast start: this module and every sub-command module import only the standard li
 top level (heavy imports sit inside the command functions), so ``paramsym --version``,
 ``paramsym group ...`` and ``paramsym attention count|table|clusterings`` never import torch.
 
+Usage errors (a missing or unknown argument, a bad choice) are one line too: the parsers are
+:class:`ArgumentParser`, whose ``error`` prints ``paramsym CMD: error: <message>; see paramsym CMD
+--help`` (no usage block) and exits with status 2; every sub-command level requires its
+sub-command.
+
 Errors: library errors (:class:`~paramsym.errors.ParamsymError`) are printed as one clear line
 ``paramsym CMD: error: <Name>: <message>`` and exit with status 2, never as a traceback; as a
 safety net, so are file-system errors (``OSError``), corrupt JSON and corrupt safetensors files.
@@ -24,7 +29,7 @@ import sys
 from .. import __version__
 from ..errors import ParamsymError
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "ArgumentParser", "build_parser", "main"]
 
 #: Modules that contribute sub-commands (each has ``register(subparsers)``).
 COMMAND_MODULES = [
@@ -35,9 +40,26 @@ COMMAND_MODULES = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors are one line on stderr (exit status 2).
+
+    Sub-parsers inherit the class (``add_subparsers`` passes ``parser_class=type(self)``), and
+    their sub-commands are required, so ``paramsym attention`` without a sub-command is a usage
+    error rather than a help page with another exit status.
+    """
+
+    def error(self, message: str):  # noqa: D102 (argparse API)
+        text = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {text}; see {self.prog} --help\n")
+
+    def add_subparsers(self, **kwargs):  # noqa: D102 (argparse API)
+        kwargs.setdefault("required", True)
+        return super().add_subparsers(**kwargs)
+
+
+def build_parser() -> ArgumentParser:
     """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="paramsym",
         description="Symmetry in neural-network parameter spaces.",
     )

@@ -128,9 +128,9 @@ def _attribution() -> KindSpec:
 
 
 def _attention() -> KindSpec:
-    from ..attention.report import render as render_attention
+    from ..attention import report
 
-    return KindSpec(None, None, render_attention)
+    return KindSpec(report.AttentionTableConfig, report.run, report.render)
 
 
 def _annulus() -> PresetSpec:
