@@ -248,7 +248,7 @@ def _cmd_clusterings(args: argparse.Namespace) -> int:
     listing = None
     if not args.count_only and args.up_to == "isomorphism":
         # the first `limit` clusterings in enumeration order (lazily; the count is exact anyway)
-        listing = list(itertools.islice(enumerate_partial_clusterings(G, heads, limit=max(n, 1)), limit))
+        listing = list(itertools.islice(enumerate_partial_clusterings(G, heads, limit=max(n, 1)), min(limit, n)))
     truncated = listing is not None and len(listing) < n
     if args.json:
         out = {"group": G.name, "heads": heads, "up_to": args.up_to, "count": n}

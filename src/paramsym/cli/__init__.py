@@ -16,7 +16,8 @@ sub-command.
 
 Errors: library errors (:class:`~paramsym.errors.ParamsymError`) are printed as one clear line
 ``paramsym CMD: error: <Name>: <message>`` and exit with status 2, never as a traceback; as a
-safety net, so are file-system errors (``OSError``), corrupt JSON and corrupt safetensors files.
+safety net, so are file-system errors (``OSError``), corrupt JSON and corrupt safetensors files,
+and ``MemoryError`` (an input far beyond what fits).
 """
 
 from __future__ import annotations
@@ -96,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except MemoryError as exc:  # numpy's _ArrayMemoryError too: an input far beyond what fits
+        detail = " ".join(str(exc).split()) or "out of memory"
+        return _error(command, "MemoryError",
+                      f"the computation needs more memory than this machine has ({detail[:200]}); use smaller "
+                      "inputs (fewer copies, heads, steps or a smaller group).")
     except json.JSONDecodeError as exc:
         return _error(command, type(exc).__name__,
                       f"a JSON file is not valid JSON ({exc}); it was probably truncated by an interrupted "

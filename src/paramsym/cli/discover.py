@@ -183,11 +183,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _experiment_config(cls, args: argparse.Namespace, presets, variants=(None,), **values):
+def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,), **values):
     """``cls.quick()`` or ``cls()``, with the explicit values; ``--steps`` and ``--set`` added on top.
 
-    The discovery configuration of every sub-run (``presets`` × ``variants``) is resolved here,
-    so a bad ``--set`` is refused before the output directory is created.
+    The discovery configuration of every sub-run (``presets(cfg)`` × ``objectives``) is resolved
+    here, so a bad ``--set`` is refused before the output directory is created.
     """
     import dataclasses
 
@@ -202,8 +202,8 @@ def _experiment_config(cls, args: argparse.Namespace, presets, variants=(None,),
     if hasattr(cfg, "validate"):
         cfg.validate()
     for preset in presets(cfg):
-        for variant in variants:
-            resolve_discover_config(preset, variant, seeds[0], steps, "cpu", overrides)
+        for objective in objectives:
+            resolve_discover_config(preset, objective, seeds[0], steps, "cpu", overrides)
     return cfg
 
 
