@@ -79,11 +79,15 @@ def _error(command: str, name: str, message: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
-    command = args.command
+    sub = getattr(args, "attention_command", None) or getattr(args, "experiment", None)
+    command = f"{args.command} {sub}" if sub else args.command
+    if extra:  # named by the sub-command they were given to, not by the top-level parser
+        parser.exit(2, f"paramsym {command}: error: unrecognized arguments: {' '.join(extra)}; "
+                       f"see paramsym {command} --help\n")
     try:
         return int(args.func(args) or 0)
     except ParamsymError as exc:

@@ -94,15 +94,15 @@ def _check_device(device: str, flag: str = "--device") -> None:
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
-    from ..discovery.run import load_config, resume_run, start_run
     from ..errors import ConfigError
-    from ..experiments.configs import resolve_discover_config
-    from ..runs import RunDir
     from .options import MAX_SEED, device_option, int_option
 
     steps = None if args.steps is None else int_option(args.steps, "--steps", 1)
     seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
     device = None if args.device is None else device_option(args.device)
+    from ..discovery.run import load_config, resume_run, start_run
+    from ..experiments.configs import resolve_discover_config
+    from ..runs import RunDir
     if args.resume:
         if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
             raise ConfigError("--resume continues a run with its saved configuration; do not pass --preset, "
