@@ -19,7 +19,6 @@ directory; :func:`test_a_few_malformed_commands_in_a_subprocess` checks the real
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess

@@ -41,6 +41,12 @@ COMMAND_MODULES = [
 ]
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line: whitespace runs collapsed, control characters escaped."""
+    text = " ".join(str(text).split())
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` whose usage errors are one line on stderr (exit status 2).
 
@@ -50,8 +56,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """
 
     def error(self, message: str):  # noqa: D102 (argparse API)
-        text = " ".join(str(message).split())
-        self.exit(2, f"{self.prog}: error: {text}; see {self.prog} --help\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}; see {self.prog} --help\n")
 
     def add_subparsers(self, **kwargs):  # noqa: D102 (argparse API)
         kwargs.setdefault("required", True)
@@ -72,7 +77,7 @@ def build_parser() -> ArgumentParser:
 
 
 def _error(command: str, name: str, message: str) -> int:
-    print(f"paramsym {command}: error: {name}: {message}", file=sys.stderr)
+    print(f"paramsym {one_line(command)}: error: {name}: {one_line(message)}", file=sys.stderr)
     return 2
 
 
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = getattr(args, "attention_command", None) or getattr(args, "experiment", None)
     command = f"{args.command} {sub}" if sub else args.command
     if extra:  # named by the sub-command they were given to, not by the top-level parser
-        parser.exit(2, f"paramsym {command}: error: unrecognized arguments: {' '.join(extra)}; "
+        parser.exit(2, f"paramsym {command}: error: unrecognized arguments: {one_line(' '.join(extra))}; "
                        f"see paramsym {command} --help\n")
     try:
         return int(args.func(args) or 0)
