@@ -326,7 +326,7 @@ def _damage(path: Path, how) -> None:
         path.unlink()
 
 
-@settings(deadline=None, database=None, max_examples=8, phases=[Phase.explicit, Phase.generate],
+@settings(deadline=None, database=None, max_examples=int(os.environ.get("PARAMSYM_FUZZ_RUNS", "8")), phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(kind=st.sampled_from(["discovery", "attention"]), command=st.sampled_from(["report", "resume"]),
        unfinished=st.booleans(), data=st.data())
