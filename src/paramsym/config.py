@@ -101,8 +101,11 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
             return parsed
         raise ConfigError(f"{key}: expected true or false, received {raw!r}.")
     if annotation is int:
-        if isinstance(parsed, bool) or not isinstance(parsed, (int, float)) or int(parsed) != parsed:
+        if (isinstance(parsed, bool) or not isinstance(parsed, (int, float))
+                or (isinstance(parsed, float) and not math.isfinite(parsed)) or int(parsed) != parsed):
             raise ConfigError(f"{key}: expected an integer, received {raw!r}.")
+        if not -(2**63) <= int(parsed) < 2**63:  # torch and numpy take 64-bit integers (seeds, sizes, threads)
+            raise ConfigError(f"{key}: expected an integer of at most 64 bits (|n| < 2**63), received {raw!r}.")
         return int(parsed)
     if annotation is float:
         if isinstance(parsed, str):  # YAML 1.1 reads "3e-4" (no dot) as a string
@@ -112,6 +115,8 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
                 pass
         if isinstance(parsed, bool) or not isinstance(parsed, (int, float)):
             raise ConfigError(f"{key}: expected a number, received {raw!r}.")
+        if not math.isfinite(parsed):  # never a silent NaN (or infinity) in a configuration
+            raise ConfigError(f"{key}: expected a finite number, received {raw!r}.")
         return float(parsed)
     if annotation is str:
         return str(raw) if not isinstance(raw, str) else raw

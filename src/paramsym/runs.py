@@ -20,6 +20,11 @@ appears with the first file written. Every failure to write or read a run file (
 path that is a file, a truncated or corrupt JSON or safetensors file) raises
 :class:`~paramsym.errors.RunFileError`, a one-line named error naming the path, what was expected
 and what to do.
+
+Importing this module never imports torch (``paramsym attention table --out DIR`` writes a run
+directory without it): torch and safetensors are imported by the functions that handle tensors,
+and :func:`environment` reads package versions from the installed metadata unless the package is
+already loaded.
 """
 
 from __future__ import annotations
@@ -36,11 +41,12 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from .errors import RunDirError, RunFileError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _jsonable(obj: Any) -> Any:
@@ -48,7 +54,8 @@ def _jsonable(obj: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
-    if isinstance(obj, torch.Tensor):
+    torch = sys.modules.get("torch")  # a tensor can only exist once torch is loaded
+    if torch is not None and isinstance(obj, torch.Tensor):
         return _jsonable(obj.detach().cpu().tolist())
     if hasattr(obj, "item") and hasattr(obj, "dtype"):  # numpy scalar
         return _jsonable(obj.item())
@@ -206,37 +213,49 @@ def git_sha(start: str | os.PathLike | None = None) -> str | None:
 
 
 def environment(seed: int | None = None, device: str | None = None) -> dict[str, Any]:
-    """Time, host, versions, seed, git SHA and machine facts: one entry of ``env.json``."""
-    import numpy
-    import scipy
+    """Time, host, versions, seed, git SHA and machine facts: one entry of ``env.json``.
 
+    Never imports torch: where torch is not loaded (pure-math runs), ``torch_threads`` and
+    ``cuda_available`` are ``None`` and the versions come from the installed metadata.
+    """
     from . import __version__
 
+    torch = sys.modules.get("torch")
     env: dict[str, Any] = {
         "time_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "paramsym": __version__,
         "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
+        "torch": _version("torch"),
+        "numpy": _version("numpy"),
+        "scipy": _version("scipy"),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "cuda_available": torch.cuda.is_available(),
+        "torch_threads": torch.get_num_threads() if torch is not None else None,
+        "cuda_available": torch.cuda.is_available() if torch is not None else None,
         "git_sha": git_sha(),
         "seed": seed,
         "device": device,
         "argv": list(sys.argv),
     }
-    try:
-        import transformers
-
-        env["transformers"] = transformers.__version__
-    except ImportError:
-        pass
+    transformers = _version("transformers")
+    if transformers is not None:
+        env["transformers"] = transformers
     return env
+
+
+def _version(name: str) -> str | None:
+    """The version of package ``name``: of the loaded module if any, else from its installed metadata."""
+    module = sys.modules.get(name)
+    if module is not None and isinstance(getattr(module, "__version__", None), str):
+        return module.__version__
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 _TENSOR_FILE = re.compile(r"tensors-\d{8}\.safetensors")

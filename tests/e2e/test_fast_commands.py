@@ -6,6 +6,7 @@ and asserts that ``torch`` was never imported while the command ran to completio
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -44,13 +45,24 @@ def test_pure_math_commands_never_import_torch(args: list[str]) -> None:
     assert "HEAVY=\n" in out.stdout, f"{args} imported {out.stdout.strip().splitlines()[-1]}"
 
 
+def test_attention_table_run_directory_never_imports_torch(tmp_path) -> None:
+    out = _run("attention", "table", "--group", "C4", "--copies", "1..3", "--heads", "2", "--quiet",
+               "--out", str(tmp_path / "run"))
+    assert out.returncode == 0, out.stderr
+    heavy = out.stdout.strip().splitlines()[-1]
+    assert "torch" not in heavy.removeprefix("HEAVY=").split(","), heavy
+    env = json.loads((tmp_path / "run" / "env.json").read_text())["starts"][0]
+    assert env["torch"] and env["torch_threads"] is None  # version from metadata, torch never loaded
+    assert (tmp_path / "run" / "metrics.json").exists() and (tmp_path / "run" / "report.md").exists()
+
+
 def test_every_command_module_top_level_is_standard_library_only() -> None:
     code = (
         "import sys, importlib\n"
         "from paramsym.cli import COMMAND_MODULES, build_parser\n"
         "for m in COMMAND_MODULES: importlib.import_module(m)\n"
         "build_parser()\n"
-        "import paramsym.experiments.registry\n"
+        "import paramsym.experiments.registry, paramsym.runs, paramsym.attention.report\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -199,31 +199,28 @@ def _cmd_count(args: argparse.Namespace) -> int:
 
 def _cmd_table(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
-    from .components import component_table, parse_range, table_markdown
-    from .loading import parse_group, parse_rep
+    from .components import parse_range
+    from .report import AttentionTableConfig, rows_markdown, run, table
 
     heads = _int_option(args, "heads", 1)
     copies = parse_range(args.copies)
     if min(copies) < 1:
         raise ConfigError(f"--copies {args.copies!r}: every number of copies must be >= 1.")
-    budget = _max_memory(args)
-    G = parse_group(args.group)
-    rep = parse_rep(G, args.rep, max_memory=budget, progress=_progress(args))
-    rows = component_table(rep, copies, heads, rep_name=args.rep, progress=_progress(args))
+    cfg = AttentionTableConfig(group=args.group, rep=args.rep, copies=copies, heads=heads,
+                               max_memory=_max_memory(args))
     if args.out:
-        from .report import write_table_run
-
-        args.heads = heads
         try:
-            path = write_table_run(args.out, args, rows)
+            summary = run(cfg, args.out, progress=_progress(args))
         except OSError as exc:
             raise _output_error(args.out, exc, "run directory") from None
-        print(f"wrote run directory {path}", file=sys.stderr)
-    if args.format == "json" or args.json:
-        _print_json({"group": G.name, "rep": args.rep, "heads": heads, "rows": [r.to_dict() for r in rows]})
+        print(f"wrote run directory {args.out}", file=sys.stderr)
     else:
-        print(f"c_(G,d)(R^C ⊗ {args.rep}) for G = {G.name}, {heads} heads, d = dim V / {heads}\n")
-        print(table_markdown(rows))
+        summary = table(cfg, progress=_progress(args))
+    if args.format == "json" or args.json:
+        _print_json(summary)
+    else:
+        print(f"c_(G,d)(R^C ⊗ {args.rep}) for G = {summary['group']}, {heads} heads, d = dim V / {heads}\n")
+        print(rows_markdown(summary["rows"]))
     return 0
 
 
@@ -251,7 +248,7 @@ def _cmd_clusterings(args: argparse.Namespace) -> int:
     listing = None
     if not args.count_only and args.up_to == "isomorphism":
         # the first `limit` clusterings in enumeration order (lazily; the count is exact anyway)
-        listing = list(itertools.islice(enumerate_partial_clusterings(G, heads, limit=max(n, 1)), limit))
+        listing = list(itertools.islice(enumerate_partial_clusterings(G, heads, limit=max(n, 1)), min(limit, n)))
     truncated = listing is not None and len(listing) < n
     if args.json:
         out = {"group": G.name, "heads": heads, "up_to": args.up_to, "count": n}

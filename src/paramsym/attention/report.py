@@ -1,45 +1,108 @@
-"""Run directories of ``paramsym attention table --out DIR`` and their reports.
+"""Run kind ``"attention"``: component tables over a range of copies, and their reports.
 
-Run kind ``"attention"`` with ``"run": "component-table"``: ``config.json`` (group,
-representation, heads, copies),
+A run is configured by :class:`AttentionTableConfig` (group, representation, copies, heads,
+memory budget; :meth:`~AttentionTableConfig.quick` for smoke runs) and made by :func:`run`,
+which ``paramsym attention table --out DIR`` calls; :func:`table` computes the same summary
+without a directory. The run directory (``"run": "component-table"``) holds ``config.json``,
 ``metrics.json`` (one row per ``C`` with ``c``, the closed form where it applies and the exact
-Theorem 9 bound), ``env.json``, ``figures/components.png`` and ``report.md``.
+Theorem 9 bound ``c^(2|H|)/|H|!``), ``env.json``, ``figures/components.png`` and ``report.md``.
 :func:`render` regenerates the report (and the figure) from the directory alone; ``paramsym
-report DIR`` dispatches to it.
+report DIR`` dispatches to it through :mod:`paramsym.experiments.registry`.
+
+Pure math: nothing here imports torch.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from ..errors import ConfigError
 from ..runs import RunDir
 
-__all__ = ["write_table_run", "render", "KIND", "RUN"]
+__all__ = ["AttentionTableConfig", "KIND", "RUN", "render", "rows_markdown", "run", "table"]
 
 KIND = "attention"
 RUN = "component-table"
 
 
-def write_table_run(out: str | os.PathLike, args: argparse.Namespace, rows) -> Path:
-    """Write the run directory for a component table (see module docstring)."""
-    run = RunDir(out)
-    run.write_json(
-        "config.json",
-        {
-            "kind": KIND,
-            "run": RUN,
-            "group": args.group,
-            "rep": args.rep,
-            "heads": args.heads,
-            "copies": [r.copies for r in rows],
-        },
-    )
-    run.write_env(seed=None)
-    run.write_json("metrics.json", {"rows": [r.to_dict() for r in rows]})
-    run.write_text("report.md", render(run))
-    return run.path
+@dataclass
+class AttentionTableConfig:
+    """A table of ``c_(G,d)(R^C ⊗ ρ)`` and the Theorem 9 bound over a list of copies ``C``.
+
+    Attributes:
+        group: group spec as ``--group`` takes it (a name such as ``D4``, ``perm:[...]``, a file).
+        rep: representation spec ``ρ`` as ``--rep`` takes it (``regular``, ``copies:C``, ...).
+        copies: the numbers of copies ``C >= 1`` (one row each).
+        heads: number of heads ``|H| >= 1``; the head dimension is ``d = dim V / |H|``.
+        max_memory: budget in bytes for dense representation matrices (``None``: the default
+            of :mod:`paramsym.groups.memory`).
+    """
+
+    group: str = "D4"
+    rep: str = "regular"
+    copies: list[int] = field(default_factory=lambda: list(range(1, 13)))
+    heads: int = 8
+    max_memory: int | None = None
+
+    @classmethod
+    def quick(cls) -> AttentionTableConfig:
+        """A small, fast table (C4, copies 1..3, 2 heads): milliseconds, for tests and examples."""
+        return cls(group="C4", copies=[1, 2, 3], heads=2)
+
+    def validate(self) -> None:
+        """Raises :class:`ConfigError` naming the field for a value of the wrong kind."""
+        for name in ("group", "rep"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise ConfigError(f"{name} must be a nonempty spec string; received {getattr(self, name)!r}.")
+        if isinstance(self.heads, bool) or not isinstance(self.heads, int) or self.heads < 1:
+            raise ConfigError(f"heads must be an integer >= 1; received {self.heads!r}.")
+        bad = [c for c in self.copies if isinstance(c, bool) or not isinstance(c, int) or c < 1]
+        if not self.copies or bad:
+            raise ConfigError(f"copies must be a nonempty list of integers >= 1; received {self.copies!r}.")
+        if self.max_memory is not None and (not isinstance(self.max_memory, int) or self.max_memory < 1):
+            raise ConfigError(f"max_memory must be a number of bytes >= 1 or None; received {self.max_memory!r}.")
+
+
+def table(cfg: AttentionTableConfig, *, progress: bool = False) -> dict[str, Any]:
+    """The component table of ``cfg``: ``{"group", "rep", "heads", "rows"}`` (rows as dicts).
+
+    Raises:
+        ConfigError: an invalid field; GroupError, TooLargeError, ShapeError: from the group and
+            representation specs (e.g. a representation over the memory budget).
+    """
+    from .components import component_table
+    from .loading import parse_group, parse_rep
+
+    cfg.validate()
+    G = parse_group(cfg.group)
+    rep = parse_rep(G, cfg.rep, max_memory=cfg.max_memory, progress=progress)
+    rows = component_table(rep, cfg.copies, cfg.heads, rep_name=cfg.rep, progress=progress)
+    return {"group": G.name, "rep": cfg.rep, "heads": cfg.heads, "rows": [r.to_dict() for r in rows]}
+
+
+def run(cfg: AttentionTableConfig, out: RunDir | str | os.PathLike, *, progress: bool = False) -> dict[str, Any]:
+    """Compute :func:`table` of ``cfg``, then write the run directory ``out`` (see module docstring).
+
+    Everything is computed before the directory is created, so a bad input leaves no directory.
+
+    Returns:
+        The summary of :func:`table`.
+
+    Raises:
+        RunFileError: ``out`` cannot be written; the errors of :func:`table`.
+    """
+    summary = table(cfg, progress=progress)
+    run_dir = out if isinstance(out, RunDir) else RunDir(out)
+    run_dir.write_json("config.json", {"kind": KIND, "run": RUN, "group": cfg.group, "group_name": summary["group"],
+                                       "rep": cfg.rep, "heads": cfg.heads, "copies": list(cfg.copies),
+                                       "max_memory": cfg.max_memory})
+    run_dir.write_env(seed=None)
+    run_dir.write_json("metrics.json", {"rows": summary["rows"]})
+    run_dir.write_text("report.md", render(run_dir))
+    return summary
 
 
 def _slopes(rows) -> tuple[float, float] | None:
@@ -65,7 +128,7 @@ def _figure(run: RunDir) -> Path | None:
 
     from ..plots import pyplot, save
 
-    rows = run.read_json("metrics.json")["rows"]
+    rows = _rows(run)
     pts = [r for r in rows if r["c"] > 0 and r["log10_bound"] is not None]
     plt = pyplot()
     if plt is None or len(pts) < 2:
@@ -83,38 +146,79 @@ def _figure(run: RunDir) -> Path | None:
     return save(fig, run.figures / "components.png")
 
 
-def render(run: RunDir) -> str:
-    """Markdown report of an attention run directory, from its files only (redraws the figure)."""
-    from ..errors import RunDirError
+_ROW_KEYS = {"copies": int, "dim_V": int, "d": int, "c": int, "bound_exact": str}
+
+
+def _rows(run: RunDir) -> list[dict[str, Any]]:
+    """The rows of ``metrics.json``, checked to be of the form :func:`table` writes.
+
+    Raises:
+        RunFileError: ``metrics.json`` is corrupt or of another form.
+    """
+    from fractions import Fraction
+
+    from ..errors import RunFileError
+
+    metrics = run.read_json("metrics.json")
+    rows = metrics.get("rows") if isinstance(metrics, dict) else None
+    ok = isinstance(rows, list) and all(
+        isinstance(r, dict) and all(isinstance(r.get(k), t) and not isinstance(r.get(k), bool)
+                                    for k, t in _ROW_KEYS.items())
+        and r["copies"] >= 1 and (r.get("log10_bound") is None or isinstance(r["log10_bound"], (int, float)))
+        for r in rows)
+    if ok:
+        try:
+            for r in rows:
+                Fraction(r["bound_exact"])
+        except (ValueError, ZeroDivisionError):
+            ok = False
+    if not ok:
+        raise RunFileError(f"{str(run.file('metrics.json'))!r} is not an attention component table (expected "
+                           "{\"rows\": [{\"copies\", \"dim_V\", \"d\", \"c\", \"bound_exact\", ...}]}); "
+                           "rerun `paramsym attention table --out DIR`.")
+    return rows
+
+
+def rows_markdown(rows: list[dict[str, Any]]) -> str:
+    """Markdown table of the rows of :func:`table` (C, dim V, d, c, closed form, bound, log10 bound)."""
+    from fractions import Fraction
+
     from .components import format_scientific
 
+    lines = ["| C | dim V | d | c | closed form | bound c^(2H)/H! | log10 bound |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        cf = "" if r.get("closed_form") is None else str(r["closed_form"])
+        lb = r.get("log10_bound")
+        lines.append(f"| {r['copies']} | {r['dim_V']} | {r['d']} | {r['c']} | {cf} | "
+                     f"{format_scientific(Fraction(r['bound_exact']))} | {'' if lb is None else f'{lb:.3f}'} |")
+    return "\n".join(lines)
+
+
+def render(run: RunDir) -> str:
+    """Markdown report of an attention run directory, from its files only (redraws the figure)."""
+    from ..errors import RunDirError, RunFileError
+
     cfg = run.read_json("config.json")
-    if cfg.get("kind") != KIND or cfg.get("run") != RUN:
+    if not isinstance(cfg, dict) or cfg.get("kind") != KIND or cfg.get("run") != RUN:
+        got = (cfg.get("kind"), cfg.get("run")) if isinstance(cfg, dict) else (None, None)
         raise RunDirError(
-            f"{run.path}: not an attention component-table run (config kind={cfg.get('kind')!r}, "
-            f"run={cfg.get('run')!r}); expected kind={KIND!r}, run={RUN!r}."
+            f"{run.path}: not an attention component-table run (config kind={got[0]!r}, "
+            f"run={got[1]!r}); expected kind={KIND!r}, run={RUN!r}."
         )
+    if not all(isinstance(cfg.get(k), t) for k, t in (("group", str), ("rep", str), ("heads", int))):
+        raise RunFileError(f"{str(run.file('config.json'))!r} lacks the attention table's 'group', 'rep' and "
+                           "'heads'; restore it, or rerun `paramsym attention table --out DIR`.")
+    rows = _rows(run)
     _figure(run)
-    rows = run.read_json("metrics.json")["rows"]
     lines = [
         f"# Components of the equivariance locus: {cfg['group']}, rep {cfg['rep']}, {cfg['heads']} heads",
         "",
         "c = c_(G,d)(V) counts maximal subrepresentations of dimension ≤ d = dim V / |H| up to "
         "isomorphism (Definition 8); the Theorem 9 bound is c^(2|H|) / |H|!.",
         "",
-        "| C | dim V | d | c | closed form | bound | log10 bound |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        rows_markdown(rows),
     ]
-    from fractions import Fraction
-
-    for r in rows:
-        cf = "" if r.get("closed_form") is None else str(r["closed_form"])
-        bound = Fraction(r["bound_exact"])
-        lb = r.get("log10_bound")
-        lines.append(
-            f"| {r['copies']} | {r['dim_V']} | {r['d']} | {r['c']} | {cf} | {format_scientific(bound)} | "
-            f"{'' if lb is None else f'{lb:.3f}'} |"
-        )
     slopes = _slopes(rows)
     if slopes is not None:
         lines += [

@@ -9,9 +9,15 @@ Fast start: this module and every sub-command module import only the standard li
 top level (heavy imports sit inside the command functions), so ``paramsym --version``,
 ``paramsym group ...`` and ``paramsym attention count|table|clusterings`` never import torch.
 
+Usage errors (a missing or unknown argument, a bad choice) are one line too: the parsers are
+:class:`ArgumentParser`, whose ``error`` prints ``paramsym CMD: error: <message>; see paramsym CMD
+--help`` (no usage block) and exits with status 2; every sub-command level requires its
+sub-command.
+
 Errors: library errors (:class:`~paramsym.errors.ParamsymError`) are printed as one clear line
 ``paramsym CMD: error: <Name>: <message>`` and exit with status 2, never as a traceback; as a
-safety net, so are file-system errors (``OSError``), corrupt JSON and corrupt safetensors files.
+safety net, so are file-system errors (``OSError``), corrupt JSON and corrupt safetensors files,
+and ``MemoryError`` (an input far beyond what fits).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import sys
 from .. import __version__
 from ..errors import ParamsymError
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "ArgumentParser", "build_parser", "main"]
 
 #: Modules that contribute sub-commands (each has ``register(subparsers)``).
 COMMAND_MODULES = [
@@ -37,9 +43,31 @@ COMMAND_MODULES = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def one_line(text: str) -> str:
+    """``text`` as one printable line: whitespace runs collapsed, control characters escaped."""
+    text = " ".join(str(text).split())
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors are one line on stderr (exit status 2).
+
+    Sub-parsers inherit the class (``add_subparsers`` passes ``parser_class=type(self)``), and
+    their sub-commands are required, so ``paramsym attention`` without a sub-command is a usage
+    error rather than a help page with another exit status.
+    """
+
+    def error(self, message: str):  # noqa: D102 (argparse API)
+        self.exit(2, f"{self.prog}: error: {one_line(message)}; see {self.prog} --help\n")
+
+    def add_subparsers(self, **kwargs):  # noqa: D102 (argparse API)
+        kwargs.setdefault("required", True)
+        return super().add_subparsers(**kwargs)
+
+
+def build_parser() -> ArgumentParser:
     """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="paramsym",
         description="Symmetry in neural-network parameter spaces.",
     )
@@ -51,18 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _error(command: str, name: str, message: str) -> int:
-    print(f"paramsym {command}: error: {name}: {message}", file=sys.stderr)
+    print(f"paramsym {one_line(command)}: error: {name}: {one_line(message)}", file=sys.stderr)
     return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
-    command = args.command
+    sub = getattr(args, "attention_command", None) or getattr(args, "experiment", None)
+    command = f"{args.command} {sub}" if sub else args.command
+    if extra:  # named by the sub-command they were given to, not by the top-level parser
+        parser.exit(2, f"paramsym {command}: error: unrecognized arguments: {one_line(' '.join(extra))}; "
+                       f"see paramsym {command} --help\n")
     try:
         return int(args.func(args) or 0)
     except ParamsymError as exc:
@@ -76,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except MemoryError as exc:  # numpy's _ArrayMemoryError too: an input far beyond what fits
+        detail = " ".join(str(exc).split()) or "out of memory"
+        return _error(command, "MemoryError",
+                      f"the computation needs more memory than this machine has ({detail[:200]}); use smaller "
+                      "inputs (fewer copies, heads, steps or a smaller group).")
     except json.JSONDecodeError as exc:
         return _error(command, type(exc).__name__,
                       f"a JSON file is not valid JSON ({exc}); it was probably truncated by an interrupted "

@@ -51,10 +51,11 @@ def register(subparsers) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key of the preset (repeatable), e.g. --set dt=0.01")
     p.add_argument("--quick", action="store_true", help="small fast version (tests, smoke runs)")
-    p.add_argument("--seed", type=int, default=None, help="seed (default: the preset's)")
+    # numeric options are read as text and validated by the command (named one-line errors)
+    p.add_argument("--seed", default=None, help="seed >= 0 (default: the preset's)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (default 1: small-matrix loops are fastest single-threaded)")
+    p.add_argument("--threads", default="1",
+                   help="torch threads >= 1 (default 1: small-matrix loops are fastest single-threaded)")
     p.add_argument("--list", action="store_true", help="list presets and exit")
     p.set_defaults(func=cmd_attribute)
 
@@ -76,17 +77,19 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                 st = f" [stages: {', '.join(p.stages)}]" if p.stages else ""
                 print(f"{n:16s} {p.help}{st}")
         return 0
+    from .options import MAX_SEED, int_option
+
+    threads = int_option(args.threads, "--threads", 1, 4096)
+    seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
     if not args.preset:
         raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be ≥ 1, received {args.threads}.")
-    cfg = resolve_attribution_config(args.preset, stage=args.stage, seed=args.seed, quick=args.quick,
+    cfg = resolve_attribution_config(args.preset, stage=args.stage, seed=seed, quick=args.quick,
                                      flows=args.flow, overrides=args.overrides)
     import torch
 
     from ..runs import RunDir, default_run_dir
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
     stage = getattr(cfg, "stage", None)
     name = args.preset + (f"-{stage}" if stage else "")
     out = RunDir(args.out or default_run_dir("attribute", name))

@@ -23,13 +23,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default=None, help="reference target (default: the one marked [default] in "
                    "`paramsym list`)")
     p.add_argument("--objective", choices=["hybrid", "infinitesimal", "finite"], default=None, help="objective variant (default hybrid)")
-    p.add_argument("--seed", type=int, default=None, help="training seed (default 0)")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's recipe)")
+    # numeric options are read as text and validated by the command (named one-line errors)
+    p.add_argument("--seed", default=None, help="training seed >= 0 (default 0)")
+    p.add_argument("--steps", default=None, help="training steps >= 1 (default: the preset's recipe)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key, e.g. --set train.lr=3e-4 (repeatable)")
     p.add_argument("--out", default=None, help="run directory (default runs/discover-<preset>-<time>)")
     p.add_argument("--resume", default=None, metavar="DIR", help="continue an interrupted run from its last checkpoint")
-    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available, else cpu)")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_discover)
@@ -56,8 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
     """Arguments shared by the ``paramsym experiment`` commands."""
-    parser.add_argument("--seeds", default="0", help="comma-separated training seeds")
-    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the presets' recipes)")
+    parser.add_argument("--seeds", default="0", help="comma-separated distinct training seeds >= 0")
+    parser.add_argument("--steps", default=None, help="training steps >= 1 (default: the presets' recipes)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="config override applied to every training run (repeatable)")
     parser.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
@@ -77,29 +78,51 @@ def _set_threads(cfg) -> None:
         torch.set_num_threads(choose_threads(cfg))
 
 
-def cmd_discover(args: argparse.Namespace) -> int:
-    from ..discovery.run import load_config, resume_run, start_run
+def _check_device(device: str, flag: str = "--device") -> None:
+    """A CUDA device must exist on this machine (a named error instead of torch's assertion)."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
     from ..errors import ConfigError
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if index >= count:
+        have = "no CUDA device is available" if count == 0 else f"this machine has {count} CUDA device(s), 0..{count - 1}"
+        raise ConfigError(f"{flag} {device}: {have}; use --device cpu.")
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    from ..errors import ConfigError
+    from .options import MAX_SEED, device_option, int_option
+
+    steps = None if args.steps is None else int_option(args.steps, "--steps", 1)
+    seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
+    device = None if args.device is None else device_option(args.device)
+    from ..discovery.run import load_config, resume_run, start_run
     from ..experiments.configs import resolve_discover_config
     from ..runs import RunDir
-
     if args.resume:
         if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
             raise ConfigError("--resume continues a run with its saved configuration; do not pass --preset, "
                               "--objective, --seed, --steps or --set with it.")
         cfg = load_config(RunDir.open_existing(args.resume))
-        if args.device:
+        if device:
             from ..discovery.config import with_overrides
 
-            cfg = with_overrides(cfg, {"device": args.device})
+            cfg = with_overrides(cfg, {"device": device})
+        _check_device(cfg.device, "--device" if device else "the run's device")
         _set_threads(cfg)
-        res = resume_run(args.resume, device=args.device, progress=not args.quiet)
+        res = resume_run(args.resume, device=device, progress=not args.quiet)
         if res.already_finished:
             print(f"{res.run.path} is already finished; `paramsym report {res.run.path}` regenerates its report.",
                   file=sys.stderr)
             return 0
     else:
-        cfg = resolve_discover_config(args.preset, args.objective, args.seed, args.steps, args.device, args.overrides)
+        cfg = resolve_discover_config(args.preset, args.objective, seed, steps, device, args.overrides)
+        int_option(cfg.seed, "seed (--set seed=...)", 0, MAX_SEED)
+        _check_device(cfg.device, "--device" if device else "device (--set device=...)")
         _set_threads(cfg)
         res = start_run(cfg, args.out, progress=not args.quiet)
     if args.json:
@@ -160,32 +183,37 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ints(text: str, what: str) -> list[int]:
-    from ..errors import ConfigError
+def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,), **values):
+    """``cls.quick()`` or ``cls()``, with the explicit values; ``--steps`` and ``--set`` added on top.
 
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"{what} must be comma-separated integers, e.g. 0,1,2; received {text!r}.") from exc
-
-
-def _experiment_config(cls, args: argparse.Namespace, **values):
-    """``cls.quick()`` or ``cls()``, with the explicit values; ``--steps`` and ``--set`` added on top."""
+    The discovery configuration of every sub-run (``presets(cfg)`` × ``objectives``) is resolved
+    here, so a bad ``--set`` is refused before the output directory is created.
+    """
     import dataclasses
 
+    from ..experiments.configs import resolve_discover_config
+    from .options import int_option, seeds_option
+
+    seeds = seeds_option(args.seeds)
     base = cls.quick() if args.quick else cls()
     overrides = list(base.overrides) + list(args.overrides)
-    steps = args.steps if args.steps is not None else base.steps
-    return dataclasses.replace(base, seeds=_ints(args.seeds, "--seeds"), steps=steps, overrides=overrides, **values)
+    steps = int_option(args.steps, "--steps", 1) if args.steps is not None else base.steps
+    cfg = dataclasses.replace(base, seeds=seeds, steps=steps, overrides=overrides, **values)
+    if hasattr(cfg, "validate"):
+        cfg.validate()
+    for preset in presets(cfg):
+        for objective in objectives:
+            resolve_discover_config(preset, objective, seeds[0], steps, "cpu", overrides)
+    return cfg
 
 
 def cmd_experiment_objectives(args: argparse.Namespace) -> int:
     from ..experiments.objectives import ObjectivesConfig, run
     from ..runs import RunDir, default_run_dir
 
-    cfg = _experiment_config(ObjectivesConfig, args, preset=args.preset,
-                             variants=[v.strip() for v in args.variants.split(",") if v.strip()])
-    cfg.validate()
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    cfg = _experiment_config(ObjectivesConfig, args, lambda c: [c.preset], variants, preset=args.preset,
+                             variants=variants)
     out = RunDir(args.out or default_run_dir("objectives", cfg.preset))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 
@@ -194,7 +222,7 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
     from ..experiments.lifting import LiftingConfig, run
     from ..runs import RunDir, default_run_dir
 
-    cfg = _experiment_config(LiftingConfig, args)
+    cfg = _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"])
     out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 

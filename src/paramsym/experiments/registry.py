@@ -128,9 +128,9 @@ def _attribution() -> KindSpec:
 
 
 def _attention() -> KindSpec:
-    from ..attention.report import render as render_attention
+    from ..attention import report
 
-    return KindSpec(None, None, render_attention)
+    return KindSpec(report.AttentionTableConfig, report.run, report.render)
 
 
 def _annulus() -> PresetSpec:
@@ -280,8 +280,23 @@ def _render_attribution(run) -> str:
 
 
 def render(run) -> str:
-    """The markdown report of run directory ``run``, by the kind in its ``config.json``."""
-    return get_kind(_config(run).get("kind")).load().render(run)
+    """The markdown report of run directory ``run``, by the kind in its ``config.json``.
+
+    Raises:
+        RunFileError: a file of the run holds valid JSON of another form than its renderer reads
+            (e.g. ``curves.json`` = ``null``): the renderers read the run's own files, so a
+            ``KeyError``/``TypeError``/... while rendering means a damaged run, named here in one line.
+    """
+    from ..errors import RunFileError
+
+    renderer = get_kind(_config(run).get("kind")).load().render
+    try:
+        return renderer(run)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        raise RunFileError(
+            f"{str(run.path)!r}: a file of the run is not of the form its report reads ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:200]}); restore the run's files, or rerun the command that made it."
+        ) from exc
 
 
 def regenerate(run):
