@@ -232,8 +232,12 @@ def d4_components_closed_form(C: int | np.ndarray) -> int | np.ndarray:
     return (C + 1) * (C + 3) ** 2 * (C + 5) // 48
 
 
-def parse_range(text: str) -> list[int]:
-    """Parse ``"1..12"``, ``"1,2,5"`` or ``"1..10,96"`` into a list of integers."""
+#: the most integers a range like ``1..N`` may name (a table row each)
+MAX_RANGE = 10_000
+
+
+def parse_range(text: str, limit: int = MAX_RANGE) -> list[int]:
+    """Parse ``"1..12"``, ``"1,2,5"`` or ``"1..10,96"`` into a list of at most ``limit`` integers."""
     out: list[int] = []
     try:
         for part in str(text).split(","):
@@ -242,9 +246,15 @@ def parse_range(text: str) -> list[int]:
                 continue
             if ".." in part:
                 a, b = part.split("..", 1)
-                out.extend(range(int(a), int(b) + 1))
+                lo, hi = int(a), int(b)
+                if hi - lo + 1 + len(out) > limit:
+                    raise ShapeError(f"{text!r} names {hi - lo + 1 + len(out)} integers; at most {limit} are "
+                                     "allowed (a table row each). Ask for a smaller range.")
+                out.extend(range(lo, hi + 1))
             else:
                 out.append(int(part))
+    except ShapeError:
+        raise
     except ValueError as exc:
         raise ShapeError(
             f"cannot read {text!r} as integers; use forms like '1..12', '1,2,5' or '1..10,96'."

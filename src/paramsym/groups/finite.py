@@ -536,8 +536,8 @@ def symmetric(n: int) -> FiniteGroup:
     """``S_n`` on ``{0..n-1}``, elements in lexicographic order of their image lists."""
     if n < 1:
         raise GroupError(f"symmetric(n) needs n >= 1; got {n}.")
-    if math.factorial(n) > MAX_ORDER:
-        raise _too_large(f"S{n} (order {math.factorial(n)})")
+    if n > 7 or math.factorial(n) > MAX_ORDER:  # 8! > MAX_ORDER; never compute a huge n!
+        raise _too_large(f"S{n} (order {n}!)")
     gens = [list(range(n))] if n == 1 else [[1, 0] + list(range(2, n)), list(range(1, n)) + [0]]
     return _lex_perm_group(gens, f"S{n}", ("symmetric", n))
 
@@ -546,8 +546,8 @@ def alternating(n: int) -> FiniteGroup:
     """``A_n`` on ``{0..n-1}``, elements in lexicographic order of their image lists."""
     if n < 1:
         raise GroupError(f"alternating(n) needs n >= 1; got {n}.")
-    if math.factorial(n) // 2 > MAX_ORDER:
-        raise _too_large(f"A{n} (order {math.factorial(n) // 2})")
+    if n > 8 or math.factorial(n) // 2 > MAX_ORDER:  # 9!/2 > MAX_ORDER; never compute a huge n!
+        raise _too_large(f"A{n} (order {n}!/2)")
     if n < 3:
         gens = [list(range(n))]
     else:
