@@ -8,7 +8,15 @@ compensators by pivoted QR, the boundary target), :func:`closed_form_edit`, :fun
 sweep) and :func:`write_report`.
 """
 
-from .protocol import CompensationResult, CompensationSetup, Edit, closed_form_edit, evaluate, prepare, run_closed_form
+from .protocol import (
+           CompensationResult,
+           CompensationSetup,
+           Edit,
+           closed_form_edit,
+           evaluate,
+           prepare,
+           run_closed_form,
+)
 from .report import write_report
 
 __all__ = ["CompensationSetup", "CompensationResult", "Edit", "prepare", "closed_form_edit", "evaluate",
