@@ -86,7 +86,8 @@ def load_model(name: str, seed: int = 0):
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            return AutoModel.from_config(GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=512, n_positions=128),
+            return AutoModel.from_config(GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=512, n_positions=128,
+                                                    bos_token_id=0, eos_token_id=0),
                                          attn_implementation="eager").eval()
     return load_path(name)
 
