@@ -132,3 +132,13 @@ def test_bad_input_named_errors():
     # a block holding coordinates the action leaves untouched
     with pytest.raises(ActionError):
         CompensatingAction(FFNBoundaryTarget(net, X, units=T.units, inputs=T.h, block=["up.weight", "up.bias", "down.weight"], **kw))
+
+
+def test_verdict_passes_at_perturbed_points():
+    """The library's verdict (paramsym.testing.check_action) on points around θ0."""
+    from paramsym.testing import check_action
+
+    _, _, T, a, g = _setup("gated")
+    pts = T.theta0 + 0.05 * torch.randn(8, T.p, dtype=torch.float64, generator=g)
+    res = check_action(a.double(), T, pts, samples=24)
+    assert res.passed, res
