@@ -167,12 +167,16 @@ def _motion(theta0: Tensor, theta: Tensor) -> float:
 
 
 def closed_form_edit(setup: CompensationSetup, *, motion: float = 1.5e-3, generator: torch.Generator | None = None,
-                     action: CompensatingAction | None = None) -> Edit:
-    """The closed-form compensated edit with median relative motion ``motion`` (see module docstring)."""
+                     action: CompensatingAction | None = None, direction: Tensor | None = None) -> Edit:
+    """The closed-form compensated edit with median relative motion ``motion`` (see module docstring).
+
+    ``direction`` (ξ, length ``action.dimension``) fixes the random direction (drawn from
+    ``generator`` when ``None``), so a motion sweep scales one edit.
+    """
     T = setup.target
     a = action or CompensatingAction(T)
     th0 = T.theta0
-    xi = torch.randn(a.dimension, generator=generator, dtype=torch.float64)
+    xi = direction if direction is not None else torch.randn(a.dimension, generator=generator, dtype=torch.float64)
     base = a.moving_coordinates(th0).abs().to(torch.float64)
     base = torch.where(base > 0, base, base[base > 0].median() if bool((base > 0).any()) else torch.ones(()))
     s = float(motion)
@@ -213,11 +217,13 @@ def per_unit_change(setup: CompensationSetup, edited: nn.Module) -> Tensor:
 
 
 def evaluate(setup: CompensationSetup, theta: Tensor, uncompensated: Tensor, *, generator: torch.Generator | None = None,
-             other_batch: Mapping[str, Tensor] | None = None, work: nn.Module | None = None) -> dict[str, Any]:
+             other_batch: Mapping[str, Tensor] | None = None, work: nn.Module | None = None,
+             random_direction: Tensor | None = None) -> dict[str, Any]:
     """Whole-model drift of an edited block θ (closed form or learned) against the two controls.
 
     Installs each θ into ``work`` (default: a private copy of the model, in its own dtype) and
-    restores it after measuring. Returns ``drift_relative``, ``drift_random``,
+    restores it after measuring. The random control is ``θ0 + ‖θ − θ0‖ ξ/‖ξ‖`` with ``ξ`` =
+    ``random_direction`` (or drawn from ``generator``). Returns ``drift_relative``, ``drift_random``,
     ``drift_uncompensated``, ``ratio_random``, ``ratio_uncompensated``, ``drift_other_inputs``,
     ``motion_median``, ``motion_median_random``, ``units_changed``, ``changed_units`` and
     ``per_unit`` (relative change of every unit of the layer).
@@ -227,7 +233,9 @@ def evaluate(setup: CompensationSetup, theta: Tensor, uncompensated: Tensor, *, 
     H0 = last_hidden(work, setup.batch)
     th0 = T.theta0
     step = theta - th0
-    xi = torch.randn(step.shape[0], generator=generator, dtype=torch.float64).to(step.dtype)
+    xi = random_direction if random_direction is not None else torch.randn(step.shape[0], generator=generator,
+                                                                          dtype=torch.float64)
+    xi = xi.to(step.dtype)
     rand = th0 + xi / xi.norm() * step.norm()
     if other_batch is None:
         ids = setup.batch["input_ids"]
@@ -269,12 +277,17 @@ def run_closed_form(model: nn.Module, *, layer: int, unit: int, batch: Mapping[s
     setup = prepare(model, layer=layer, unit=unit, batch=batch, compensators=compensators, max_memory=max_memory)
     action = CompensatingAction(setup.target)
     work = copy.deepcopy(model).eval()
-    edit = closed_form_edit(setup, motion=motion, generator=gen, action=action)
-    ev = evaluate(setup, edit.theta, edit.uncompensated, generator=gen, work=work)
+    xi = torch.randn(action.dimension, generator=gen, dtype=torch.float64)
+    zeta = torch.randn(setup.target.p, generator=gen, dtype=torch.float64)
+    vocab = int(getattr(model.config, "vocab_size", 2))
+    other = {"input_ids": torch.randint(0, vocab, tuple(setup.batch["input_ids"].shape), generator=gen)}
+    edit = closed_form_edit(setup, motion=motion, action=action, direction=xi)
+    ev = evaluate(setup, edit.theta, edit.uncompensated, work=work, random_direction=zeta, other_batch=other)
     rows = []
     for f in tqdm(sorted({1.0, *sweep}), desc="motion sweep", disable=not progress, file=None):
-        e = edit if f == 1.0 else closed_form_edit(setup, motion=motion * f, generator=gen, action=action)
-        r = ev if f == 1.0 else evaluate(setup, e.theta, e.uncompensated, generator=gen, work=work)
+        e = edit if f == 1.0 else closed_form_edit(setup, motion=motion * f, action=action, direction=xi)
+        r = ev if f == 1.0 else evaluate(setup, e.theta, e.uncompensated, work=work, random_direction=zeta,
+                                         other_batch=other)
         rows.append({k: float(r[k]) for k in ("motion_median", "drift_relative", "drift_random", "drift_uncompensated")})
     dtype = str(next(model.parameters()).dtype).replace("torch.", "")
     res = CompensationResult(
