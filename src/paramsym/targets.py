@@ -523,6 +523,32 @@ class FFNBoundaryTarget(Target):
         return cls(model, batch, up=ffn.up, down=ffn.down, gate=ffn.gate, activation=ffn_activation(ffn),
                    units=units, **kwargs)
 
+    @classmethod
+    def from_linears(cls, model: nn.Module, batch: Batch, *, up: str, down: str, activation: Callable[[Tensor], Tensor],
+                     units: Sequence[int], gate: str | None = None, **kwargs: Any) -> FFNBoundaryTarget:
+        """The target for a block ``down(act(up x))`` (or gated) of ``nn.Linear`` sub-modules named
+        ``up``, ``down`` (``gate``), e.g. ``nn.Sequential(nn.Linear, nn.Tanh(), nn.Linear)`` with
+        ``up="0", down="2"``.
+
+        Raises:
+            MaskError: a name that is not an ``nn.Linear`` of the model (the linear layers are listed).
+        """
+        from .models.adapters import Projection
+
+        modules = dict(model.named_modules())
+        projs = {}
+        for key, lname in (("up", up), ("down", down), ("gate", gate)):
+            if lname is None:
+                continue
+            mod = modules.get(lname)
+            if not isinstance(mod, nn.Linear):
+                linears = [n for n, m in modules.items() if isinstance(m, nn.Linear)]
+                raise MaskError(f"{key} layer {lname!r} is not an nn.Linear of the model; linear layers: {linears}.")
+            projs[key] = Projection(f"{lname}.weight", f"{lname}.bias" if mod.bias is not None else None, "out_in",
+                                    tuple(mod.weight.shape))
+        return cls(model, batch, activation=activation, units=units, up=projs["up"], down=projs["down"],
+                   gate=projs.get("gate"), **kwargs)
+
     # -- structure --------------------------------------------------------------------------
     @property
     def gated(self) -> bool:

@@ -14,7 +14,7 @@ from paramsym.actions.compensating import (
     select_compensators,
     translation_element,
 )
-from paramsym.errors import ActionError, ConvergenceError, ShapeError
+from paramsym.errors import ActionError, ConvergenceError, MaskError, ShapeError
 from paramsym.models.adapters import Projection
 from paramsym.targets import FFNBoundaryTarget
 
@@ -110,6 +110,14 @@ def test_field_is_the_derivative_of_the_action():
     eps = 1e-6
     fd = (a.act(translation_element(eps * t), T.theta0) - a.act(translation_element(-eps * t), T.theta0)) / (2 * eps)
     assert (v - fd).norm() / v.norm() < 1e-7
+
+
+def test_from_linears_matches_projections():
+    net, X, T, _, _ = _setup("tanh")
+    T2 = FFNBoundaryTarget.from_linears(net, X, up="0", down="2", activation=torch.tanh, units=T.units)
+    assert torch.equal(T2.theta0, T.theta0) and torch.allclose(T2(T2.theta0), T(T.theta0), rtol=0, atol=1e-15)
+    with pytest.raises(MaskError, match="linear layers"):
+        FFNBoundaryTarget.from_linears(net, X, up="1", down="2", activation=torch.tanh, units=[0])
 
 
 def test_bad_input_named_errors():
