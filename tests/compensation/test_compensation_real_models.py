@@ -114,3 +114,17 @@ def test_real_minilm_closed_form():
     assert res.motion_median >= 1e-3
     assert res.drift_relative <= 1e-6
     assert res.ratio_random >= 1000 and res.ratio_uncompensated >= 100
+
+
+def test_target_is_pure_under_vmap_and_forward_mode_ad(saved):
+    """Learned discovery needs vmap and JVPs of the target: check them against finite differences."""
+    _, model = saved
+    T = prepare(model, layer=1, unit=2, batch=_ids(6)).target
+    g = torch.Generator().manual_seed(3)
+    v = torch.randn(T.p, dtype=torch.float64, generator=g)
+    _, jv = torch.func.jvp(T, (T.theta0,), (v,))
+    eps = 1e-6
+    fd = (T(T.theta0 + eps * v) - T(T.theta0 - eps * v)) / (2 * eps)
+    assert (jv - fd).norm() / fd.norm() < 1e-6
+    pts = T.theta0 + 0.01 * torch.randn(3, T.p, dtype=torch.float64, generator=g)
+    assert torch.allclose(torch.func.vmap(T)(pts), torch.stack([T(p) for p in pts]), rtol=0, atol=1e-12)
