@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "paramsym.cli.attribute",
     "paramsym.cli.affine",
     "paramsym.cli.census",
+    "paramsym.cli.compensate",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]

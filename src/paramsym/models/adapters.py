@@ -49,6 +49,7 @@ from ..errors import (
 __all__ = [
     "Projection", "AttentionLayout", "FFNLayout", "LayerLayout", "ModelLayout",
     "register_adapter", "known_model_types", "adapt", "mha_layout", "load_pretrained", "require_eager",
+    "ffn_activation",
 ]
 
 Layout = Literal["out_in", "in_out"]
@@ -170,6 +171,11 @@ class FFNLayout:
     @property
     def hidden(self) -> int:
         return self.up.out_features
+
+    @property
+    def input_module(self) -> str:
+        """Name of the sub-module whose input is the FFN input ``x`` (the ``up`` projection's module)."""
+        return self.up.weight.rsplit(".", 1)[0]
 
     @property
     def tensors(self) -> tuple[str, ...]:
@@ -383,6 +389,21 @@ class _SepBias(Projection):
 
     def bias_positions(self, rows: Sequence[int] | Tensor) -> Tensor:
         return torch.as_tensor(rows, dtype=torch.long).reshape(-1) + self.bias_offset
+
+
+def ffn_activation(ffn: FFNLayout) -> Callable[[Tensor], Tensor]:
+    """The elementwise activation of an FFN layout, from its Hugging Face name (``ACT2FN``).
+
+    Raises:
+        UnknownArchitectureError: a name Hugging Face does not know.
+    """
+    from transformers.activations import ACT2FN
+
+    try:
+        return ACT2FN[ffn.activation]
+    except KeyError as exc:
+        raise UnknownArchitectureError(f"{ffn.module}: unknown FFN activation {ffn.activation!r}; known: "
+                                       f"{sorted(ACT2FN)}. Register an adapter that names one of them.") from exc
 
 
 # -- loading -------------------------------------------------------------------------------

