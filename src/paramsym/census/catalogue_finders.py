@@ -118,9 +118,17 @@ class NormScaleFinder:
 
 
 class KeyBiasFinder:
-    """Softmax shift ``b_k ↦ b_k + c`` of every attention layer whose keys carry a bias."""
+    """Softmax shift ``b_k ↦ b_k + c`` of every attention layer whose keys carry a bias.
+
+    Args:
+        ignore_rotary: also claim the translation on rotated key dimensions (wrong: ``R_j c``
+            depends on the position; used to test that the verification refutes it).
+    """
 
     name = "key_bias"
+
+    def __init__(self, ignore_rotary: bool = False):
+        self.ignore_rotary = ignore_rotary
 
     def find(self, ctx: CensusContext) -> list[Candidate]:
         out = []
@@ -129,7 +137,7 @@ class KeyBiasFinder:
             k = lay.k
             if k.bias is None or getattr(modules.get(lay.module), "add_zero_attn", False):
                 continue
-            d, r = lay.head_dim, lay.rotary_dim
+            d, r = lay.head_dim, 0 if self.ignore_rotary else lay.rotary_dim
             if r >= d:
                 continue  # every key dimension is rotated: R_j c depends on the position j
             rows = torch.tensor([h * d + c for h in range(lay.num_kv_heads) for c in range(r, d)])
