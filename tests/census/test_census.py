@@ -49,7 +49,8 @@ def test_minilm_census_float32():
     assert {"module", "kind", "dimension", "verified_error"} <= set(j["symmetries"][0])
     assert j["key_bias_dimension"] == 6 * 384  # softmax shift: the whole key bias of each layer
     assert len([e for e in r.entries if e.kind == "head_permutation" and e.discrete_order == "12!"]) == 6
-    total = 147_456 + 6 * 384
+    assert j["dimension_by_kind"]["value_bias_shift"] == 6 * 384  # b_v shift absorbed by the output bias
+    total = 147_456 + 2 * 6 * 384
     assert j["total_dimension"] == total and abs(j["symmetric_fraction"] - total / 22_713_216) < 1e-15
 
 

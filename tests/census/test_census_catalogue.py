@@ -73,6 +73,8 @@ def test_key_bias_translation_where_keys_have_a_bias_and_no_rotary():
         r = census(model)
         assert r.all_verified, (name, r.to_json()["unverified"])
         assert r.dimension_of("key_bias_translation") == expected[name], name
+        value = {"bert": 2 * 32, "gpt2": 2 * 32, "neox": 2 * 32, "llama": 0, "llama-bias": 2 * 2 * 8}[name]  # GQA: H_kv·d
+        assert r.dimension_of("value_bias_shift") == value, name
         assert r.dimension_of("attention.") == r.to_json()["attention_dimension"]
         if name == "llama-bias":  # rotary after the key bias (Qwen-like): claiming the shift anyway is refuted
             wrong = census(model, finders=[KeyBiasFinder(ignore_rotary=True)])
@@ -81,17 +83,17 @@ def test_key_bias_translation_where_keys_have_a_bias_and_no_rotary():
 
 
 def test_mha_bias_census_and_the_affine_algebra():
-    """nn.MultiheadAttention(8, 2) with biases: 32 + 32 + 8 (key bias) = 72 counted, every entry
-    verified; the affine solver finds 80 on this block (+ 8 value-bias shifts, not in the census)."""
+    """nn.MultiheadAttention(8, 2) with biases: 32 + 32 + 8 (key bias) + 8 (value shift) = 80
+    counted, every entry verified — the dimension the affine solver finds on this block."""
     r = _preset("mha-bias")
     assert [(e.kind, e.dimension) for e in r.entries] == [
         ("attention.query_key.gl", 32), ("attention.value_output.gl", 32), ("key_bias_translation", 8),
-        ("head_permutation", 0)]
-    assert r.all_verified and r.total_dimension == 72
+        ("value_bias_shift", 8), ("head_permutation", 0)]
+    assert r.all_verified and r.total_dimension == 80
     mha = nn.MultiheadAttention(8, 2, batch_first=True, add_zero_attn=True)
     x = torch.randn(2, 5, 8)
     z = census(mha, (x, x, x))
-    assert "key_bias_translation" not in {e.kind for e in z.entries}  # the zero key breaks the shift
+    assert not {"key_bias_translation", "value_bias_shift"} & {e.kind for e in z.entries}  # zero key/value break them
 
 
 def test_head_permutation_moves_whole_heads_and_a_partial_claim_is_refuted():
@@ -143,8 +145,9 @@ def _embedded_fields(ctx):
 
 def test_counted_dimensions_are_independent_and_match_the_affine_algebra():
     """The census sum is direct: the 72 tangent directions (query/key 32, value/output 32, key
-    bias 8) have rank 72 at the preset's weights; with the 8 value-bias shifts (δb_v = c,
-    δb_o = −W_o c) the rank is 80, the dimension the affine solver finds on this block."""
+    bias 8) have rank 72 at the preset's weights; with the 8 value shifts (δb_v = c, δb_o = −W_o c,
+    built here by hand, independently of ValueBiasShift) the rank is 80, the dimension the affine
+    solver finds on this block and the census counts."""
     model = build_preset("mha-bias")
     ctx = CensusContext(model, None, {k: v.detach() for k, v in model.named_parameters()})
     params, lay, T = _embedded_fields(ctx)
@@ -163,7 +166,7 @@ def test_counted_dimensions_are_independent_and_match_the_affine_algebra():
 
 @pytest.mark.slow
 def test_affine_solver_finds_80_on_the_biased_attention_block():
-    """≈ 8–15 s: the affine solver on ``attention-d8h2-bias`` (no dimension given) finds 80 = 72 + 8."""
+    """≈ 8–15 s: the affine solver on ``attention-d8h2-bias`` (no dimension given) finds 80 = 32 + 32 + 8 + 8."""
     from paramsym.exact.affine import solve_affine
     from paramsym.exact.presets import AFFINE_PRESETS
     from paramsym.exact.presets import build_preset as affine_preset

@@ -16,9 +16,10 @@ from .finders import (
     NormScaleFinder,
     SequentialMLPFinder,
     SymmetryFinder,
+    ValueBiasFinder,
 )
 from .walk import CensusEntry, CensusResult, census, default_inputs
 
 __all__ = ["DEFAULT_FINDERS", "AttentionFinder", "Candidate", "CensusContext", "CensusEntry", "CensusResult",
            "FFNPermutationFinder", "HeadPermutationFinder", "KeyBiasFinder", "NormScaleFinder", "SequentialMLPFinder",
-           "SymmetryFinder", "census", "default_inputs"]
+           "SymmetryFinder", "ValueBiasFinder", "census", "default_inputs"]

@@ -15,6 +15,9 @@ action itself, applied to canonical views of the stored weights (:class:`~.base.
   :class:`~paramsym.actions.translation.KeyBiasTranslation`) wherever keys have a bias and no
   position-dependent map acts after it: dimension = key width per layer; under partial rotary
   embeddings (GPT-NeoX) only the ``d − rotary_dim`` pass-through dimensions of each key head.
+* :class:`ValueBiasFinder` — ``value_bias_shift``
+  (:class:`~paramsym.actions.translation.ValueBiasShift`): ``b_v ↦ b_v + c``, ``b_o ↦ b_o − W_o c``
+  wherever values and output have biases; dimension = value width per layer.
 * :class:`HeadPermutationFinder` — ``head_permutation`` (:class:`~paramsym.actions.permutation.HeadPermutationAction`)
   of every attention layer: the q, k, v rows (and biases) and the o columns of a head move
   together; with grouped-query attention a key/value head moves with its group of query heads
@@ -33,12 +36,12 @@ from torch import nn
 from ..actions.linear import HiddenBasisAction, RescalingAction
 from ..actions.normalization import NormScaleAction
 from ..actions.permutation import HeadPermutationAction, HiddenPermutationAction
-from ..actions.translation import KeyBiasTranslation
+from ..actions.translation import KeyBiasTranslation, ValueBiasShift
 from ..models.adapters import AttentionLayout, Projection, mha_layout
 from .base import Candidate, CensusContext, Piece, View, catalogue_candidate
 
-__all__ = ["FFNPermutationFinder", "NormScaleFinder", "KeyBiasFinder", "HeadPermutationFinder", "SequentialMLPFinder",
-           "attention_layouts"]
+__all__ = ["FFNPermutationFinder", "NormScaleFinder", "KeyBiasFinder", "ValueBiasFinder", "HeadPermutationFinder",
+           "SequentialMLPFinder", "attention_layouts"]
 
 #: elementwise activations that commute with permutations of the hidden units
 ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.PReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.ELU, nn.CELU, nn.SELU,
@@ -48,7 +51,8 @@ HOMOGENEOUS = (nn.ReLU, nn.LeakyReLU, nn.PReLU)
 TRANSPARENT = (nn.Identity, nn.Dropout)
 #: model types whose eager attention computes the softmax in float32 even for float64 inputs
 #: (transformers' ``softmax(..., dtype=torch.float32)``): a key-bias shift of the logits is then
-#: invariant only to float32 precision, so its verification tolerance is at least 1e-6.
+#: invariant only to float32 precision (and so is a value shift: the weights sum to 1 in float32),
+#: so their verification tolerance is at least 1e-6.
 FLOAT32_SOFTMAX = {"gpt_neox", "llama", "qwen2", "mistral"}
 
 
@@ -117,6 +121,15 @@ class NormScaleFinder:
         return out
 
 
+def _float32_softmax(ctx: CensusContext, c: Candidate) -> Candidate:
+    """Raise the tolerance of a bias shift to 1e-6 where the model's softmax runs in float32 (the
+    shifted logits, or weights summing to 1 only to float32 precision)."""
+    if ctx.layout is not None and ctx.layout.model_type in FLOAT32_SOFTMAX:
+        c.tolerance = 1e-6
+        c.note += "; the model's softmax runs in float32, so verified to 1e-6"
+    return c
+
+
 class KeyBiasFinder:
     """Softmax shift ``b_k ↦ b_k + c`` of every attention layer whose keys carry a bias.
 
@@ -147,10 +160,28 @@ class KeyBiasFinder:
             c = catalogue_candidate(lay.module, view,
                                     lambda b, lay=lay: KeyBiasTranslation(b, "key_bias", heads=lay.num_kv_heads),
                                     ctx.params, note=note, extra={"per_head": d - r})
-            if ctx.layout is not None and ctx.layout.model_type in FLOAT32_SOFTMAX:
-                c.tolerance = 1e-6
-                c.note += "; the model's softmax runs in float32, so verified to 1e-6"
-            out.append(c)
+            out.append(_float32_softmax(ctx, c))
+        return out
+
+
+class ValueBiasFinder:
+    """Value shift ``b_v ↦ b_v + c`` absorbed by the output bias (``δb_o = −W_o c``), wherever the
+    value and output projections both have a bias (rotary does not touch values)."""
+
+    name = "value_bias"
+
+    def find(self, ctx: CensusContext) -> list[Candidate]:
+        out = []
+        modules = dict(ctx.model.named_modules())
+        for lay in attention_layouts(ctx):
+            if lay.v.bias is None or lay.o.bias is None or getattr(modules.get(lay.module), "add_zero_attn", False):
+                continue
+            view = View({"b_v": [View.bias(lay.v)], "W_o": [View.weight(lay.o)], "b_o": [View.bias(lay.o)]})
+            c = catalogue_candidate(
+                lay.module, view,
+                lambda b, lay=lay: ValueBiasShift(b, "b_v", "W_o", "b_o", heads=lay.num_kv_heads, group_size=lay.group_size),
+                ctx.params, note=f"value shift absorbed by the output bias, {lay.head_dim} per value head × {lay.num_kv_heads}")
+            out.append(_float32_softmax(ctx, c))
         return out
 
 

@@ -14,7 +14,7 @@ Built-in finders:
   :mod:`paramsym.actions.attention`).
 * the catalogue finders of :mod:`paramsym.census.catalogue_finders`, which place the
   catalogue's exact actions (:func:`paramsym.actions.catalogue.catalogue`) in the model:
-  :class:`KeyBiasFinder` (``key_bias_translation``), :class:`HeadPermutationFinder`
+  :class:`KeyBiasFinder` (``key_bias_translation``), :class:`ValueBiasFinder` (``value_bias_shift``), :class:`HeadPermutationFinder`
   (``head_permutation``), :class:`FFNPermutationFinder` (``hidden_permutation``, ReLU
   ``rescaling``), :class:`NormScaleFinder` (``norm_scale``), :class:`SequentialMLPFinder`
   (``hidden_basis``, ``rescaling``, ``hidden_permutation`` in plain ``nn.Sequential`` MLPs).
@@ -39,11 +39,12 @@ from .catalogue_finders import (
     KeyBiasFinder,
     NormScaleFinder,
     SequentialMLPFinder,
+    ValueBiasFinder,
     attention_layouts,
 )
 
 __all__ = ["Candidate", "CensusContext", "SymmetryFinder", "AttentionFinder", "FFNPermutationFinder", "NormScaleFinder",
-           "KeyBiasFinder", "HeadPermutationFinder", "SequentialMLPFinder", "DEFAULT_FINDERS", "KNOWN_MODULES"]
+           "KeyBiasFinder", "ValueBiasFinder", "HeadPermutationFinder", "SequentialMLPFinder", "DEFAULT_FINDERS", "KNOWN_MODULES"]
 
 Params = dict[str, Tensor]
 
@@ -107,5 +108,5 @@ class AttentionFinder:
         return out
 
 
-DEFAULT_FINDERS: list[SymmetryFinder] = [AttentionFinder(), KeyBiasFinder(), HeadPermutationFinder(), FFNPermutationFinder(),
+DEFAULT_FINDERS: list[SymmetryFinder] = [AttentionFinder(), KeyBiasFinder(), ValueBiasFinder(), HeadPermutationFinder(), FFNPermutationFinder(),
                                           NormScaleFinder(), SequentialMLPFinder()]

@@ -22,10 +22,12 @@ directions of different entries are linearly independent:
   the value rows and output columns; different heads and layers move different coordinates;
 * the key-bias translation ``δb_k = c`` moves only the key bias. A query/key direction ``X``
   moves ``δW_q = X W_q`` too, so a combination of the two that vanishes needs ``X W_q = 0``,
-  i.e. ``X = 0`` wherever a head's query rows have full rank. Checked with the affine solver on
-  ``attention-d8h2-bias`` (``paramsym affine``): the whole affine algebra of an
-  ``nn.MultiheadAttention(8, 2)`` with biases is 80 = 64 (query/key + value/output) + 8 (key-bias
-  translation) + 8 (value-bias shift ``δb_v = c``, ``δb_o = −W_o c``, not in the census yet);
+  i.e. ``X = 0`` wherever a head's query rows have full rank. The value shift
+  (``δb_v = c``, ``δb_o = −W_o c``) moves ``b_o``, which value/output GL does not move, so
+  ``W_o c = 0``, i.e. ``c = 0`` where ``W_o`` has full column rank. Checked on an
+  ``nn.MultiheadAttention(8, 2)`` with biases: the 80 counted directions (32 + 32 + 8 + 8) have
+  rank 80, and the affine solver (``paramsym.exact.solve_affine``, no dimension given) finds the
+  whole affine algebra of the ``attention-d8h2-bias`` block to be 80;
 * a norm scale moves its norm's weights, which nothing else moves, so at points where those
   weights are non-zero its directions are independent of all the others;
 * in an MLP, rescaling (ReLU) and GL (no activation) act on different hidden spaces; the orbit
@@ -33,8 +35,8 @@ directions of different entries are linearly independent:
 
 Discrete permutations (hidden units, heads) add 0. The symmetric fraction is
 ``total_dimension / parameters`` (all parameters of the model). Symmetries the finders do not
-know (value-bias shifts; OV redistribution inside a QK cluster, which only RMHSA parameters
-have) are not counted, so the fraction is a lower bound of the true one.
+know (OV redistribution inside a QK cluster, which only RMHSA parameters have; permutations
+inside a GQA group) are not counted, so the fraction is a lower bound of the true one.
 """
 
 from __future__ import annotations
@@ -127,9 +129,10 @@ class CensusResult:
             "seconds": self.seconds,
             "counting": "total_dimension sums verified continuous dimensions; their tangent directions are "
                         "independent (disjoint coordinates; the key-bias translation moves only b_k while query/key "
-                        "GL also moves W_q; norm scales move weights nothing else moves), so the sum is direct. "
-                        "Discrete permutations add 0. Fraction = total_dimension / parameters; a lower bound "
-                        "(symmetries not in the census, e.g. value-bias shifts, are not counted).",
+                        "GL also moves W_q; the value shift moves b_o while value/output GL does not; norm scales "
+                        "move weights nothing else moves), so the sum is direct. Discrete permutations add 0. "
+                        "Fraction = total_dimension / parameters; a lower bound (symmetries not in the census "
+                        "are not counted).",
         }
 
 
