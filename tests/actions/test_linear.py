@@ -158,3 +158,14 @@ def test_check_action_on_a_discrete_action():
     bad = check_action(RowsOnly(F.block, "0.weight", "2.weight"), F, samples=32, factors=(1,))
     assert not bad.passed and [r.name for r in bad.failures] == ["output"]
     assert "P[" in bad.failures[0].describe()
+
+
+def test_order_of_a_huge_permutation_group():
+    """3072! has ~9,300 digits (more than Python converts to a string by default)."""
+    import math
+
+    net = nn.Sequential(nn.Linear(2, 3072), nn.ReLU(), nn.Linear(3072, 1))
+    F = Target(net, ["0.weight", "0.bias", "2.weight"], torch.zeros(1, 2))
+    action = HiddenPermutationAction(F.block, "0.weight", "2.weight")
+    assert action.log10_order == pytest.approx(math.lgamma(3073) / math.log(10), rel=1e-12)
+    assert action.order_text.startswith("10^9")
