@@ -62,6 +62,8 @@ PointSampler = Callable[[int, torch.Generator], Tensor]
 
 #: The verdict's one metric table (cell key → :class:`~paramsym.verdict.Metric`), re-exported.
 METRICS = V.METRICS
+#: Metrics a discrete action (finite ``order``, no Lie algebra) cannot be measured on.
+_SKIPPED_DISCRETE = ("subdivision_err_p95", "transport_err_p95")
 #: Short names of the judged metrics (``assert_invariant(metrics=...)``, ``tolerances=``).
 _JUDGED = {m.name: m for m in METRICS.values() if m.judged}
 
@@ -97,7 +99,8 @@ class MetricResult:
         label = m.label.split(" (")[0].removesuffix(" " + stat)
         cmp = ("≥" if self.passed else "<") if self.bound == ">=" else ("≤" if self.passed else ">")
         w = self.worst
-        worst = f"worst sample #{w['sample']}: value {w['value']:.3g}, g = {_element(w['coeffs'], w['index'])}"
+        g = f"P{w['permutation']}" if "permutation" in w else _element(w["coeffs"], w["index"])
+        worst = f"worst sample #{w['sample']}: value {w['value']:.3g}, g = {g}"
         if "coeffs2" in w:
             worst += f", g2 = {_element(w['coeffs2'], w['index2'])}"
         if "generator" in w:
@@ -121,6 +124,8 @@ class ActionCheck:
         s_F, s_theta: the output and parameter scales used; ``scales_estimated`` says whether
             they were estimated from the points.
         rho, samples, seed: the settings of the check.
+        skipped: metrics not measured (for a discrete action: ``subdivision`` and ``transport``,
+            which need a Lie algebra).
     """
 
     results: list[MetricResult]
@@ -133,6 +138,7 @@ class ActionCheck:
     samples: int
     seed: int
     name: str = ""
+    skipped: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -181,6 +187,8 @@ class ActionCheck:
                 cells += f"{f'{r.value:.3g} {mark}':>16}"
             lines.append(f"  {name + ' ' + stat:<22}{tol:>14}{cells}")
         lines.append("  (motion is judged on one-factor elements only; -- = reported, not judged)")
+        if self.skipped:
+            lines.append(f"  skipped (discrete group, no Lie algebra): {', '.join(self.skipped)}")
         for r in self.failures:
             lines.append("  ✗ " + r.describe())
         return "\n".join(lines)
@@ -334,6 +342,9 @@ def _worst(values: Tensor, lower: bool, key: str, d: V.CellDraws) -> dict[str, A
     v = values.detach().double()
     nan = torch.isnan(v)
     i = int(nan.nonzero()[0]) if nan.any() else int(v.argmin() if lower else v.argmax())
+    if isinstance(d, _DiscreteDraws):
+        return {"sample": i, "value": float(v[i]), "permutation": d.g1[i].argmax(-1).tolist(),
+                "theta_norm": float(d.theta[i].norm())}
     out: dict[str, Any] = {"sample": i, "value": float(v[i]), "coeffs": [float(c) for c in d.s1.coeffs[i]],
                            "index": [int(j) for j in d.s1.index[i]], "theta_norm": float(d.theta[i].norm())}
     if key == "composition_err_p95":
@@ -342,6 +353,34 @@ def _worst(values: Tensor, lower: bool, key: str, d: V.CellDraws) -> dict[str, A
     if key == "transport_err_p95":
         out["generator"] = int(d.which[i])
     return out
+
+
+@dataclass
+class _DiscreteDraws:
+    theta: Tensor
+    g1: Tensor
+
+
+def _discrete_cell(act: Any, target: Callable[[Tensor], Tensor], sample_points: PointSampler, samples: int, k: int,
+                   gen: torch.Generator, s_F: float, s_theta: float) -> tuple[dict[str, Tensor], _DiscreteDraws]:
+    """Metrics of a discrete action (``act.order`` finite): elements are products of ``k`` draws of
+    ``act.random_elements`` (permutation matrices, so ``g⁻¹ = gᵀ``); subdivision and transport
+    need a Lie algebra and are skipped."""
+    theta = sample_points(samples, gen).double()
+
+    def draw() -> Tensor:
+        g = act.random_elements(samples, gen).double()
+        for _ in range(k - 1):
+            g = act.random_elements(samples, gen).double() @ g
+        return g
+
+    g1, g2 = draw(), draw()
+    disp = (act.act_many(g1, theta) - theta).norm(dim=-1)
+    per = {"output_err_p95": V.output_errors(act, target, theta, g1, s_F),
+           "composition_err_p95": V.composition_errors(act, theta, g1, g2),
+           "inverse_err_p95": V.inverse_errors(act, theta, g1, g1.transpose(-1, -2)),
+           "motion_median": disp / s_theta, "motion_rel_median": disp / theta.norm(dim=-1), "displacement_median": disp}
+    return per, _DiscreteDraws(theta, g1)
 
 
 def _element(coeffs: list[float], index: list[int]) -> str:
@@ -384,7 +423,13 @@ def check_action(
         seed: seed of the check's ``torch.Generator``.
         tolerances: overrides of :data:`paramsym.verdict.TOLERANCES` (short names such as
             ``"output"`` or verdict keys such as ``"output_err_p95"``).
-        unit_outputs: optional per-unit outputs for the compensation metrics.
+        unit_outputs: optional per-unit outputs for the compensation metrics (continuous actions).
+
+    Discrete actions (``action.order`` not ``None``, e.g.
+    :class:`~paramsym.actions.permutation.HiddenPermutationAction`): elements are products of
+    ``k`` draws of ``action.random_elements`` (``rho`` is not used), the inverse is the transpose
+    (permutation matrices), and subdivision and transport — which need a Lie algebra — are
+    skipped and named in ``ActionCheck.skipped``.
 
     Returns:
         :class:`ActionCheck` (truthy when it passes; ``print`` it for a table).
@@ -421,13 +466,18 @@ def check_action(
         s_theta = est_theta if s_theta is None else float(s_theta)
 
     act = copy.deepcopy(action).double().eval()
+    discrete = getattr(action, "order", None) is not None
     results: list[MetricResult] = []
     cells: list[dict[str, float]] = []
     with torch.no_grad():
         for k in factors:
-            d = V.draw_cell(act.group, sample_points, int(samples), float(rho), k, gen)
-            per = V.cell_samples(act, target64, d, s_F=s_F, s_theta=s_theta, unit_outputs=unit_outputs, validate=True)
-            cell = V.summarise(per, float(rho), k, tol)
+            if discrete:
+                per, d = _discrete_cell(act, target64, sample_points, int(samples), k, gen, s_F, s_theta)
+                cell = V.summarise(per, float(rho), k, tol)  # cell_fits judges the metrics present
+            else:
+                d = V.draw_cell(act.group, sample_points, int(samples), float(rho), k, gen)
+                per = V.cell_samples(act, target64, d, s_F=s_F, s_theta=s_theta, unit_outputs=unit_outputs, validate=True)
+                cell = V.summarise(per, float(rho), k, tol)
             for key, vals in per.items():
                 m = METRICS[key]
                 if not m.judged:
@@ -443,6 +493,7 @@ def check_action(
         results=results, cells=cells, tolerances=tol, s_F=float(s_F), s_theta=float(s_theta),
         scales_estimated=estimated, rho=float(rho), samples=int(samples), seed=int(seed),
         name=f"{type(action).__name__} on {tgt.name}",
+        skipped=tuple(METRICS[key].name for key in _SKIPPED_DISCRETE) if discrete else (),
     )
 
 

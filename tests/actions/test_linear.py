@@ -131,3 +131,41 @@ def test_hidden_permutation_with_any_activation():
         assert torch.equal(moved, th) == (k == 6)
     with pytest.raises(ActionError, match=r"2\.bias"):
         HiddenPermutationAction(Target(net, ["0.weight", "2.weight", "2.bias"], X).block, "0.weight", "2.weight")
+
+
+def test_check_action_on_a_discrete_action():
+    """``check_action`` on a permutation action: elements from ``random_elements``, inverse = transpose,
+    subdivision and transport skipped (and named); a wrong permutation (V rows only) fails on output."""
+    from paramsym.testing import check_action
+
+    net = _mlp(nn.Tanh())
+    F = Target(net, ["0.weight", "0.bias", "2.weight"], X)
+    action = HiddenPermutationAction(F.block, "0.weight", "2.weight")
+    check = check_action(action, F, samples=32, factors=(1, 2))
+    assert check.passed, check.summary()
+    assert check.skipped == ("subdivision", "transport") and "skipped" in check.summary()
+    assert {r.name for r in check.results} == {"output", "composition", "inverse", "motion"}
+    assert check.value("output") <= 1e-10 and check.value("composition") <= 1e-13 and check.value("inverse") <= 1e-13
+    assert check.value("motion") > 0.05 and check.value("output", 2) <= 1e-10
+    assert len(check.results[0].worst["permutation"]) == 5
+
+    class RowsOnly(HiddenPermutationAction):  # permutes V and b but not U's columns: not a symmetry
+        def act(self, g, theta):
+            U = theta[self.u_sl]
+            return torch.cat([(g.to(theta.dtype) @ theta[self.v_sl].reshape(self.v_shape)).reshape(-1),
+                              g.to(theta.dtype) @ theta[self.b_sl], U])
+
+    bad = check_action(RowsOnly(F.block, "0.weight", "2.weight"), F, samples=32, factors=(1,))
+    assert not bad.passed and [r.name for r in bad.failures] == ["output"]
+    assert "P[" in bad.failures[0].describe()
+
+
+def test_order_of_a_huge_permutation_group():
+    """3072! has ~9,300 digits (more than Python converts to a string by default)."""
+    import math
+
+    net = nn.Sequential(nn.Linear(2, 3072), nn.ReLU(), nn.Linear(3072, 1))
+    F = Target(net, ["0.weight", "0.bias", "2.weight"], torch.zeros(1, 2))
+    action = HiddenPermutationAction(F.block, "0.weight", "2.weight")
+    assert action.log10_order == pytest.approx(math.lgamma(3073) / math.log(10), rel=1e-12)
+    assert action.order_text.startswith("10^9")

@@ -77,7 +77,7 @@ def test_norm_scale_bad_input():
 def test_registry_lists_every_kind():
     rows = catalogue()
     kinds = [k for k, _, _ in rows]
-    assert kinds == ["hidden_basis", "linear_chain", "rescaling", "key_bias_translation", "norm_scale",
+    assert kinds == ["hidden_basis", "linear_chain", "rescaling", "key_bias_translation", "value_bias_shift", "norm_scale",
                      "ov_redistribution", "hidden_permutation", "head_permutation"]
     for kind, cls, text in rows:
         assert issubclass(cls, ExactAction) and cls.kind == kind and ("dimension" in text or "order" in text)
@@ -91,3 +91,46 @@ def test_group_is_built_lazily_in_the_action_dtype():
     assert "group" not in action._modules
     assert action.double().group.generators().dtype == torch.float64
     assert action.group.num_generators == 6
+
+
+def test_value_bias_shift_on_multihead_attention():
+    """``b_v ↦ b_v + c``, ``b_o ↦ b_o − W_o c`` on a real nn.MultiheadAttention (float64): output
+    unchanged ≤ 1e-10 s_F, parameters move; without the output-bias compensation it fails."""
+    from paramsym.actions.translation import ValueBiasShift
+    from paramsym.params import ParameterBlock
+    from paramsym.targets import Target
+    from paramsym.testing import check_action
+
+    torch.manual_seed(0)
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+            with torch.no_grad():
+                self.attn.in_proj_bias.normal_()
+                self.attn.out_proj.bias.normal_()
+
+        def forward(self, x):
+            return self.attn(x, x, x, need_weights=False)[0]
+
+    net = SelfAttention()
+    x = torch.randn(3, 5, 8, dtype=torch.float64)
+    F = Target(net, ["attn.in_proj_bias[16:24]", "attn.out_proj.weight", "attn.out_proj.bias"], x)
+    # the action on named copies laid out exactly like F's block (value third of in_proj_bias, W_o, b_o)
+    assert [e.name for e in F.block.entries] == ["attn.in_proj_bias", "attn.out_proj.weight", "attn.out_proj.bias"]
+    params = {"b_v": net.attn.in_proj_bias.detach()[16:].clone(), "W_o": net.attn.out_proj.weight.detach(),
+              "b_o": net.attn.out_proj.bias.detach()}
+    blk = ParameterBlock.from_params(params, ["b_v", "W_o", "b_o"])
+    action = ValueBiasShift(blk, "b_v", "W_o", "b_o", heads=2)
+    assert action.dimension == 8 and action.kind == "value_bias_shift"
+    check = check_action(action, F, samples=24)
+    assert check.passed and check.value("output") <= 1e-10 and check.value("motion") > 0.05, check.summary()
+
+    class NoCompensation(ValueBiasShift):
+        def act(self, g, theta):
+            c = g[:-1, -1].to(theta.dtype)
+            return torch.cat([theta[self.v_loc] + c, theta[self.w_loc], theta[self.o_loc]])
+
+    bad = check_action(NoCompensation(blk, "b_v", "W_o", "b_o", heads=2), F, samples=24, factors=(1,))
+    assert not bad.passed and "output" in [r.name for r in bad.failures]

@@ -43,11 +43,15 @@ def test_minilm_census_float32():
     assert r.dimension_of("attention.") == 6 * 12 * (32**2 + 32**2) == 147_456
     assert r.all_verified and max(e.verified_error for e in r.entries) <= 1e-5
     assert all(e.motion > 0.01 for e in r.entries)
-    assert len([e for e in r.entries if e.kind == "ffn.hidden_permutation"]) == 6
+    assert len([e for e in r.entries if e.kind == "hidden_permutation"]) == 6
     j = r.to_json()
     assert j["parameters"] == sum(p.numel() for p in model.parameters()) == 22_713_216
     assert {"module", "kind", "dimension", "verified_error"} <= set(j["symmetries"][0])
-    assert j["total_dimension"] == 147_456 and abs(j["symmetric_fraction"] - 147_456 / 22_713_216) < 1e-15
+    assert j["key_bias_dimension"] == 6 * 384  # softmax shift: the whole key bias of each layer
+    assert len([e for e in r.entries if e.kind == "head_permutation" and e.discrete_order == "12!"]) == 6
+    assert j["dimension_by_kind"]["value_bias_shift"] == 6 * 384  # b_v shift absorbed by the output bias
+    total = 147_456 + 2 * 6 * 384
+    assert j["total_dimension"] == total and abs(j["symmetric_fraction"] - total / 22_713_216) < 1e-15
 
 
 def test_llama_rotary_commutant_and_gqa():
@@ -59,7 +63,7 @@ def test_llama_rotary_commutant_and_gqa():
     assert all(e.dimension == 2 * 16 for e in qk)  # d_k per key/value head, shared by its 4 query heads
     assert all(e.dimension == 2 * 16**2 for e in vo)
     assert r.all_verified and max(e.verified_error for e in r.entries) < 1e-12
-    norms = [e for e in r.entries if e.kind == "norm.scale"]
+    norms = [e for e in r.entries if e.kind == "norm_scale"]
     assert len(norms) == 4 and all(e.dimension == 64 for e in norms)
 
 

@@ -11,6 +11,7 @@ kind                       class (module)                            dimension  
 ``linear_chain``           :class:`LinearChainAction` (linear)       Σ h_i²              —
 ``rescaling``              :class:`RescalingAction` (linear)         h                   —
 ``key_bias_translation``   :class:`KeyBiasTranslation` (translation) d_K (= E for MHA)   —
+``value_bias_shift``       :class:`ValueBiasShift` (translation)     d_V (= E for MHA)   —
 ``norm_scale``             :class:`NormScaleAction` (normalization)  h                   —
 ``ov_redistribution``      :class:`OVRedistributionAction`           (|C| − 1) d²        —
 ``hidden_permutation``     :class:`HiddenPermutationAction`          0                   h!
@@ -34,7 +35,7 @@ from .linear import (
 from .normalization import NormScaleAction
 from .permutation import HeadPermutationAction, HiddenPermutationAction
 from .redistribution import OVRedistributionAction, qk_clusters
-from .translation import KeyBiasTranslation
+from .translation import KeyBiasTranslation, ValueBiasShift
 
 _ENTRIES: tuple[tuple[type[ExactAction], str], ...] = (
     (HiddenBasisAction,
@@ -51,6 +52,10 @@ _ENTRIES: tuple[tuple[type[ExactAction], str], ...] = (
      "softmax shift: b_k ↦ b_k + c for any c when keys are W_k x + b_k with no position-dependent map after "
      "the bias (nn.MultiheadAttention with bias, BERT/GPT-2 key biases; not rotary, not add_zero_attn); "
      "dimension = key dimension (embed_dim)."),
+    (ValueBiasShift,
+     "value shift absorbed by the output bias: b_v ↦ b_v + c, b_o ↦ b_o − W_o c (attention weights sum to 1; "
+     "nn.MultiheadAttention with biases, BERT/GPT-2/NeoX value and output biases; not add_zero_attn); dimension = "
+     "value dimension."),
     (NormScaleAction,
      "per-channel scale moved from a normalisation layer's affine weight/bias (nn.LayerNorm, nn.RMSNorm) into "
      "the linear layer(s) that alone read its output: (γ, β, W) ↦ (Dγ, Dβ, WD⁻¹); dimension h."),
@@ -77,6 +82,6 @@ def catalogue() -> list[tuple[str, type[ExactAction], str]]:
 
 __all__ = [
     "ExactAction", "HOMOGENEOUS", "HeadPermutationAction", "HiddenBasisAction", "HiddenPermutationAction",
-    "KeyBiasTranslation", "LinearChainAction", "NormScaleAction", "OVRedistributionAction", "RescalingAction",
+    "KeyBiasTranslation", "LinearChainAction", "NormScaleAction", "OVRedistributionAction", "RescalingAction", "ValueBiasShift",
     "catalogue", "check_homogeneous", "permutation_matrix", "qk_clusters", "random_permutations",
 ]

@@ -146,8 +146,9 @@ def random_exp(direction: Tensor, rho: float, generator: torch.Generator | None 
 
 
 def _log10_big(n: int) -> float:
-    digits = len(str(n))
-    return digits - 1 + math.log10(int(str(n)[:15]) / 10**14)
+    """``log10(n)`` of a huge int (no decimal string: Python limits those to 4300 digits, e.g. 3072!)."""
+    shift = max(n.bit_length() - 1000, 0)
+    return math.log10(n >> shift) + shift * math.log10(2)
 
 
 def factorial(n: int) -> int:

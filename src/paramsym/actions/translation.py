@@ -11,6 +11,9 @@ position-dependent map acts on keys after the bias (rotary embeddings: ``R_j (W_
 shifts the logits by ``⟨q_i, R_j c⟩``, which depends on j), nor with an appended key that does
 not carry the bias (``add_zero_attn``); an appended learned key (``add_bias_kv``'s ``bias_k``)
 must move with it.
+
+:class:`ValueBiasShift` is the value-side twin: shifting every value by ``c`` is absorbed by the
+output bias, ``δb_o = −W_o c`` (attention weights sum to 1).
 """
 
 from __future__ import annotations
@@ -116,3 +119,60 @@ class KeyBiasTranslation(ExactAction):
         for loc, reps in zip(self.locs[1:], self.extra):
             parts.append((loc, (theta[loc].reshape(reps, self.k) + c).reshape(-1)))
         return replace(theta, parts)
+
+
+class ValueBiasShift(ExactAction):
+    """``b_v ↦ b_v + c``, ``b_o ↦ b_o − W_o c`` (``W_o`` read, not moved), ``c ∈ R^{d_V}``.
+
+    Attention weights of a query sum to 1, so shifting every value by ``c`` shifts each head's
+    output by ``c`` (its part of it), and the output projection adds ``W_o c``, which the output
+    bias absorbs: ``W_o (Σ_j a_ij (v_j + c)) + b_o − W_o c = W_o Σ_j a_ij v_j + b_o``. With
+    grouped-query attention a value head feeds ``group_size`` query heads, so ``c`` of value head
+    ``j`` enters through the output columns of every query head of its group:
+    ``δb_o = −Σ_{h ∈ group j} W_o[:, h] c_j``. Not a symmetry when some query attends to no key
+    (all keys masked) or with an appended zero value (``add_zero_attn``).
+
+    Group: translations ``R^{d_V}`` (unipotent ``[[I, c], [0, 1]]``, as :class:`KeyBiasTranslation`);
+    the action is affine in θ with a linear part that reads ``W_o``: compositions add the ``c``.
+
+    Args:
+        block: exactly the value bias, the output weight and the output bias (whole tensors).
+        value_bias: name of ``b_v`` (``(d_V,)``, heads contiguous); out_weight: ``W_o``
+            (``(m, group_size · d_V)``, ``nn.Linear`` layout); out_bias: ``b_o`` (``(m,)``).
+        heads: number of value heads (``d_V / heads`` per head).
+        group_size: query heads per value head (1 without grouped-query attention).
+
+    Raises:
+        ShapeError: a name not in the block, or shapes that do not fit.
+        ActionError: the block holds other tensors.
+    """
+
+    kind = "value_bias_shift"
+
+    def __init__(self, block: ParameterBlock, value_bias: str, out_weight: str, out_bias: str, *, heads: int = 1,
+                 group_size: int = 1):
+        super().__init__()
+        cls = "ValueBiasShift"
+        k = int(torch.Size(entry(block, value_bias, cls).shape).numel())
+        wshape = tuple(entry(block, out_weight, cls).shape)
+        m = wshape[0] if len(wshape) == 2 else -1
+        if heads < 1 or group_size < 1 or k % heads or len(wshape) != 2 or wshape[1] != k * group_size:
+            raise ShapeError(f"{cls}: the output weight {out_weight!r} {wshape} must be (m, group_size·d_V) = "
+                             f"(m, {group_size}·{k}), and heads={heads} must divide d_V = {k}.")
+        if tuple(entry(block, out_bias, cls).shape) != (m,):
+            raise ShapeError(f"{cls}: the output bias {out_bias!r} must have shape ({m},).")
+        self.v_loc, self.w_loc, self.o_loc = (locate(block, n, None, cls) for n in (value_bias, out_weight, out_bias))
+        refuse_untouched(cls, block, [self.v_loc, self.w_loc, self.o_loc], "It moves b_v and b_o and reads W_o.")
+        self.k, self.m, self.heads, self.group_size = k, m, int(heads), int(group_size)
+        self.size, self.dimension, self.p = k + 1, k, block.size
+
+    def _basis(self, dtype: torch.dtype) -> Tensor:
+        return translation_basis(self.k, dtype)
+
+    random_elements = KeyBiasTranslation.random_elements
+
+    def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        c = translation_of(g).to(theta.dtype)
+        d = self.k // self.heads
+        W = theta[self.w_loc].reshape(self.m, self.heads, self.group_size, d).sum(2).reshape(self.m, self.k)
+        return replace(theta, [(self.v_loc, theta[self.v_loc] + c), (self.o_loc, theta[self.o_loc] - W @ c)])

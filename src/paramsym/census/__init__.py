@@ -11,10 +11,15 @@ from .finders import (
     Candidate,
     CensusContext,
     FFNPermutationFinder,
+    HeadPermutationFinder,
+    KeyBiasFinder,
     NormScaleFinder,
+    SequentialMLPFinder,
     SymmetryFinder,
+    ValueBiasFinder,
 )
 from .walk import CensusEntry, CensusResult, census, default_inputs
 
 __all__ = ["DEFAULT_FINDERS", "AttentionFinder", "Candidate", "CensusContext", "CensusEntry", "CensusResult",
-           "FFNPermutationFinder", "NormScaleFinder", "SymmetryFinder", "census", "default_inputs"]
+           "FFNPermutationFinder", "HeadPermutationFinder", "KeyBiasFinder", "NormScaleFinder", "SequentialMLPFinder",
+           "SymmetryFinder", "ValueBiasFinder", "census", "default_inputs"]

@@ -6,6 +6,14 @@
 * ``pythia-tiny`` — a small ``GPTNeoXConfig`` (rotary on 25 % of each head), random weights.
 * ``llama-tiny`` — a small gated ``LlamaConfig`` with grouped-query attention (8 query heads,
   2 key/value heads, head_dim 16) and RoPE, random weights.
+* ``mlp-relu`` — ``nn.Sequential(Linear(16, 32), ReLU, Linear(32, 24), LeakyReLU(0.1), Linear(24, 8))``
+  with biases: rescaling 32 + 24, permutations 32! and 24!.
+* ``mlp-linear`` — ``nn.Sequential(Linear(16, 12), Linear(12, 10), Linear(10, 8))``: GL(12) × GL(10),
+  144 + 100.
+* ``mha-bias`` — ``nn.MultiheadAttention(8, 2)`` with biases (the affine solver's
+  ``attention-d8h2-bias`` block): query/key + value/output 64, key-bias translation 8.
+
+Non-HF presets come with their verification inputs (:func:`preset_inputs`).
 
 Random weights are drawn under ``torch.random.fork_rng`` with the given seed, so the global RNG
 state is not changed.
@@ -16,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,13 +32,25 @@ from torch import nn
 from ..errors import ConfigError, InputFileError
 from ..models.adapters import load_pretrained
 
-__all__ = ["PRESETS", "build_preset", "load_model"]
+__all__ = ["PRESETS", "build_preset", "load_model", "preset_inputs"]
 
 
 @dataclass(frozen=True)
 class Preset:
     help: str
     build: Callable[[], nn.Module]
+    inputs: Callable[[torch.Generator], Any] | None = None  # None: HF token ids (census.default_inputs)
+
+
+class _SelfAttention(nn.Module):
+    """``x ↦ MHA(x, x, x)`` (batch first), the output tensor only."""
+
+    def __init__(self, embed: int, heads: int):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(embed, heads, bias=True, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
 
 
 def _from_config(cfg) -> nn.Module:
@@ -74,13 +95,43 @@ def _llama_tiny() -> nn.Module:
                                     intermediate_size=256, vocab_size=512, head_dim=16))
 
 
+def _mlp_relu() -> nn.Module:
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 24), nn.LeakyReLU(0.1), nn.Linear(24, 8))
+
+
+def _mlp_linear() -> nn.Module:
+    return nn.Sequential(nn.Linear(16, 12), nn.Linear(12, 10), nn.Linear(10, 8))
+
+
+def _mha_bias() -> nn.Module:
+    return _SelfAttention(8, 2)
+
+
 PRESETS: dict[str, Preset] = {
     "minilm": Preset("real all-MiniLM-L6-v2 (6 layers, 12 heads of 32)", _minilm),
     "bert-base": Preset("BertConfig() with random weights (12 layers, 12 heads of 64)", _bert_base),
     "gpt2": Preset("GPT2Config() with random weights (GPT-2 small, Conv1D, fused c_attn)", _gpt2),
     "pythia-tiny": Preset("small GPTNeoXConfig, random weights (fused interleaved qkv, partial rotary)", _pythia_tiny),
     "llama-tiny": Preset("small gated LlamaConfig, random weights (GQA 8/2 heads, RoPE)", _llama_tiny),
+    "mlp-relu": Preset("nn.Sequential MLP 16-32-24-8, ReLU then LeakyReLU, with biases", _mlp_relu,
+                       lambda g: torch.randn(64, 16, generator=g)),
+    "mlp-linear": Preset("nn.Sequential of three nn.Linear 16-12-10-8 (no activations)", _mlp_linear,
+                         lambda g: torch.randn(64, 16, generator=g)),
+    "mha-bias": Preset("one nn.MultiheadAttention(8, 2) with biases (self-attention)", _mha_bias,
+                       lambda g: torch.randn(2, 5, 8, generator=g)),
 }
+
+
+def preset_inputs(name: str, model: nn.Module, generator: torch.Generator, tokens: int = 8) -> Any:
+    """The verification batch of preset ``name`` (random token ids for HF presets)."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown census preset {name!r}; known: {sorted(PRESETS)}.")
+    make = PRESETS[name].inputs
+    if make is None:
+        from .walk import default_inputs
+
+        return default_inputs(model, generator, tokens=tokens)
+    return make(generator)
 
 
 def build_preset(name: str, seed: int = 0) -> nn.Module:

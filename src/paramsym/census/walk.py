@@ -6,21 +6,37 @@
 the actual weights**: a random group element ``g`` is applied to the parameters and
 
     verified_error = ‖F(g·θ) − F(θ)‖ / ‖F(θ)‖        (F = the model's output on ``inputs``)
-    motion         = ‖g·θ − θ‖ / ‖θ‖                  (over the tensors the candidate moves)
+    motion         = ‖g·θ − θ‖ / ‖θ‖                  (over the tensors the candidate moves;
+                                                     ‖g·θ − θ‖ where they are all 0, e.g. zero biases)
 
 in float64 where the model converts (float32 otherwise); a candidate is *verified* when the error
-is at most ``tolerance`` (default 1e-9 in float64, 1e-5 in float32) **and** the motion is
+is at most ``tolerance`` (default 1e-9 in float64, 1e-5 in float32; a finder may raise it for one
+entry where the model computes part of it in float32, e.g. the softmax) **and** the motion is
 non-zero. Unverified candidates are listed but not counted.
 
-Counting. ``total_dimension`` is the sum of the verified continuous dimensions. The entries act
-on disjoint coordinates (query/key rows vs value rows and output columns; different heads and
-layers), except norm scales, which also move the input columns of q/k/v (up/gate); each norm
-scale moves its norm's weights, which nothing else moves, so at points where those weights are
-non-zero its tangent directions are independent of all the others and the sum is a **direct
-sum** (the orbit dimension at generic weights). Discrete permutations add 0. The symmetric
-fraction is ``total_dimension / parameters`` (all parameters of the model). Symmetries the
-finders do not know (e.g. key-bias translations, OV redistribution inside a QK cluster) are not
-counted, so the fraction is a lower bound of the true one.
+Counting. ``total_dimension`` is the sum of the verified continuous dimensions, and that sum is
+the dimension of the orbit through generic weights (a **direct sum**) because the tangent
+directions of different entries are linearly independent:
+
+* query/key GL(d_k) (or the rotary commutant) moves the query and key rows, value/output GL(d_v)
+  the value rows and output columns; different heads and layers move different coordinates;
+* the key-bias translation ``δb_k = c`` moves only the key bias. A query/key direction ``X``
+  moves ``δW_q = X W_q`` too, so a combination of the two that vanishes needs ``X W_q = 0``,
+  i.e. ``X = 0`` wherever a head's query rows have full rank. The value shift
+  (``δb_v = c``, ``δb_o = −W_o c``) moves ``b_o``, which value/output GL does not move, so
+  ``W_o c = 0``, i.e. ``c = 0`` where ``W_o`` has full column rank. Checked on an
+  ``nn.MultiheadAttention(8, 2)`` with biases: the 80 counted directions (32 + 32 + 8 + 8) have
+  rank 80, and the affine solver (``paramsym.exact.solve_affine``, no dimension given) finds the
+  whole affine algebra of the ``attention-d8h2-bias`` block to be 80;
+* a norm scale moves its norm's weights, which nothing else moves, so at points where those
+  weights are non-zero its directions are independent of all the others;
+* in an MLP, rescaling (ReLU) and GL (no activation) act on different hidden spaces; the orbit
+  of ``GL(h_1) × … `` / the diagonal groups is free at generic weights (``LinearChainAction``).
+
+Discrete permutations (hidden units, heads) add 0. The symmetric fraction is
+``total_dimension / parameters`` (all parameters of the model). Symmetries the finders do not
+know (OV redistribution inside a QK cluster, which only RMHSA parameters have; permutations
+inside a GQA group) are not counted, so the fraction is a lower bound of the true one.
 """
 
 from __future__ import annotations
@@ -80,6 +96,14 @@ class CensusResult:
         """Sum of verified dimensions of entries whose kind starts with ``prefix``."""
         return sum(e.dimension for e in self.entries if e.verified and e.kind.startswith(prefix))
 
+    def dimension_by_kind(self) -> dict[str, int]:
+        """Verified dimension summed per kind (discrete kinds appear with 0)."""
+        out: dict[str, int] = {}
+        for e in self.entries:
+            if e.verified:
+                out[e.kind] = out.get(e.kind, 0) + e.dimension
+        return out
+
     @property
     def symmetric_fraction(self) -> float:
         return self.total_dimension / self.parameters if self.parameters else 0.0
@@ -94,6 +118,8 @@ class CensusResult:
             "symmetries": [asdict(e) for e in self.entries],
             "total_dimension": self.total_dimension,
             "attention_dimension": self.dimension_of("attention."),
+            "key_bias_dimension": self.dimension_of("key_bias_translation"),
+            "dimension_by_kind": self.dimension_by_kind(),
             "parameters": self.parameters,
             "symmetric_fraction": self.symmetric_fraction,
             "all_verified": self.all_verified,
@@ -101,10 +127,12 @@ class CensusResult:
             "tolerance": self.tolerance,
             "unrecognised_modules": self.unrecognised,
             "seconds": self.seconds,
-            "counting": "total_dimension sums verified continuous dimensions; the entries act on disjoint "
-                        "coordinates or (norm scales) move weights no other entry moves, so the sum is direct. "
-                        "Discrete permutations add 0. Fraction = total_dimension / parameters; a lower bound "
-                        "(symmetries not in the census are not counted).",
+            "counting": "total_dimension sums verified continuous dimensions; their tangent directions are "
+                        "independent (disjoint coordinates; the key-bias translation moves only b_k while query/key "
+                        "GL also moves W_q; the value shift moves b_o while value/output GL does not; norm scales "
+                        "move weights nothing else moves), so the sum is direct. Discrete permutations add 0. "
+                        "Fraction = total_dimension / parameters; a lower bound (symmetries not in the census "
+                        "are not counted).",
         }
 
 
@@ -152,7 +180,7 @@ def census(
 
     Args:
         model: an HF model (adapted by ``config.model_type``; switched to eager attention) or any
-            ``nn.Module`` containing ``nn.MultiheadAttention`` s.
+            ``nn.Module`` containing ``nn.MultiheadAttention`` s or ``nn.Sequential`` MLPs.
         inputs: the verification batch (tensor, tuple of positional inputs, or dict of keyword
             inputs); default for HF models: random token ids (:func:`default_inputs`).
         finders: the symmetry finders (default :data:`~paramsym.census.finders.DEFAULT_FINDERS`).
@@ -234,8 +262,9 @@ def census(
         err = float((out - base).norm() / base.norm())
         num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
         den = sum(float(params[n].pow(2).sum()) for n in c.moved)
-        motion = (num / den) ** 0.5 if den > 0 else 0.0
-        entries.append(CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol and motion > 0,
+        motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
+        tol_c = max(tol, c.tolerance or 0.0)
+        entries.append(CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
                                    sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra))
     return CensusResult(name or type(model).__name__, getattr(getattr(model, "config", None), "model_type", None),
                         str(dtype).replace("torch.", ""), n_params, entries, unrecognised,

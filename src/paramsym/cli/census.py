@@ -2,7 +2,7 @@
 
 ::
 
-    paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny [--json] [--out DIR]
+    paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny|mlp-relu|mlp-linear|mha-bias [--json] [--out DIR]
     paramsym census --model DIR [--json] [--out DIR] [--dtype float64|float32] [--seed N] [--tokens N]
 
 ``--model`` takes a directory written by ``save_pretrained`` (loaded with
@@ -22,7 +22,7 @@ import sys
 
 __all__ = ["register"]
 
-_PRESETS = ["minilm", "bert-base", "gpt2", "pythia-tiny", "llama-tiny"]
+_PRESETS = ["minilm", "bert-base", "gpt2", "pythia-tiny", "llama-tiny", "mlp-relu", "mlp-linear", "mha-bias"]
 
 
 def register(subparsers) -> None:
@@ -76,15 +76,17 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
     torch.set_num_threads(args.threads)
     from ..census import census, default_inputs
-    from ..census.presets import build_preset, load_model
+    from ..census.presets import build_preset, load_model, preset_inputs
     from ..runs import RunDir
 
     run = RunDir.fresh(args.out) if args.out else None
     model = build_preset(args.preset, args.seed) if args.preset else load_model(args.model)
     dtype = torch.float64 if args.dtype == "float64" else torch.float32
-    inputs = None
-    if hasattr(model, "config"):
-        inputs = default_inputs(model, torch.Generator().manual_seed(args.seed), tokens=args.tokens)
+    inputs, gen = None, torch.Generator().manual_seed(args.seed)
+    if args.preset:
+        inputs = preset_inputs(args.preset, model, gen, tokens=args.tokens)
+    elif hasattr(model, "config"):
+        inputs = default_inputs(model, gen, tokens=args.tokens)
     result = census(model, inputs, dtype=dtype, seed=args.seed, name=args.preset or args.model, copy_model=False,
                     progress=not args.json).to_json()
     if run is not None:
