@@ -105,18 +105,29 @@ def generated_algebra(mats, tol: float = 1e-10, max_rounds: int = 50) -> Tensor:
 
 
 def structure_constants(basis) -> tuple[Tensor, float]:
-    """``C[a, b, c]`` with ``[e_a, e_b] = Σ_c C[a,b,c] e_c`` (least squares in the span of an
-    orthonormal ``basis``) and the largest closure residual (relative to ``‖e_a‖ ‖e_b‖``)."""
+    """``C[a, b, c]`` with ``[e_a, e_b] = Σ_c C[a,b,c] e_c`` (least squares in the span of the
+    ``basis``, through one QR factorisation of the stacked basis) and the largest closure
+    residual ``‖[e_a, e_b] − Σ_c C[a,b,c] e_c‖ / (‖e_a‖ ‖e_b‖)``.
+
+    Memory ``O(d s²)`` (one row of commutators at a time, never the ``d² s²`` stack); work
+    ``O(d² s³)`` for ``d`` matrices of size ``s × s``.
+    """
     e = _stack(basis)
     d = e.shape[0]
+    if d == 0:
+        return e.new_zeros(0, 0, 0), 0.0
     flat = e.reshape(d, -1)
-    comm = commutator(e[:, None], e[None]).reshape(d, d, -1)
-    coef = torch.linalg.lstsq(flat.T.expand(d * d, -1, -1), comm.reshape(d * d, -1, 1)).solution
-    c = coef.reshape(d, d, d)
-    resid = (comm - torch.einsum("abc,cx->abx", c, flat)).norm(dim=-1)
+    Q, R = torch.linalg.qr(flat.T)  # flat.T = Q R, Q (s², d) orthonormal columns
     norms = flat.norm(dim=1)
-    rel = resid / (norms[:, None] * norms[None, :]).clamp_min(1e-300)
-    return c, float(rel.max()) if d else 0.0
+    c = e.new_zeros(d, d, d)
+    worst = 0.0
+    for a in range(d):
+        comm = commutator(e[a][None], e).reshape(d, -1)  # [e_a, e_b] for every b
+        coef = torch.linalg.solve_triangular(R, Q.T @ comm.T, upper=True).T  # (b, c)
+        c[a] = coef
+        resid = (comm - coef @ flat).norm(dim=-1)
+        worst = max(worst, float((resid / (norms[a] * norms).clamp_min(1e-300)).max()))
+    return c, worst
 
 
 def commutativity(mats) -> float:
