@@ -39,7 +39,7 @@ from ..attribution.flows import (
     run_flow,
 )
 from ..attribution.jacobian import function_from_module
-from ..attribution.lift import DenseLift
+from ..attribution.lift import GAUGES, DenseLift
 from ..attribution.problem import SymmetryProblem
 from ..attribution.symmetry import so2
 from ..attribution.tables import parameter_table, tensor_table
@@ -109,8 +109,8 @@ class AnnulusConfig:
             raise ConfigError(f"data must be 'wedge' or 'full', received {self.data!r}.")
         if self.stage not in ("init", "trained"):
             raise ConfigError(f"stage must be 'init' or 'trained', received {self.stage!r}.")
-        if self.gauge not in ("column", "none"):
-            raise ConfigError(f"gauge must be 'column' or 'none', received {self.gauge!r}.")
+        if self.gauge not in GAUGES:
+            raise ConfigError(f"gauge must be one of {GAUGES}, received {self.gauge!r}.")
         bad = [d for d in self.directions if d not in ("+c", "-b")]
         if bad:
             raise ConfigError(f"directions must be '+c' and/or '-b', received {bad}.")
