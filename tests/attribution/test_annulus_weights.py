@@ -8,9 +8,20 @@ import pytest
 import torch
 from torch import nn
 
-from paramsym.errors import ConfigError, NonFiniteError, ParameterNameError, RunFileError, ShapeError
+from paramsym.errors import (
+    ConfigError,
+    NonFiniteError,
+    ParameterNameError,
+    RunFileError,
+    ShapeError,
+)
 from paramsym.experiments.annulus import AnnulusConfig, build_problem
-from paramsym.experiments.annulus_protocol import load_mlp_state, load_probes, paper_data, paper_init
+from paramsym.experiments.annulus_protocol import (
+    load_mlp_state,
+    load_probes,
+    paper_data,
+    paper_init,
+)
 from paramsym.experiments.registry import resolve_attribution_config
 from paramsym.runs import save_tensors
 
