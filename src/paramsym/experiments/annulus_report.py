@@ -9,6 +9,79 @@ from ..runs import RunDir, load_tensors, read_json
 __all__ = ["make_figures", "report_sections"]
 
 
+def _diagnostic_figures(run: RunDir, plt, plots, traces: dict, metrics: dict) -> list[str]:
+    """Task metrics, endpoint distance and z₀ staleness along the flows; the cutoff sweep."""
+    names = []
+    diag = {k: tr["diagnostics"] for k, tr in traces.items() if tr.get("diagnostics")}
+    if diag:
+        panels = (("task_loss", "task loss (BCE)"), ("accuracy", "task accuracy"),
+                  ("endpoint_distance", "‖f_t − f_end‖/‖f_0‖"), ("staleness", "staleness ‖J_t z₀ − t_t‖/‖t_t‖"))
+        fig, axes = plt.subplots(1, 4, figsize=(18, 3.8))
+        for ax, (field, title) in zip(axes, panels):
+            for key, d in diag.items():
+                pts = [(t, v) for t, v in zip(d["t"], d[field]) if v is not None]
+                if pts:
+                    ax.plot([a for a, _ in pts], [b for _, b in pts], label=key.replace("_", " "))
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("t")
+            ax.grid(alpha=0.3)
+            if field in ("task_loss", "staleness"):
+                ax.set_yscale("log")
+        axes[0].legend(fontsize=7)
+        names.append(plots.save(fig, run.figures / "flow_diagnostics.png").name)
+    sweep = metrics.get("cutoff_sweep")
+    if sweep:
+        fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+        for d, rows in sweep.items():
+            taus = [r["rtol"] for r in rows]
+            axes[0].semilogx(taus, [r["captured_energy"] for r in rows], "o-", label=f"{d}*")
+            axes[1].loglog(taus, [max(r["residual"], 1e-16) for r in rows], "o-", label=f"{d}*")
+            axes[2].semilogx(taus, [r["rank"] for r in rows], "o-", label=f"{d}*")
+        for ax, t in zip(axes, ("captured energy ‖P_k t‖²/‖t‖²", "residual ‖Jc − t‖/‖t‖", "resolved rank")):
+            ax.set_title(t, fontsize=9)
+            ax.set_xlabel("τ")
+            ax.invert_xaxis()
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        names.append(plots.save(fig, run.figures / "cutoff_sweep.png").name)
+    return names
+
+
+def _diagnostic_lines(metrics: dict) -> list[str]:
+    from ..attribution.tables import markdown
+
+    lines = []
+    task = metrics.get("task")
+    if task:
+        lines += ["", f"Task at t = 0: BCE {task['loss']:.4g}, accuracy {task['accuracy']:.3f}; the Reynolds "
+                  f"projection P(f): BCE {task['projected_loss']:.4g}, accuracy {task['projected_accuracy']:.3f}."]
+    q = metrics.get("quadrature")
+    if q:
+        lines.append(f"Quadrature check: ‖P_{q['n']} f − P_{2 * q['n']} f‖/‖f‖ = {q['refined_change']:.2g} "
+                     f"(‖P_{q['n']} f − P_{q['n'] // 2} f‖/‖f‖ = {q['coarsened_change']:.2g}); orbit closure over 2π: "
+                     f"max |Π(2π)f − f| = {metrics.get('orbit_closure', float('nan')):.2g}.")
+    rows = []
+    for r in metrics["summary"]["flows"]:
+        if "accuracy_end" not in r:
+            continue
+        rows.append({"flow": r["flow"], "dir": r["direction"],
+                     "loss start → end": f"{_g(r.get('task_loss_start'))} → {_g(r.get('task_loss_end'))}",
+                     "accuracy start → end": f"{_g(r.get('accuracy_start'))} → {_g(r.get('accuracy_end'))}",
+                     "path length": r.get("path_length"), "‖θ_T − θ_0‖": r.get("distance_end"),
+                     "‖f_T − f_end‖/‖f_0‖": r.get("endpoint_distance_end"), "z₀ staleness (end)": r.get("staleness_end")})
+    if rows:
+        lines += ["", "### Along the flows", "", markdown(rows)]
+    sweep = metrics.get("cutoff_sweep")
+    if sweep:
+        lines += ["### Cutoff sweep (t = 0)", ""]
+        for d, rs in sweep.items():
+            lines += [f"{d}*:", "", markdown(rs, ["rtol", "rank", "captured_energy", "residual", "projection_residual",
+                                                   "direction_norm", "cos_to_reference"])]
+    return lines
+
+
+def _g(v) -> str:
+    return "—" if v is None else f"{v:.4g}"
 
 
 def make_figures(run: RunDir) -> list[str]:
@@ -77,6 +150,7 @@ def make_figures(run: RunDir) -> list[str]:
             ax.set_yticks([])
         fig.suptitle(f"decision boundary f = 0 — {key.replace('_', ' ')} (blue: flow, dashed: prediction)", fontsize=10)
         names.append(plots.save(fig, run.figures / f"boundary_{key}.png").name)
+    names += _diagnostic_figures(run, plt, plots, traces, run.read_json("metrics.json"))
     return names
 
 
@@ -122,6 +196,7 @@ def report_sections(run: RunDir) -> str:
               "Sc_share = ‖(S∘c)_T‖²/‖S∘c‖²):", ""]
     lines.append(markdown(metrics.get("tensor_table", []),
                           ["tensor", "numel", "dead", "S_mean", "S_max", "c_share", "Sc_share", "b_share", "Sb_share"]))
+    lines += _diagnostic_lines(metrics)
     for n in names:
         lines.append(f"![{n}](figures/{n})")
     return "\n".join(lines) + "\n"
