@@ -5,8 +5,20 @@ import math
 import numpy as np
 import torch
 
-from paramsym.attribution import SymmetryProblem, dense_jacobian, function_from_module, polar_grid, run_flow, so2
-from paramsym.attribution.diagnostics import FlowMonitor, cutoff_sweep, orbit_closure, quadrature_check
+from paramsym.attribution import (
+    SymmetryProblem,
+    dense_jacobian,
+    function_from_module,
+    polar_grid,
+    run_flow,
+    so2,
+)
+from paramsym.attribution.diagnostics import (
+    FlowMonitor,
+    cutoff_sweep,
+    orbit_closure,
+    quadrature_check,
+)
 from paramsym.models.mlp import mlp
 
 

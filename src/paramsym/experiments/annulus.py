@@ -57,7 +57,10 @@ PAPER = {
         ("full", "trained", "-b"): (56.1, 20.5, 20.6),
         ("init", "init", "-b"): (0.273, 0.100, 0.101),
     },
-    "fixed_end": {("wedge", "+c"): 321, ("full", "+c"): 1237, ("wedge", "-b"): 823},
+    "fixed_end": {("wedge", "+c"): 321, ("full", "+c"): 1237, ("wedge", "-b"): 823, ("full", "-b"): 95.4,
+                  ("init", "+c"): 0.689, ("init", "-b"): 0.015},
+    #: task accuracy at t = 1 of the fixed flows on the trained networks
+    "fixed_accuracy": {("wedge", "+c"): 0.845, ("wedge", "-b"): 0.405, ("full", "+c"): 0.700, ("full", "-b"): 1.000},
 }
 
 
@@ -255,11 +258,13 @@ def _paper_row(cfg: AnnulusConfig, mode: str, direction: str) -> dict[str, Any] 
         if row:
             return {"paper_delta_start": row[0], "paper_delta_end": row[1], "paper_delta_predicted": row[2]}
         return None
-    if cfg.stage == "trained":
-        end = PAPER["fixed_end"].get((cfg.data, direction))
-        if end is not None:
-            return {"paper_delta_end": end}
-    return None
+    key = ("init" if cfg.stage == "init" else cfg.data, direction)
+    row = {}
+    if key in PAPER["fixed_end"]:
+        row["paper_delta_end"] = PAPER["fixed_end"][key]
+    if key in PAPER["fixed_accuracy"]:
+        row["paper_accuracy_end"] = PAPER["fixed_accuracy"][key]
+    return row or None
 
 
 def _boundary_grid(cfg: AnnulusConfig) -> Tensor:
@@ -376,7 +381,8 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
         "lifts": [r.to_json() for r in lifts],
         "flows": records,
         "paper": {"resolved": {"/".join(k): v for k, v in PAPER["resolved"].items()},
-                  "fixed_end": {"/".join(k): v for k, v in PAPER["fixed_end"].items()}},
+                  "fixed_end": {"/".join(k): v for k, v in PAPER["fixed_end"].items()},
+                  "fixed_accuracy": {"/".join(k): v for k, v in PAPER["fixed_accuracy"].items()}},
     }
     metrics = {
         **start_diagnostics(problem, att, x, y, cfg),

@@ -181,6 +181,8 @@ def report_sections(run: RunDir) -> str:
             paper = f"{r['paper_delta_start']} → {r['paper_delta_end']} ({r['paper_delta_predicted']})"
         elif "paper_delta_end" in r:
             paper = f"end {r['paper_delta_end']}"
+        if "paper_accuracy_end" in r:
+            paper += f", accuracy {r['paper_accuracy_end']:.3f} (ours {_g(r.get('accuracy_end'))})"
         rows.append({
             "flow": r["flow"], "dir": r["direction"],
             "‖δ‖ start → end (pred.)": f"{r['delta_start']:.4g} → {r['delta_end']:.4g} ({r['delta_predicted']:.4g})",
