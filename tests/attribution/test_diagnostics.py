@@ -18,6 +18,7 @@ from paramsym.attribution.diagnostics import (
     cutoff_sweep,
     orbit_closure,
     quadrature_check,
+    sparse_attribution,
 )
 from paramsym.models.mlp import mlp
 
@@ -84,3 +85,18 @@ def test_quadrature_and_orbit_closure_on_an_invariant_and_a_band_limited_functio
     assert quadrature_check(band, probes, 6)["coarsened_change"] > 0.1  # C_3 aliases cos 3φ
     assert orbit_closure(band, probes) < 1e-12
     assert orbit_closure(lambda x: x[:, :1] * 2.0 + math.pi, probes) < 1e-12
+
+
+def test_sparse_attribution_closed_form_with_orthonormal_columns():
+    """J with orthonormal columns: lasso / elastic net are soft-thresholds of Jᵀt (closed form)."""
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.standard_normal((40, 12)))
+    J, t = torch.from_numpy(Q), torch.from_numpy(rng.standard_normal(40))
+    g = Q.T @ t.numpy()
+    for alpha in (1.0, 0.5):
+        r = sparse_attribution(J, t, lam_rel=0.3, alpha=alpha, iters=200)
+        lam = 0.3 * np.abs(g).max()
+        ref = np.sign(g) * np.maximum(np.abs(g) - lam * alpha, 0) / (1 + lam * (1 - alpha))
+        np.testing.assert_allclose(r["direction"].numpy(), ref, atol=1e-12)
+        assert r["support"] == int((ref != 0).sum()) < 12
+    assert sparse_attribution(J, t, lam_rel=1.0, iters=20)["support"] == 0

@@ -29,7 +29,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..attribution.diagnostics import FlowMonitor, cutoff_sweep, orbit_closure, quadrature_check
+from ..attribution.diagnostics import (
+    FlowMonitor,
+    cutoff_sweep,
+    orbit_closure,
+    quadrature_check,
+    sparse_attribution,
+)
 from ..attribution.flows import (
     FLOW_MODES,
     FlowTrace,
@@ -104,6 +110,8 @@ class AnnulusConfig:
     data_seed: int = 3
     #: truncations of the cutoff sweep (diagnostics at t = 0)
     sweep_rtols: tuple[float, ...] = (1e-1, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 1e-5, 1e-6)
+    #: FISTA iterations of the sparse (lasso, elastic-net) attributions at t = 0 (0: skip)
+    sparse_iters: int = 300
     #: a user's trained weights (safetensors state dict of the MLP; replaces init/training)
     weights: str | None = None
     #: a safetensors file with ``probes`` [N, 2] (and optionally the task data ``x``, ``y``)
@@ -112,7 +120,7 @@ class AnnulusConfig:
     @classmethod
     def quick(cls) -> AnnulusConfig:
         """A small, fast version for tests and smoke runs (60 epochs, flows to t = 0.04)."""
-        return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31, sweep_rtols=(1e-2, 1e-3))
+        return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31, sweep_rtols=(1e-2, 1e-3), sparse_iters=20)
 
     @property
     def preset(self) -> str:
@@ -295,6 +303,24 @@ def _flow_arrays(problem: SymmetryProblem, trace: FlowTrace, cfg: AnnulusConfig,
     return out
 
 
+def _sparse_rows(J: Tensor, att, iters: int) -> list[dict[str, Any]]:
+    """Lasso and elastic-net (α = ½) attributions of η and −δ beside the least-squares ones."""
+    if iters <= 0:
+        return []
+    rows = []
+    for name, t, ls in (("c", att.eta, att.c.direction), ("b", -att.delta, att.b.direction)):
+        sq = ls.square()
+        rows.append({"target": name, "kind": "least squares (gauge)", "residual": float((J @ ls - t.reshape(-1)).norm()
+                                                                                        / t.norm()),
+                     "support": int((ls != 0).sum()), "participation_ratio": float(sq.sum() ** 2 / sq.square().sum())})
+        for alpha, kind in ((1.0, "lasso"), (0.5, "elastic net α=0.5")):
+            r = sparse_attribution(J, t, lam_rel=1e-2, alpha=alpha, iters=iters)
+            rows.append({"target": name, "kind": kind, "residual": r["residual"], "support": r["support"],
+                         "participation_ratio": r["participation_ratio"], "lam": r["lam"],
+                         "objective_change": r["objective_change"]})
+    return rows
+
+
 def start_diagnostics(problem: SymmetryProblem, att, x: Tensor, y: Tensor, cfg: AnnulusConfig) -> dict[str, Any]:
     """At t = 0: task metrics of f and of its Reynolds projection P(f), the cutoff sweep of both
     lifts, the quadrature check of P and the orbit closure over 2π
@@ -308,6 +334,7 @@ def start_diagnostics(problem: SymmetryProblem, att, x: Tensor, y: Tensor, cfg: 
         "cutoff_sweep": {"c": cutoff_sweep(J, att.eta, cfg.sweep_rtols, gauge=cfg.gauge, reference_rtol=cfg.rtol),
                          "b": cutoff_sweep(J, -att.delta, cfg.sweep_rtols, gauge=cfg.gauge, reference_rtol=cfg.rtol)},
         "quadrature": quadrature_check(f, problem.probes, cfg.n_quadrature),
+        "sparse": _sparse_rows(J, att, cfg.sparse_iters),
         "orbit_closure": orbit_closure(f, problem.probes, problem.group),
     }
 

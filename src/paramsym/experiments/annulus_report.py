@@ -71,6 +71,10 @@ def _diagnostic_lines(metrics: dict) -> list[str]:
                      "‖f_T − f_end‖/‖f_0‖": r.get("endpoint_distance_end"), "z₀ staleness (end)": r.get("staleness_end")})
     if rows:
         lines += ["", "### Along the flows", "", markdown(rows)]
+    if metrics.get("sparse"):
+        lines += ["### Sparse attributions (t = 0; FISTA, λ = 1e-2·‖(JD⁻¹)ᵀt‖_∞, column-normalised)", "",
+                  markdown(metrics["sparse"], ["target", "kind", "residual", "support", "participation_ratio",
+                                               "objective_change"])]
     sweep = metrics.get("cutoff_sweep")
     if sweep:
         lines += ["### Cutoff sweep (t = 0)", ""]
