@@ -100,3 +100,14 @@ def test_sparse_attribution_closed_form_with_orthonormal_columns():
         np.testing.assert_allclose(r["direction"].numpy(), ref, atol=1e-12)
         assert r["support"] == int((ref != 0).sum()) < 12
     assert sparse_attribution(J, t, lam_rel=1.0, iters=20)["support"] == 0
+
+
+def test_monitor_profile_heatmap_rows_are_the_angular_profiles():
+    from paramsym.attribution import angular_profile
+
+    pr = _problem()
+    mon = FlowMonitor(pr, "-b", 0.02, every=1, steps=1, profile_radius=1.0)
+    trace = run_flow(pr, "-b", "fixed", t_end=0.02, dt=0.02, progress=False, callback=mon)
+    assert len(mon.profiles) == 2 and mon.profiles[0].shape == (360,)
+    _, d1 = angular_profile(pr.function_of_x(trace.snapshots[0.02]), 1.0)
+    np.testing.assert_allclose(mon.profiles[1].numpy(), d1[:, 0], atol=1e-14)

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .flows import FlowTrace, predicted_function
+from .flows import FlowTrace, angular_profile, predicted_function
 from .lift import DenseLift
 from .problem import SymmetryProblem
 from .symmetry import reynolds_x, so2, transform_x
@@ -47,11 +47,13 @@ class FlowMonitor:
         task: optional ``task(f_of_x) -> (loss, accuracy)``.
         every: measure the staleness every this many steps (and at the end).
         steps: the flow's number of steps (to measure at the end).
+        profile_radius: if given, keep the angular deviation profile ``d_t(φ)`` (360 angles, first
+            output) at every step in :attr:`profiles` (the profile heatmap).
     """
 
     def __init__(self, problem: SymmetryProblem, direction: str, t_end: float, *,
                  task: Callable[[Callable[[Tensor], Tensor]], tuple[float, float]] | None = None,
-                 every: int = 5, steps: int | None = None):
+                 every: int = 5, steps: int | None = None, profile_radius: float | None = None):
         self.problem, self.direction, self.task, self.every, self.steps = problem, direction, task, every, steps
         th0 = problem.theta0
         f0 = problem.function_of_x(th0)
@@ -63,6 +65,8 @@ class FlowMonitor:
             self.f0_norm = float(problem.values(th0).norm())
         self.series: dict[str, list[Any]] = {k: [] for k in (
             "t", "task_loss", "accuracy", "path_length", "distance", "endpoint_distance", "staleness")}
+        self.profile_radius = profile_radius
+        self.profiles: list[Tensor] = []
         self._prev: Tensor | None = None
         self._theta0: Tensor | None = None
         self._z0: Tensor | None = None
@@ -86,6 +90,9 @@ class FlowMonitor:
             vals = self.problem.values(theta)
         s["endpoint_distance"].append(float((vals - self.endpoint).norm()) / max(self.f0_norm, 1e-300))
         s["staleness"].append(self._staleness(k, theta))
+        if self.profile_radius is not None:
+            _, d = angular_profile(self.problem.function_of_x(theta), self.profile_radius)
+            self.profiles.append(torch.from_numpy(d[:, 0].copy()))
 
     def _staleness(self, k: int, theta: Tensor) -> float | None:
         if k == 0 or (k % self.every and k != self.steps):

@@ -378,12 +378,13 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
                 continue
             n_steps = int(round(cfg.t_end / cfg.dt))
             monitor = FlowMonitor(problem, direction, cfg.t_end, task=lambda f: task_metrics(f, x, y),
-                                  every=cfg.predict_every, steps=n_steps)
+                                  every=cfg.predict_every, steps=n_steps, profile_radius=cfg.profile_radius)
             monitor.set_first_direction(att.c.direction if direction == "+c" else att.b.direction)
             trace = run_flow(problem, direction, mode, t_end=cfg.t_end, dt=cfg.dt,
                              snapshot_at=[0.0, 0.25 * cfg.t_end, 0.5 * cfg.t_end, 0.75 * cfg.t_end, cfg.t_end],
                              progress=progress, predict_every=cfg.predict_every, callback=monitor)
             arrays = _flow_arrays(problem, trace, cfg, key)
+            arrays[f"{key}.heatmap"] = torch.stack(monitor.profiles)  # [steps + 1, 360]
             d0 = arrays[f"{key}.profile.0"].numpy()
             dT = arrays[f"{key}.profile.{len(trace.snapshots) - 1}"].numpy()
             dP = arrays[f"{key}.profile_pred.{len(trace.snapshots) - 1}"].numpy()

@@ -155,6 +155,22 @@ def make_figures(run: RunDir) -> list[str]:
         fig.suptitle(f"decision boundary f = 0 — {key.replace('_', ' ')} (blue: flow, dashed: prediction)", fontsize=10)
         names.append(plots.save(fig, run.figures / f"boundary_{key}.png").name)
     names += _diagnostic_figures(run, plt, plots, traces, run.read_json("metrics.json"))
+    for key in traces:
+        path = run.path / "flows" / f"{key}.safetensors"
+        arr = load_tensors(path) if path.exists() else {}
+        if f"{key}.heatmap" not in arr:
+            continue
+        H = arr[f"{key}.heatmap"].numpy()
+        tr = traces[key]
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        vmax = float(np.abs(H).max()) or 1.0
+        im = ax.imshow(H, aspect="auto", origin="lower", cmap="RdBu_r", vmin=-vmax, vmax=vmax,
+                       extent=(0, 360, tr["t"][0], tr["t"][-1]))
+        fig.colorbar(im, ax=ax)
+        ax.set_xlabel("φ (degrees)")
+        ax.set_ylabel("flow time t")
+        ax.set_title(f"d_t(φ) at r = {cfg['profile_radius']} — {key.replace('_', ' ')}", fontsize=9)
+        names.append(plots.save(fig, run.figures / f"heatmap_{key}.png").name)
     return names
 
 
