@@ -120,7 +120,7 @@ class AnnulusConfig:
     @classmethod
     def quick(cls) -> AnnulusConfig:
         """A small, fast version for tests and smoke runs (60 epochs, flows to t = 0.04)."""
-        return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31, sweep_rtols=(1e-2, 1e-3), sparse_iters=20)
+        return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31, sweep_rtols=(1e-2,), sparse_iters=10)
 
     @property
     def preset(self) -> str:
