@@ -6,8 +6,8 @@ only): data from ``numpy.random.default_rng(data_seed = 3)`` in this draw order 
 ``U[2.3, 3.0]`` (100) — cast to float32; labels +1 / −1 (BCE target ``y > 0``). The network is
 ``nn.Sequential(Linear(2,96), GELU, Linear(96,96), GELU, Linear(96,96), GELU, Linear(96,1))`` in
 float32, initialised by PyTorch's ``nn.Linear`` default (Kaiming-uniform weights, ``a = √5``,
-then ``U(±1/√fan_in)`` biases, layer by layer) from the global generator after
-``torch.manual_seed(42)`` — reproduced here bit for bit from an explicit
+then ``U(±1/√fan_in)`` biases, layer by layer) from the global generator seeded 42 by the
+authors' script — reproduced here bit for bit from an explicit
 ``torch.Generator().manual_seed(seed)`` (same Mersenne-Twister stream, same draws). Training:
 full-batch Adam (lr 3e-3, 200 epochs) on ``BCEWithLogitsLoss`` in float32. The trained network
 is then analysed in float64. Whether float32 training reproduces the authors' weights bit for
@@ -60,7 +60,7 @@ def paper_data(n_inner: int, n_outer: int, arc: float, r_min: float, r_max: floa
 
 
 def paper_init(widths: Sequence[int], activation: str, seed: int) -> nn.Sequential:
-    """A float32 paramsym MLP holding exactly the draws of ``torch.manual_seed(seed); nn.Linear(...)``."""
+    """A float32 paramsym MLP holding exactly the draws of ``nn.Linear(...)`` after seeding the global generator with ``seed``."""
     model = mlp(widths, activation, dtype=torch.float32, generator=torch.Generator().manual_seed(0))
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
