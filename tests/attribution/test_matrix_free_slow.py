@@ -19,7 +19,7 @@ CHILD = r"""
 import json, resource, time, torch
 torch.set_num_threads(1)
 from paramsym.attribution import JacobianOperator, function_from_module, lift_matrix_free, orbit_tangent, polar_grid, so2
-from paramsym.attribution.lift import largest_singular_value
+from paramsym.attribution.matrix_free import largest_singular_value
 from paramsym.models.mlp import mlp
 model = mlp([2, 3200, 3200, 1], "tanh", generator=torch.Generator().manual_seed(0))
 fn, params = function_from_module(model)

@@ -50,11 +50,10 @@ from .lift import (
     DenseLift,
     LiftResult,
     StackedOperator,
-    largest_singular_value,
     lift,
-    lift_matrix_free,
     stack_rows,
 )
+from .matrix_free import largest_singular_value, lift_matrix_free
 from .problem import Attribution, SymmetryProblem, attribute
 from .symmetry import (
     OMEGA,

@@ -41,19 +41,18 @@ with ``J_D = J_L D⁻¹ = U_D Σ_D V_Dᵀ``, using ``J_Dᵀ U_{D,k} Σ_{D,k}⁻�
 the ``k`` leading eigenvectors of ``J_Dᵀ J_D`` by Lanczos when ``k`` is small against ``p``
 (LAPACK otherwise). It does not report ``gauge_image_shift`` (that needs ``U_k``).
 
-Matrix-free paths (:func:`lift_matrix_free`):
+Paper gauge (``gauge="paper"``, :mod:`.gauges`): the authors' column-normalised solve — among
+all ``c`` with ``V_kᵀ c = Σ_k⁻¹U_kᵀt`` (J's own truncated SVD), the one of least ``‖Dc‖``:
+``c = D⁻¹ W(WᵀW)⁻¹Σ_k⁻¹U_kᵀt``, ``W = D⁻¹V_k``. ``V_k = J_Lᵀ U_k Σ_k⁻¹`` on the Gram and SVD
+routes, the leading eigenvectors of ``J_LᵀJ_L`` on the tall route. Its residual is the measured
+``‖Jc − t‖/‖t‖`` (which includes the leak of ``c`` into the unresolved directions);
+``info["projection_residual"] = ‖(I − P_k)t‖/‖t‖`` is the number the authors report.
 
-* ``method="gram"`` — the same truncated pseudo-inverse (and gauge) from ``J Jᵀ`` (and
-  ``J D⁻² Jᵀ``) assembled by ``M`` VJP/JVP pairs: exact, memory ``O(M² + p)``.
-* ``method="lsmr"`` — LSMR (``scipy.sparse.linalg.lsmr``) on a ``LinearOperator`` built from JVP
-  and VJP, memory ``O(p)``. Started from 0 its iterates stay in ``Im Jᵀ``; with ``damp = 0`` it
-  converges to the *untruncated* ``J⁺t``. With ``damp = λ`` it solves
-  ``min ‖Jc − t‖² + λ²‖c‖²``, whose solution ``Σ_k σ_k/(σ_k² + λ²) (u_kᵀt) v_k`` replaces the
-  truncation's step filter ``1[σ_k ≥ τσ_1]`` by the smooth filter ``σ_k²/(σ_k² + λ²)``. The
-  default ``λ = τ σ_1`` (``σ_1`` by power iteration) thus agrees with the truncated pinv on
-  components with ``σ_k ≫ λ``, halves those at ``σ_k = λ`` and suppresses (but does not zero)
-  those below; the two coincide exactly when no singular value lies below ``τσ_1`` and
-  ``damp = 0``.
+Residual hint: on the Gram and SVD routes ``info["rtol_hint"]`` holds the largest smaller ``τ'``
+whose projection residual ``‖(I − P_{k'})t‖/‖t‖`` passes :data:`LIFT_TOL` (one ``Uᵀt``), and the
+verdict suggests it (:func:`.gauges.projection_residual_hint`).
+
+Matrix-free paths: :mod:`.matrix_free` (``lift_matrix_free``, re-exported by the package).
 """
 
 from __future__ import annotations
@@ -67,7 +66,8 @@ import torch
 from torch import Tensor
 
 from ..errors import ShapeError
-from ..linop import LinearOperator, StackedOperator  # noqa: F401 (StackedOperator re-exported)
+from ..linop import StackedOperator  # noqa: F401 (re-exported)
+from .gauges import paper_dead_mask, paper_direction, projection_residual_hint
 from .jacobian import check_outputs
 
 #: truncation τ of the pseudo-inverse: keep σ_k ≥ τ σ_1
@@ -76,7 +76,7 @@ RTOL = 1e-3
 DEAD_TOL = 1e-8
 #: residual at or below which the symmetry counts as liftable (first order, numerically)
 LIFT_TOL = 1e-6
-GAUGES = ("column", "none")
+GAUGES = ("column", "none", "paper")
 #: smallest τ for which the Gram route (eigenvalues σ² of J Jᵀ) resolves σ_k ≥ τσ_1 accurately
 GRAM_MIN_RTOL = 1e-6
 #: dense factorisations: "auto" picks "tall" (M ≥ p, float64), else "gram"; "svd" below GRAM_MIN_RTOL
@@ -134,8 +134,21 @@ class LiftResult:
             return f"{what}: liftable {at} — residual {self.residual:.3g} ≤ {tol:g} (resolved rank {self.rank})."
         return (
             f"{what}: NOT liftable {at} — residual {self.residual:.3g} > {tol:g}: "
-            f"{100 * min(self.residual, 1.0):.3g}% of the target lies outside {span}."
+            f"{100 * min(self.residual, 1.0):.3g}% of the target lies outside {span}.{self._hint(tol)}"
         )
+
+    def _hint(self, tol: float) -> str:
+        """The smaller-τ suggestion (``info["rtol_hint"]``, see :mod:`.gauges`), or ``""``."""
+        h = self.info.get("rtol_hint")
+        if not h or tol != LIFT_TOL:
+            return ""
+        if "rtol" in h:
+            return (f" It is liftable at rtol={h['rtol']:g} (projection residual {h['residual']:.2g}, "
+                    f"rank {h['rank']}): pass --set rtol={h['rtol']:g}.")
+        if h["floor"] > 1e-8:
+            return (f" No smaller τ down to this factorisation's floor {h['floor']:.1g} passes; "
+                    "--set rtol=1e-8 (thin SVD) tests image membership.")
+        return f" No smaller τ down to {h['floor']:.1g} passes either."
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -149,6 +162,7 @@ class LiftResult:
             "method": self.method,
             "liftable": self.liftable(),
             **{k: v for k, v in self.info.items() if isinstance(v, (int, float, str, bool))},
+            **({"rtol_hint": self.info["rtol_hint"]} if self.info.get("rtol_hint") else {}),
         }
 
 
@@ -217,8 +231,8 @@ class DenseLift:
     Args:
         J: ``[M, p]`` (float64 recommended).
         rtol: truncation ``τ``.
-        gauge: ``"column"`` or ``"none"``.
-        dead_tol: dead-column threshold.
+        gauge: ``"column"``, ``"none"`` or ``"paper"`` (module docstring).
+        dead_tol: dead-column threshold (relative; ``"paper"`` also kills ``‖J_{:,i}‖ ≤ 1e-8``).
         solver: ``"auto"`` (``"tall"`` when ``M ≥ p`` and J is float64, ``"gram"`` otherwise,
             ``"svd"`` when ``τ < 1e-6``), ``"gram"`` (``J_L J_Lᵀ``), ``"svd"`` (thin SVD) or
             ``"tall"`` (``J_Lᵀ J_L``); all compute the same lift (module docstring).
@@ -234,7 +248,12 @@ class DenseLift:
         self.J, self.rtol, self.gauge = J, float(rtol), gauge
         self.col = J.norm(dim=0)
         cmax = float(self.col.max())
-        self.dead = self.col <= dead_tol * cmax if cmax > 0 else torch.ones_like(self.col, dtype=torch.bool)
+        if cmax <= 0:
+            self.dead = torch.ones_like(self.col, dtype=torch.bool)
+        elif gauge == "paper":
+            self.dead = paper_dead_mask(self.col, dead_tol)
+        else:
+            self.dead = self.col <= dead_tol * cmax
         self.live = ~self.dead
         JL = J if bool(self.live.all()) else J[:, self.live]
         self.JL = JL
@@ -259,9 +278,14 @@ class DenseLift:
             self._factor_tall(JL)
             return
         U, self.sigma = _top_left_singular(JL, solver)
-        self.rank = _resolved(self.sigma, self.rtol, _eps_floor(JL, solver))
+        self.floor = _eps_floor(JL, solver)
+        self.rank = _resolved(self.sigma, self.rtol, self.floor)
+        self.U = U
         self.Uk, self.sk = U[:, : self.rank], self.sigma[: self.rank]
         self.gauge_rank = self.rank
+        if gauge == "paper":
+            self.D = self.col[self.live]
+            self.Vk = (JL.T @ self.Uk) / self.sk  # J_Lᵀ U_k Σ_k⁻¹
         if gauge == "column" and self.rank > 0:
             self.D = self.col[self.live]
             JD = JL / self.D
@@ -285,7 +309,11 @@ class DenseLift:
         self.gauge_rank = 0
         if self.rank == 0:
             return
-        if self.gauge == "column":
+        if self.gauge == "paper":
+            self.D = self.col[self.live]
+            w, V = _top_eigh(A, self.rank)
+            self.gauge_rank = self.rank
+        elif self.gauge == "column":
             self.D = self.col[self.live]
             Dn = self.D.numpy()
             w, V = _top_eigh(A / Dn[:, None] / Dn[None, :], self.rank)
@@ -300,6 +328,8 @@ class DenseLift:
     def _solve_tall(self, t: Tensor) -> Tensor:
         if self.gauge_rank == 0:
             return torch.zeros(self.JL.shape[1], dtype=self.J.dtype)
+        if self.gauge == "paper":  # U_kᵀt = Σ_k⁻¹ V_kᵀ J_Lᵀ t, so a = Σ_k⁻² V_kᵀ J_Lᵀ t
+            return paper_direction(self.V, (self.V.T @ (self.JL.T @ t)) / self.lam, self.D)
         if self.gauge == "column":
             g = (self.JL.T @ t) / self.D  # J_Dᵀ t
             return (self.V @ ((self.V.T @ g) / self.lam)) / self.D
@@ -311,6 +341,7 @@ class DenseLift:
         p = self.J.shape[1]
         c = torch.zeros(p, dtype=self.J.dtype)
         info: dict[str, Any] = {"solver": self.solver}
+        proj = None
         if self.rank > 0 and self.solver == "tall":
             info["gauge_rank"] = self.gauge_rank
             c[self.live] = self._solve_tall(t)
@@ -324,11 +355,21 @@ class DenseLift:
                 info["gauge_image_shift"] = (
                     float((self.UDk @ aD - self.Uk @ a).norm()) / tn_ if tn_ > 0 else 0.0
                 )
+            elif self.gauge == "paper":
+                c_live = paper_direction(self.Vk, a / self.sk, self.D)
             else:
                 c_live = self.JL.T @ (self.Uk @ (a / self.sk**2))  # J_L⁺_k t
             c[self.live] = c_live
+            tn_ = float(t.norm())
+            coords = self.U.T @ t
+            info["rtol_hint"] = projection_residual_hint(self.sigma, coords, tn_, self.rtol, self.floor, LIFT_TOL)
+            if self.gauge == "paper":
+                proj = self.Uk @ a  # P_k t
         reached = self.J @ c
         res, tn = _relres(reached, t)
+        if proj is not None and tn > 0:
+            info["projection_residual"] = float((t - proj).norm()) / tn
+            info["gauge_leak"] = float((reached - proj).norm()) / tn
         return LiftResult(
             direction=c,
             residual=res,
@@ -366,133 +407,3 @@ def stack_rows(systems: Sequence[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor
         if t.numel() != J.shape[0]:
             raise ShapeError(f"system {i}: target has {t.numel()} entries, J has {J.shape[0]} rows.")
     return torch.cat([J for J, _ in systems]), torch.cat([t.reshape(-1).to(systems[0][0].dtype) for _, t in systems])
-
-
-# --------------------------------------------------------------------------------------------
-# Matrix-free
-# --------------------------------------------------------------------------------------------
-
-
-def largest_singular_value(op, iters: int = 30, seed: int = 0) -> float:
-    """``σ_1(J)`` by power iteration on ``JᵀJ`` (relative accuracy improves as ``(σ_2/σ_1)^{2·iters}``)."""
-    g = torch.Generator().manual_seed(seed)
-    v = torch.randn(op.shape[1], generator=g, dtype=op.dtype)
-    v /= v.norm()
-    s = 0.0
-    for _ in range(iters):
-        w = op.rmatvec(op.matvec(v))
-        nw = float(w.norm())
-        if nw == 0:
-            return 0.0
-        s = nw ** 0.5
-        v = w / nw
-    return s
-
-
-def lift_matrix_free(
-    op: LinearOperator,
-    target: Tensor,
-    *,
-    method: str = "lsmr",
-    rtol: float = RTOL,
-    gauge: str = "none",
-    damp: float | None = None,
-    atol: float = 1e-12,
-    btol: float = 1e-12,
-    maxiter: int | None = None,
-    dead_tol: float = DEAD_TOL,
-    chunk_size: int = 32,
-) -> LiftResult:
-    """Lift ``target`` through a matrix-free ``J`` (see the module docstring).
-
-    Args:
-        op: any :class:`paramsym.linop.LinearOperator` (a ``JacobianOperator``, a
-            :class:`~paramsym.linop.StackedOperator` of them, a ``DenseOperator``).
-        target: length ``M``.
-        method: ``"lsmr"`` (memory ``O(p)``, Tikhonov-filtered) or ``"gram"`` (exact truncated
-            pinv from ``J Jᵀ``, memory ``O(M² + p)``).
-        rtol: truncation τ (``gram``) and, for ``lsmr`` without ``damp``, ``λ = τ σ_1``.
-        gauge: ``"none"`` or ``"column"`` (column norms by ``M`` VJPs).
-        damp: LSMR damping λ (default ``rtol · σ_1``; 0 → untruncated ``J⁺t``).
-        atol, btol, maxiter: LSMR stopping rules (``maxiter`` default ``4·min(M, p)``).
-    """
-    if gauge not in GAUGES:
-        raise ValueError(f"gauge must be one of {GAUGES}, received {gauge!r}.")
-    t = torch.as_tensor(target, dtype=op.dtype).reshape(-1)
-    if t.numel() != op.shape[0]:
-        raise ShapeError(f"the target has {t.numel()} entries; J has {op.shape[0]} rows.")
-    check_outputs(t, "the lifting target")
-    p = op.shape[1]
-    col = op.column_norms(chunk_size) if gauge == "column" else None
-    if col is not None:
-        cmax = float(col.max())
-        dead = col <= dead_tol * cmax
-        D = torch.where(dead, torch.ones_like(col), col)
-    else:
-        dead = torch.zeros(p, dtype=torch.bool)
-        D = None
-    info: dict[str, Any] = {}
-    if method == "gram":
-        K = op.gram(chunk_size=chunk_size)
-        evals, U = torch.linalg.eigh(K)
-        evals, U = evals.flip(0), U.flip(1)
-        sigma = evals.clamp_min(0).sqrt()
-        rank = _resolved(sigma, rtol, _eps_floor(K, "gram"))
-        Uk, sk = U[:, :rank], sigma[:rank]
-        if gauge == "none":
-            c = op.rmatvec(Uk @ ((Uk.T @ t) / sk**2))
-        else:
-            # c = D⁻¹ (J D⁻¹)⁺_k t from K_D = J D⁻² Jᵀ, as the dense path
-            w = torch.where(dead, torch.zeros_like(D), 1.0 / D)
-            KD = op.gram(chunk_size=chunk_size, weights=w**2)
-            ev, V = torch.linalg.eigh(KD)
-            ev, V = ev.flip(0), V.flip(1)
-            kD = min(rank, _resolved(ev.clamp_min(0).sqrt(), 0.0, _eps_floor(KD, "gram")))
-            V, ev = V[:, :kD], ev[:kD]
-            c = w**2 * op.rmatvec(V @ ((V.T @ t) / ev))
-            info["gauge_rank"] = kD
-            info["gauge_image_shift"] = float((V @ (V.T @ t) - Uk @ (Uk.T @ t)).norm() / t.norm())
-        info["gram_rank"] = rank
-    elif method == "lsmr":
-        from scipy.sparse.linalg import LinearOperator, lsmr
-
-        sigma, rank = None, None
-        if damp is None:
-            s1 = largest_singular_value(op)
-            damp = rtol * s1
-            info["sigma_max_estimate"] = s1
-        A = op.to_scipy()
-        if D is not None:
-            dinv = np.where(dead.numpy(), 0.0, 1.0 / D.numpy())
-            base = A
-            A = LinearOperator(
-                op.shape,
-                matvec=lambda v: base.matvec(dinv * v),
-                rmatvec=lambda u: dinv * base.rmatvec(u),
-                dtype=np.float64,
-            )
-        if maxiter is None:
-            maxiter = 4 * min(op.shape)
-        out = lsmr(A, t.numpy(), damp=float(damp), atol=atol, btol=btol, maxiter=maxiter)
-        z = torch.from_numpy(out[0])
-        c = z if D is None else torch.where(dead, torch.zeros_like(z), z / D)
-        info.update({"damp": float(damp), "iterations": int(out[2]), "istop": int(out[1])})
-    else:
-        raise ValueError(f"method must be 'lsmr' or 'gram', received {method!r}.")
-    c = torch.where(dead, torch.zeros_like(c), c)
-    reached = op.matvec(c)
-    res, tn = _relres(reached, t)
-    return LiftResult(
-        direction=c,
-        residual=res,
-        rank=rank,
-        sigma=sigma,
-        dead=dead,
-        column_norms=col,
-        target_norm=tn,
-        reached=reached,
-        gauge=gauge,
-        method=method,
-        rtol=rtol,
-        info=info,
-    )

@@ -26,7 +26,8 @@ from ..errors import ShapeError
 from ..params import ParameterBlock
 from ..targets import ParamFunction
 from .jacobian import JacobianOperator, check_outputs, dense_jacobian, function_from_module
-from .lift import RTOL, DenseLift, LiftResult, lift_matrix_free
+from .lift import RTOL, DenseLift, LiftResult
+from .matrix_free import lift_matrix_free
 from .polar import PolarGrid, PolarGridFunction
 from .symmetry import FunctionGroup, orbit_tangent, reynolds_x
 

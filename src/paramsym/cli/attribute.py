@@ -4,6 +4,7 @@
 
     paramsym attribute --preset annulus-wedge [--stage init|trained] [--flow resolved|fixed]
                        [--json] [--out DIR] [--set key=value ...] [--quick] [--seed N] [--threads N]
+                       [--weights FILE.safetensors] [--probes FILE.safetensors]
     paramsym attribute --list
 
 ``--json`` prints the summary (see :mod:`paramsym.experiments.attribution_runs`): for each flow
@@ -56,6 +57,11 @@ def register(subparsers) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--threads", default="1",
                    help="torch threads >= 1 (default 1: small-matrix loops are fastest single-threaded)")
+    p.add_argument("--weights", default=None, metavar="FILE",
+                   help="attribute your own trained network: a safetensors state dict of the preset's "
+                   "architecture (paramsym 'fc1.weight', or an nn.Sequential's '0.weight' / 'net.0.weight')")
+    p.add_argument("--probes", default=None, metavar="FILE",
+                   help="safetensors file with 'probes' [N, d] (and optionally task data 'x', 'y')")
     p.add_argument("--list", action="store_true", help="list presets and exit")
     p.set_defaults(func=cmd_attribute)
 
@@ -84,7 +90,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if not args.preset:
         raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
     cfg = resolve_attribution_config(args.preset, stage=args.stage, seed=seed, quick=args.quick,
-                                     flows=args.flow, overrides=args.overrides)
+                                     flows=args.flow, overrides=args.overrides,
+                                     weights=args.weights, probes=args.probes)
     import torch
 
     from ..runs import RunDir, default_run_dir

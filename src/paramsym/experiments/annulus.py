@@ -29,6 +29,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..attribution.diagnostics import (
+    FlowMonitor,
+    cutoff_sweep,
+    orbit_closure,
+    quadrature_check,
+    sparse_attribution,
+)
 from ..attribution.flows import (
     FLOW_MODES,
     FlowTrace,
@@ -39,13 +46,13 @@ from ..attribution.flows import (
     run_flow,
 )
 from ..attribution.jacobian import function_from_module
-from ..attribution.lift import DenseLift
+from ..attribution.lift import GAUGES, DenseLift
 from ..attribution.problem import SymmetryProblem
-from ..attribution.symmetry import so2
+from ..attribution.symmetry import reynolds_x, so2
 from ..attribution.tables import parameter_table, tensor_table
 from ..errors import ConfigError
 from ..models.mlp import mlp
-from ..runs import RunDir, load_tensors, read_json, save_tensors, write_json
+from ..runs import RunDir, read_json, save_tensors, write_json
 from .attribution_runs import finish_run, lift_records
 
 #: the source's numbers (resolved flows: start → end (prediction); fixed flows: end at t = 1)
@@ -56,7 +63,10 @@ PAPER = {
         ("full", "trained", "-b"): (56.1, 20.5, 20.6),
         ("init", "init", "-b"): (0.273, 0.100, 0.101),
     },
-    "fixed_end": {("wedge", "+c"): 321, ("full", "+c"): 1237, ("wedge", "-b"): 823},
+    "fixed_end": {("wedge", "+c"): 321, ("full", "+c"): 1237, ("wedge", "-b"): 823, ("full", "-b"): 95.4,
+                  ("init", "+c"): 0.689, ("init", "-b"): 0.015},
+    #: task accuracy at t = 1 of the fixed flows on the trained networks
+    "fixed_accuracy": {("wedge", "+c"): 0.845, ("wedge", "-b"): 0.405, ("full", "+c"): 0.700, ("full", "-b"): 1.000},
 }
 
 
@@ -93,11 +103,24 @@ class AnnulusConfig:
     predict_every: int = 5
     #: flow modes to run (``"resolved"``, ``"fixed"``; ``--flow``)
     flows: tuple[str, ...] = FLOW_MODES
+    #: ``"paramsym"`` (float64 training, torch draws) or ``"paper"`` (the authors' float32 protocol:
+    #: :mod:`paramsym.experiments.annulus_protocol`)
+    protocol: str = "paramsym"
+    #: numpy seed of the paper protocol's data (the authors' ``data_seed``)
+    data_seed: int = 3
+    #: truncations of the cutoff sweep (diagnostics at t = 0)
+    sweep_rtols: tuple[float, ...] = (1e-1, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 1e-5, 1e-6)
+    #: FISTA iterations of the sparse (lasso, elastic-net) attributions at t = 0 (0: skip)
+    sparse_iters: int = 300
+    #: a user's trained weights (safetensors state dict of the MLP; replaces init/training)
+    weights: str | None = None
+    #: a safetensors file with ``probes`` [N, 2] (and optionally the task data ``x``, ``y``)
+    probes: str | None = None
 
     @classmethod
     def quick(cls) -> AnnulusConfig:
         """A small, fast version for tests and smoke runs (60 epochs, flows to t = 0.04)."""
-        return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31)
+        return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31, sweep_rtols=(), sparse_iters=0)
 
     @property
     def preset(self) -> str:
@@ -109,14 +132,16 @@ class AnnulusConfig:
             raise ConfigError(f"data must be 'wedge' or 'full', received {self.data!r}.")
         if self.stage not in ("init", "trained"):
             raise ConfigError(f"stage must be 'init' or 'trained', received {self.stage!r}.")
-        if self.gauge not in ("column", "none"):
-            raise ConfigError(f"gauge must be 'column' or 'none', received {self.gauge!r}.")
+        if self.gauge not in GAUGES:
+            raise ConfigError(f"gauge must be one of {GAUGES}, received {self.gauge!r}.")
         bad = [d for d in self.directions if d not in ("+c", "-b")]
         if bad:
             raise ConfigError(f"directions must be '+c' and/or '-b', received {bad}.")
         bad = [f for f in self.flows if f not in FLOW_MODES]
         if bad:
             raise ConfigError(f"flows must be among {FLOW_MODES}, received {bad}.")
+        if self.protocol not in ("paramsym", "paper"):
+            raise ConfigError(f"protocol must be 'paramsym' or 'paper', received {self.protocol!r}.")
         if self.dt <= 0 or self.t_end <= 0:
             raise ConfigError(f"dt and t_end must be positive, received dt={self.dt}, t_end={self.t_end}.")
 
@@ -170,18 +195,64 @@ def train(model, x: Tensor, y: Tensor, cfg: AnnulusConfig, progress: bool = Fals
     return losses
 
 
+def _train_paper(model, x: Tensor, y: Tensor, cfg: AnnulusConfig, progress: bool) -> list[float]:
+    """The authors' loop: float32, ``BCEWithLogitsLoss(model(x), y[:, None])``, full-batch Adam."""
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    it = range(cfg.epochs)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc="train (paper protocol, float32)", leave=False)
+    losses = []
+    for _ in it:
+        opt.zero_grad()
+        loss = loss_fn(model(x), y[:, None])
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    return losses
+
+
+def task_metrics(model_fn, x: Tensor, y: Tensor) -> tuple[float, float]:
+    """``(BCE-with-logits, accuracy)`` of logits ``model_fn(x)`` against labels ``y ∈ {0, 1}``."""
+    with torch.no_grad():
+        z = model_fn(x).reshape(-1)
+        loss = float(torch.nn.functional.binary_cross_entropy_with_logits(z, y.to(z.dtype)))
+        acc = float(((z > 0).to(y.dtype) == y).double().mean())
+    return loss, acc
+
+
 def build_problem(cfg: AnnulusConfig, progress: bool = False) -> tuple[SymmetryProblem, dict[str, Any]]:
-    """Model (trained or not), probe grid and SO(2) as a :class:`SymmetryProblem`."""
-    model = build_model(cfg)
-    x, y = make_data(cfg)
-    info: dict[str, Any] = {"n_params": sum(p.numel() for p in model.parameters())}
-    if cfg.stage == "trained":
-        losses = train(model, x, y, cfg, progress)
-        with torch.no_grad():
-            acc = float(((model(x).squeeze(-1) > 0).double() == y).double().mean())
-        info.update({"loss_first": losses[0], "loss_final": losses[-1], "train_accuracy": acc, "losses": losses})
+    """Model (trained, at initialisation, or a user's weights), probes and SO(2) as a :class:`SymmetryProblem`."""
+    from .annulus_protocol import load_mlp_state, load_probes, paper_data, paper_init
+
+    widths = [2] + [cfg.hidden] * cfg.depth + [1]
+    user = load_probes(cfg.probes) if cfg.probes else {}
+    if cfg.protocol == "paper":
+        x, y = paper_data(cfg.n_inner, cfg.n_outer, cfg.arc, cfg.r_outer_min, cfg.r_outer_max, cfg.data_seed)
+    else:
+        x, y = make_data(cfg)
+    info: dict[str, Any] = {"protocol": cfg.protocol}
+    if cfg.weights:
+        model = load_mlp_state(cfg.weights, widths, cfg.activation)
+        info["weights"] = str(cfg.weights)
+    elif cfg.protocol == "paper":
+        model = paper_init(widths, cfg.activation, cfg.seed)
+        if cfg.stage == "trained":
+            losses = _train_paper(model, x, y, cfg, progress)
+            info.update({"loss_first": losses[0], "loss_final": losses[-1], "losses": losses})
+        model = model.double()
+    else:
+        model = build_model(cfg)
+        if cfg.stage == "trained":
+            losses = train(model, x, y, cfg, progress)
+            info.update({"loss_first": losses[0], "loss_final": losses[-1], "losses": losses})
+    x, y = (user["x"], user["y"]) if "x" in user else (x.double(), y.double())
+    info["n_params"] = sum(p.numel() for p in model.parameters())
+    info["task_loss"], info["train_accuracy"] = task_metrics(model, x, y)
     fn, params = function_from_module(model)
-    probes = probe_grid(cfg.grid, cfg.extent)
+    probes = user["probes"] if "probes" in user else probe_grid(cfg.grid, cfg.extent)
     group = so2(n_quadrature=cfg.n_quadrature)
     problem = SymmetryProblem(fn, params, probes, group, rtol=cfg.rtol, gauge=cfg.gauge)
     info["n_probes"] = int(probes.shape[0])
@@ -195,11 +266,13 @@ def _paper_row(cfg: AnnulusConfig, mode: str, direction: str) -> dict[str, Any] 
         if row:
             return {"paper_delta_start": row[0], "paper_delta_end": row[1], "paper_delta_predicted": row[2]}
         return None
-    if cfg.stage == "trained":
-        end = PAPER["fixed_end"].get((cfg.data, direction))
-        if end is not None:
-            return {"paper_delta_end": end}
-    return None
+    key = ("init" if cfg.stage == "init" else cfg.data, direction)
+    row = {}
+    if key in PAPER["fixed_end"]:
+        row["paper_delta_end"] = PAPER["fixed_end"][key]
+    if key in PAPER["fixed_accuracy"]:
+        row["paper_accuracy_end"] = PAPER["fixed_accuracy"][key]
+    return row or None
 
 
 def _boundary_grid(cfg: AnnulusConfig) -> Tensor:
@@ -228,6 +301,47 @@ def _flow_arrays(problem: SymmetryProblem, trace: FlowTrace, cfg: AnnulusConfig,
             out[f"{key}.field.{i}"] = fx(grid).reshape(cfg.boundary_grid, cfg.boundary_grid)
             out[f"{key}.field_pred.{i}"] = pred(grid).reshape(cfg.boundary_grid, cfg.boundary_grid)
     return out
+
+
+def _sparse_rows(J: Tensor, att, iters: int) -> list[dict[str, Any]]:
+    """Lasso and elastic-net (α = ½) attributions of η and −δ beside the least-squares ones."""
+    if iters <= 0:
+        return []
+    rows = []
+    for name, t, ls in (("c", att.eta, att.c.direction), ("b", -att.delta, att.b.direction)):
+        sq = ls.square()
+        rows.append({"target": name, "kind": "least squares (gauge)", "residual": float((J @ ls - t.reshape(-1)).norm()
+                                                                                        / t.norm()),
+                     "support": int((ls != 0).sum()), "participation_ratio": float(sq.sum() ** 2 / sq.square().sum())})
+        for alpha, kind in ((1.0, "lasso"), (0.5, "elastic net α=0.5")):
+            r = sparse_attribution(J, t, lam_rel=1e-2, alpha=alpha, iters=iters)
+            rows.append({"target": name, "kind": kind, "residual": r["residual"], "support": r["support"],
+                         "participation_ratio": r["participation_ratio"], "lam": r["lam"],
+                         "objective_change": r["objective_change"]})
+    return rows
+
+
+def start_diagnostics(problem: SymmetryProblem, att, x: Tensor, y: Tensor, cfg: AnnulusConfig) -> dict[str, Any]:
+    """At t = 0: task metrics of f and of its Reynolds projection P(f), the cutoff sweep of both
+    lifts, the quadrature check of P and the orbit closure over 2π
+    (:mod:`paramsym.attribution.diagnostics`)."""
+    f = problem.function_of_x()
+    loss, acc = task_metrics(f, x, y)
+    ploss, pacc = task_metrics(lambda z: reynolds_x(f, z, problem.group, warn=False), x, y)
+    J = problem.jacobian()
+    if not cfg.sweep_rtols:
+        return {"task": {"loss": loss, "accuracy": acc, "projected_loss": ploss, "projected_accuracy": pacc},
+                "quadrature": quadrature_check(f, problem.probes, cfg.n_quadrature),
+                "orbit_closure": orbit_closure(f, problem.probes, problem.group),
+                "sparse": _sparse_rows(J, att, cfg.sparse_iters)}
+    return {
+        "task": {"loss": loss, "accuracy": acc, "projected_loss": ploss, "projected_accuracy": pacc},
+        "cutoff_sweep": {"c": cutoff_sweep(J, att.eta, cfg.sweep_rtols, gauge=cfg.gauge, reference_rtol=cfg.rtol),
+                         "b": cutoff_sweep(J, -att.delta, cfg.sweep_rtols, gauge=cfg.gauge, reference_rtol=cfg.rtol)},
+        "quadrature": quadrature_check(f, problem.probes, cfg.n_quadrature),
+        "sparse": _sparse_rows(J, att, cfg.sparse_iters),
+        "orbit_closure": orbit_closure(f, problem.probes, problem.group),
+    }
 
 
 def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
@@ -267,10 +381,15 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
                 rec = read_json(done)["record"]
                 records.append(rec)
                 continue
+            n_steps = int(round(cfg.t_end / cfg.dt))
+            monitor = FlowMonitor(problem, direction, cfg.t_end, task=lambda f: task_metrics(f, x, y),
+                                  every=cfg.predict_every, steps=n_steps, profile_radius=cfg.profile_radius)
+            monitor.set_first_direction(att.c.direction if direction == "+c" else att.b.direction)
             trace = run_flow(problem, direction, mode, t_end=cfg.t_end, dt=cfg.dt,
                              snapshot_at=[0.0, 0.25 * cfg.t_end, 0.5 * cfg.t_end, 0.75 * cfg.t_end, cfg.t_end],
-                             progress=progress, predict_every=cfg.predict_every)
+                             progress=progress, predict_every=cfg.predict_every, callback=monitor)
             arrays = _flow_arrays(problem, trace, cfg, key)
+            arrays[f"{key}.heatmap"] = torch.stack(monitor.profiles)  # [steps + 1, 360]
             d0 = arrays[f"{key}.profile.0"].numpy()
             dT = arrays[f"{key}.profile.{len(trace.snapshots) - 1}"].numpy()
             dP = arrays[f"{key}.profile_pred.{len(trace.snapshots) - 1}"].numpy()
@@ -282,11 +401,12 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
             paper = _paper_row(cfg, mode, direction)
             if paper:
                 extra_fields.update(paper)
+            extra_fields.update(monitor.end())
             rec = trace.record()
             rec.extra.update(extra_fields)
             rec_json = rec.to_json()
             save_tensors(flows_dir / f"{key}.safetensors", arrays)
-            write_json(done, {"record": rec_json, "trace": trace.to_json()})
+            write_json(done, {"record": rec_json, "trace": {**trace.to_json(), "diagnostics": monitor.series}})
             records.append(rec_json)
     summary = {
         "preset": cfg.preset,
@@ -294,9 +414,11 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
         "lifts": [r.to_json() for r in lifts],
         "flows": records,
         "paper": {"resolved": {"/".join(k): v for k, v in PAPER["resolved"].items()},
-                  "fixed_end": {"/".join(k): v for k, v in PAPER["fixed_end"].items()}},
+                  "fixed_end": {"/".join(k): v for k, v in PAPER["fixed_end"].items()},
+                  "fixed_accuracy": {"/".join(k): v for k, v in PAPER["fixed_accuracy"].items()}},
     }
     metrics = {
+        **start_diagnostics(problem, att, x, y, cfg),
         "info": {k: v for k, v in info.items() if k != "losses"},
         "losses": info.get("losses"),
         "delta_norm": att.delta_norm,
@@ -316,128 +438,3 @@ def _cfg_dict(cfg: AnnulusConfig) -> dict[str, Any]:
     from ..config import to_dict
 
     return to_dict(cfg)
-
-
-# --------------------------------------------------------------------------------------------
-# Figures and report sections (read the run directory only)
-# --------------------------------------------------------------------------------------------
-
-
-def make_figures(run: RunDir) -> list[str]:
-    """Draw the figures of an annulus run from its files; returns the figure file names."""
-    from .. import plots
-
-    plt = plots.pyplot()
-    if plt is None:
-        return []
-    cfg = run.read_json("config.json")["config"]
-    names = []
-    data = load_tensors(run.file("data.safetensors")) if run.has("data.safetensors") else None
-    flow_files = sorted((run.path / "flows").glob("*.json")) if (run.path / "flows").exists() else []
-    traces = {f.stem: read_json(f)["trace"] for f in flow_files}
-    if traces:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-        for ax, d in zip(axes, ("c", "b")):
-            for key, tr in traces.items():
-                if not key.endswith("_" + d):
-                    continue
-                (ln,) = ax.plot(tr["t"], tr["delta_norm"], label=f"{tr['mode']} (measured)")
-            first = next((tr for k, tr in traces.items() if k.endswith("_" + d)), None)
-            if first is not None:
-                tp = [(t, v) for t, v in zip(first["t"], first["delta_predicted"]) if v is not None]
-                ax.plot([a for a, _ in tp], [b for _, b in tp], "k--", label="prediction")
-            ax.set_title(f"‖δ_t‖ along {'+c' if d == 'c' else '−b'}")
-            ax.set_xlabel("t")
-            ax.grid(alpha=0.3)
-            ax.legend()
-        names.append(plots.save(fig, run.figures / "delta_norm.png").name)
-    for key in traces:
-        path = run.path / "flows" / f"{key}.safetensors"
-        if not path.exists():
-            continue
-        arr = load_tensors(path)
-        times = arr[f"{key}.times"].tolist()
-        n = len(times)
-        phi = np.arange(arr[f"{key}.profile.0"].numel()) * 360.0 / arr[f"{key}.profile.0"].numel()
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for i in (0, n // 2, n - 1):
-            (ln,) = ax.plot(phi, arr[f"{key}.profile.{i}"].numpy(), label=f"t = {times[i]:.2f}")
-            if i > 0:
-                ax.plot(phi, arr[f"{key}.profile_pred.{i}"].numpy(), "--", color=ln.get_color(), label=f"predicted t = {times[i]:.2f}")
-        ax.set_xlabel("φ (degrees)")
-        ax.set_ylabel(f"d_t(φ) at r = {cfg['profile_radius']}")
-        ax.set_title(f"angular deviation profile — {key.replace('_', ' ')}")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        names.append(plots.save(fig, run.figures / f"profile_{key}.png").name)
-        # decision boundaries along the flow
-        fig, axes = plt.subplots(1, n, figsize=(3.0 * n, 3.2))
-        ext = cfg["extent"]
-        for i, ax in enumerate(np.atleast_1d(axes)):
-            F = arr[f"{key}.field.{i}"].numpy()
-            P = arr[f"{key}.field_pred.{i}"].numpy()
-            ax.contourf(F, levels=[-1e9, 0, 1e9], colors=["#f4c7c3", "#c6dbef"], extent=(-ext, ext, -ext, ext))
-            ax.contour(F, levels=[0], colors="b", extent=(-ext, ext, -ext, ext))
-            ax.contour(P, levels=[0], colors="k", linestyles="--", extent=(-ext, ext, -ext, ext))
-            if data is not None:
-                x, y = data["x"].numpy(), data["y"].numpy()
-                ax.scatter(x[y > 0.5, 0], x[y > 0.5, 1], s=3, c="navy")
-                ax.scatter(x[y < 0.5, 0], x[y < 0.5, 1], s=3, c="darkred")
-            ax.set_title(f"t = {times[i]:.2f}", fontsize=9)
-            ax.set_aspect("equal")
-            ax.set_xticks([])
-            ax.set_yticks([])
-        fig.suptitle(f"decision boundary f = 0 — {key.replace('_', ' ')} (blue: flow, dashed: prediction)", fontsize=10)
-        names.append(plots.save(fig, run.figures / f"boundary_{key}.png").name)
-    return names
-
-
-def report_sections(run: RunDir) -> str:
-    """Annulus-specific report sections: training facts, side-by-side with the paper, figures."""
-    from ..attribution.tables import markdown
-
-    metrics = run.read_json("metrics.json")
-    cfg = run.read_json("config.json")["config"]
-    names = make_figures(run)
-    info = metrics.get("info", {})
-    lines = [f"## Annulus classifier ({cfg['data']}, {cfg['stage']})", ""]
-    lines.append(
-        f"MLP 2→{cfg['hidden']}×{cfg['depth']}→1 ({cfg['activation']}), {info.get('n_params')} parameters; "
-        f"probe grid N = {info.get('n_probes')}; Reynolds over C_{cfg['n_quadrature']}; τ = {cfg['rtol']}, "
-        f"gauge {cfg['gauge']}; Euler dt = {cfg['dt']} on [0, {cfg['t_end']}]."
-    )
-    if "loss_final" in info:
-        lines.append(
-            f"Training: {cfg['epochs']} epochs, BCE {info['loss_first']:.4f} → {info['loss_final']:.4f}, "
-            f"train accuracy {info['train_accuracy']:.3f}."
-        )
-    lines += ["", "### Flows beside the paper", ""]
-    rows = []
-    for r in metrics["summary"]["flows"]:
-        paper = ""
-        if "paper_delta_start" in r:
-            paper = f"{r['paper_delta_start']} → {r['paper_delta_end']} ({r['paper_delta_predicted']})"
-        elif "paper_delta_end" in r:
-            paper = f"end {r['paper_delta_end']}"
-        rows.append({
-            "flow": r["flow"], "dir": r["direction"],
-            "‖δ‖ start → end (pred.)": f"{r['delta_start']:.4g} → {r['delta_end']:.4g} ({r['delta_predicted']:.4g})",
-            "|end−pred|/pred": r.get("delta_error_end_relative"),
-            "‖f_t − pred‖/‖f_0‖": r.get("deviation_end_relative"),
-            "RMS ratio (pred.)": f"{r.get('rms_ratio') or float('nan'):.3f} ({r.get('rms_ratio_predicted') or float('nan'):.3f})",
-            "eq. error start → end": f"{r.get('equivariance_error_start', float('nan')):.3g} → {r.get('equivariance_error_end', float('nan')):.3g}",
-            "residual start/end": f"{_fmt(r.get('residual_start'))} / {_fmt(r.get('residual_end'))}",
-            "paper": paper,
-        })
-    lines.append(markdown(rows))
-    lines += ["Per-tensor attribution at t = 0 (S = RMS sensitivity; c_share = ‖c_T‖²/‖c‖², "
-              "Sc_share = ‖(S∘c)_T‖²/‖S∘c‖²):", ""]
-    lines.append(markdown(metrics.get("tensor_table", []),
-                          ["tensor", "numel", "dead", "S_mean", "S_max", "c_share", "Sc_share", "b_share", "Sb_share"]))
-    for n in names:
-        lines.append(f"![{n}](figures/{n})")
-    return "\n".join(lines) + "\n"
-
-
-def _fmt(v) -> str:
-    return "—" if v is None else f"{v:.3g}"

@@ -54,7 +54,7 @@ class ProbeConfig:
     r_max: float = 1.0
     n_quadrature: int = 64
     rtol: float = 1e-3
-    gauge: Literal["column", "none"] = "column"
+    gauge: Literal["column", "none", "paper"] = "column"
     rotation_deg: float = 73.0
     n_error_angles: int = 40
     profile_radius: float = 0.8

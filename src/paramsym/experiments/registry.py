@@ -134,9 +134,9 @@ def _attention() -> KindSpec:
 
 
 def _annulus() -> PresetSpec:
-    from . import annulus
+    from . import annulus, annulus_report
 
-    return PresetSpec(annulus.AnnulusConfig, annulus.run, annulus.report_sections)
+    return PresetSpec(annulus.AnnulusConfig, annulus.run, annulus_report.report_sections)
 
 
 def _sanity() -> PresetSpec:
@@ -225,11 +225,17 @@ def resolve_attribution_config(
     quick: bool = False,
     flows: Iterable[str] | None = None,
     overrides: Iterable[str] = (),
+    weights: str | None = None,
+    probes: str | None = None,
 ) -> Any:
     """The config of preset ``name``: ``quick()`` or defaults ← entry fields ← stage, seed, flows ← overrides.
 
+    ``weights`` / ``probes`` (``--weights`` / ``--probes``) set the config fields of the same
+    name for presets that can analyse a user's network (the annulus presets).
+
     Raises:
-        ConfigError: unknown preset, a stage the preset does not have, or a bad override.
+        ConfigError: unknown preset, a stage the preset does not have, a bad override, or
+            ``weights``/``probes`` for a preset without those fields.
     """
     from ..config import apply_overrides
 
@@ -248,6 +254,13 @@ def resolve_attribution_config(
     names = {f.name for f in dataclasses.fields(spec.config)}
     if flows is not None and "flows" in names:
         values["flows"] = tuple(dict.fromkeys(flows))
+    for key, val in (("weights", weights), ("probes", probes)):
+        if val is None:
+            continue
+        if key not in names:
+            able = [n for n, p in ATTRIBUTION_PRESETS.items() if n.startswith("annulus")]
+            raise ConfigError(f"preset {name} does not accept --{key}; presets that analyse your own network: {able}.")
+        values[key] = str(val)
     cfg = spec.config.quick() if quick else spec.config()
     cfg = dataclasses.replace(cfg, **values)
     return apply_overrides(cfg, list(overrides))
