@@ -1,209 +1,32 @@
-"""Public test-kit: is *your* action a symmetry of *your* model?
-
-:func:`check_action` runs the finite-action verdict of :mod:`paramsym.verdict` (one definition
-per metric; nothing is re-implemented here) on any :class:`~paramsym.actions.base.GroupAction`
-and any target, and returns an :class:`ActionCheck` with every metric's value, tolerance,
-pass/fail and worst sample. :func:`assert_invariant` turns a failed check into an
-``AssertionError`` naming the metric, the value, the tolerance and the worst sample, for use
-inside a user's own test-suite::
-
-    from paramsym.testing import assert_invariant
-
-    def test_my_rescaling_is_a_symmetry():
-        assert_invariant(MyRescaling(...), model, block=["fc1.weight", "fc2.weight"], batch=X)
-
-Both functions take ``(action, target, points, ...)``, in that order (as
-:func:`paramsym.verdict.evaluate`); swapped arguments raise a named
-:class:`~paramsym.errors.ActionError`.
-
-For each factor count ``k`` in ``factors`` the check draws ``samples`` points θ and elements
-``g1, g2`` (signed exponential products of exactly ``k`` factors with coefficient radius ρ) and
-measures, per sample, the metrics of :data:`paramsym.verdict.METRICS` with the very functions of
-:func:`paramsym.verdict.evaluate` (:func:`~paramsym.verdict.draw_cell`,
-:func:`~paramsym.verdict.cell_samples`, :func:`~paramsym.verdict.summarise`), so the same seed
-gives the same numbers: the output error ``‖F(a(g,θ)) − F(θ)‖ / s_F`` (p95 ≤ 1e-3), the
-composition, inverse and subdivision errors (p95 ≤ 1e-2), the transport error (p95 ≤ 2e-2) and
-the motion ``‖a(g,θ) − θ‖ / s_θ`` (median ≥ 0.05) — definitions and tolerances as in
-:data:`paramsym.verdict.METRICS`.
-
-Motion is judged on one-factor elements only (a product such as ``exp(th) exp(−th)`` may not
-move at all), so ``factors`` must include 1; it is what stops a trivial action ``a(g, θ) = θ``
-— which satisfies every error metric exactly — from passing. With ``unit_outputs`` the
-compensation metrics (moving-output change, median ≥ 0.005 s_F; cancellation error, p95 ≤ 1e-2)
-are added. The check passes when every cell passes :func:`paramsym.verdict.cell_fits`.
-
-Scales (when not given), from the points ``θ_1..θ_n`` (see :func:`estimate_scales`):
-``s_θ = sqrt(mean_k ‖θ_k‖²)`` and ``s_F = sqrt(mean_k ‖F(θ_k) − F̄‖²)`` with ``F̄`` the mean
-output — the output's variation over the points (:func:`paramsym.verdict.output_scale`). A
-single point has no variation; then the points for ``s_F`` are ``θ_0 + σ ε_k`` (64 draws, ``ε ~ N(0, I)``, ``σ = perturb · s_θ / √p``,
-``perturb = 0.05``: random moves of 5% of the block's norm). ``s_F = 0`` (the output does not
-depend on the block) raises :class:`~paramsym.errors.DegenerateTargetError`.
-"""
+"""The test-kit's functions; see :mod:`paramsym.testing`."""
 
 from __future__ import annotations
 
 import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.func import vmap
 
-from . import verdict as V
-from .actions.base import GroupAction
-from .errors import ActionError, ConfigError, DegenerateTargetError, ShapeError, check_finite
-from .params import Selection
-from .targets import Batch, FunctionTarget, Target
+from .. import verdict as V
+from ..actions.base import GroupAction
+from ..errors import ActionError, ConfigError, DegenerateTargetError, ShapeError, check_finite
+from ..params import Selection
+from ..targets import Batch, FunctionTarget, Target
+from .results import (
+    _JUDGED,
+    _SKIPPED_DISCRETE,
+    METRICS,
+    ActionCheck,
+    MetricResult,
+)
 
 PointSampler = Callable[[int, torch.Generator], Tensor]
 
-#: The verdict's one metric table (cell key → :class:`~paramsym.verdict.Metric`), re-exported.
-METRICS = V.METRICS
-#: Metrics a discrete action (finite ``order``, no Lie algebra) cannot be measured on.
-_SKIPPED_DISCRETE = ("subdivision_err_p95", "transport_err_p95")
-#: Short names of the judged metrics (``assert_invariant(metrics=...)``, ``tolerances=``).
-_JUDGED = {m.name: m for m in METRICS.values() if m.judged}
-
-
-@dataclass
-class MetricResult:
-    """One metric in one cell: its summary value against its tolerance, and the worst sample.
-
-    ``bound`` is ``"<="`` for errors (95th percentile) and ``">="`` for motion and
-    moving-output change (medians). ``enforced`` is False for motion in multi-factor cells
-    (reported, not judged). ``worst`` describes the sample with the largest error (smallest
-    motion): its index, value, the group element's coefficients ``t_j`` and generator indices
-    ``i_j`` (factor 0 applied first) and ``‖θ‖``.
-    """
-
-    name: str
-    key: str
-    factors: int
-    value: float
-    tolerance: float
-    bound: str
-    enforced: bool
-    worst: dict[str, Any]
-
-    @property
-    def passed(self) -> bool:
-        return not self.enforced or METRICS[self.key].passes(self.value, self.tolerance)
-
-    def describe(self) -> str:
-        """``"composition error p95 = 0.31 > tolerance 0.01 (2 factors; worst sample #7: ...)"``."""
-        m = METRICS[self.key]
-        stat = m.statistic
-        label = m.label.split(" (")[0].removesuffix(" " + stat)
-        cmp = ("≥" if self.passed else "<") if self.bound == ">=" else ("≤" if self.passed else ">")
-        w = self.worst
-        g = f"P{w['permutation']}" if "permutation" in w else _element(w["coeffs"], w["index"])
-        worst = f"worst sample #{w['sample']}: value {w['value']:.3g}, g = {g}"
-        if "coeffs2" in w:
-            worst += f", g2 = {_element(w['coeffs2'], w['index2'])}"
-        if "generator" in w:
-            worst += f", h = h{w['generator']}"
-        worst += f", ‖θ‖ = {w['theta_norm']:.4g}"
-        return (
-            f"{label} {stat} = {self.value:.3g} {cmp} tolerance {self.tolerance:.3g} "
-            f"({self.factors} factor{'s' if self.factors != 1 else ''}; {worst})"
-        )
-
-
-@dataclass
-class ActionCheck:
-    """Result of :func:`check_action`.
-
-    Attributes:
-        results: one :class:`MetricResult` per metric and factor count.
-        cells: the verdict cells (same keys as :func:`paramsym.verdict.evaluate` cells,
-            including ``fits`` from :func:`paramsym.verdict.cell_fits`).
-        tolerances: the tolerances used.
-        s_F, s_theta: the output and parameter scales used; ``scales_estimated`` says whether
-            they were estimated from the points.
-        rho, samples, seed: the settings of the check.
-        skipped: metrics not measured (for a discrete action: ``subdivision`` and ``transport``,
-            which need a Lie algebra).
-    """
-
-    results: list[MetricResult]
-    cells: list[dict[str, float]]
-    tolerances: dict[str, float]
-    s_F: float
-    s_theta: float
-    scales_estimated: dict[str, bool]
-    rho: float
-    samples: int
-    seed: int
-    name: str = ""
-    skipped: tuple[str, ...] = ()
-
-    @property
-    def passed(self) -> bool:
-        """Every enforced metric meets its tolerance (equivalently: every cell fits)."""
-        return all(r.passed for r in self.results)
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    @property
-    def failures(self) -> list[MetricResult]:
-        return [r for r in self.results if not r.passed]
-
-    def value(self, metric: str, factors: int = 1) -> float:
-        """The summary value of ``metric`` (short name or verdict key) in the ``factors`` cell."""
-        key = _metric(metric).key
-        for r in self.results:
-            if r.key == key and r.factors == factors:
-                return r.value
-        raise KeyError(f"no metric {metric!r} with {factors} factor(s); have {sorted({(r.name, r.factors) for r in self.results})}.")
-
-    def summary(self) -> str:
-        """A readable table: one row per metric, one column per factor count."""
-        facs = sorted({r.factors for r in self.results})
-        head = (
-            f"{'PASS' if self.passed else 'FAIL'}: {self.name or 'action'} at ρ = {self.rho}, "
-            f"{self.samples} samples per cell, seed {self.seed}; s_F = {self.s_F:.4g}"
-            f"{' (estimated)' if self.scales_estimated.get('s_F') else ''}, s_θ = {self.s_theta:.4g}"
-            f"{' (estimated)' if self.scales_estimated.get('s_theta') else ''}"
-        )
-        cols = "".join(f"{f'{k} factor' + ('s' if k != 1 else ''):>16}" for k in facs)
-        lines = [head, f"  {'metric':<22}{'tolerance':>14}{cols}"]
-        names = list(dict.fromkeys(r.name for r in self.results))
-        for name in names:
-            rows = {r.factors: r for r in self.results if r.name == name}
-            first = next(iter(rows.values()))
-            tol = f"{METRICS[first.key].sign} {first.tolerance:.3g}"
-            stat = METRICS[first.key].statistic
-            cells = ""
-            for k in facs:
-                r = rows.get(k)
-                if r is None:
-                    cells += f"{'':>16}"
-                    continue
-                mark = "ok" if r.passed and r.enforced else ("--" if not r.enforced else "FAIL")
-                cells += f"{f'{r.value:.3g} {mark}':>16}"
-            lines.append(f"  {name + ' ' + stat:<22}{tol:>14}{cells}")
-        lines.append("  (motion is judged on one-factor elements only; -- = reported, not judged)")
-        if self.skipped:
-            lines.append(f"  skipped (discrete group, no Lie algebra): {', '.join(self.skipped)}")
-        for r in self.failures:
-            lines.append("  ✗ " + r.describe())
-        return "\n".join(lines)
-
-    __str__ = summary
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able: every field, plus ``passed`` overall and per result."""
-        out = {"passed": self.passed, **asdict(self)}
-        for r, d in zip(self.results, out["results"]):
-            d["passed"] = r.passed
-        return out
-
-
-# -- inputs ---------------------------------------------------------------------------------------
 
 def _as_target(target: Any, block: Any, batch: Any, output: Any, points: Any) -> Target:
     if isinstance(target, Target):
@@ -241,13 +64,6 @@ def _check_order(function: str, action: Any, target: Any) -> None:
             f"{type(action).__name__} first and the GroupAction {type(target).__name__} second. Swap them: "
             f"{function}({type(target).__name__}(...), target, ...)."
         )
-
-
-def _metric(name: str) -> V.Metric:
-    try:
-        return V.metric(name)
-    except KeyError:
-        raise ConfigError(f"unknown metric {name!r}; valid: {list(_JUDGED)} or {list(V.TOLERANCES)}.") from None
 
 
 def _check_action(action: Any, p: int) -> None:
@@ -381,10 +197,6 @@ def _discrete_cell(act: Any, target: Callable[[Tensor], Tensor], sample_points: 
            "inverse_err_p95": V.inverse_errors(act, theta, g1, g1.transpose(-1, -2)),
            "motion_median": disp / s_theta, "motion_rel_median": disp / theta.norm(dim=-1), "displacement_median": disp}
     return per, _DiscreteDraws(theta, g1)
-
-
-def _element(coeffs: list[float], index: list[int]) -> str:
-    return " · ".join(f"exp({t:+.4g} h{i})" for t, i in reversed(list(zip(coeffs, index))))
 
 
 def check_action(
