@@ -139,15 +139,18 @@ def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0
     }
 
 
-def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True) -> dict[str, Any]:
-    """Train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs are reused), evaluate, write the report."""
+def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None) -> dict[str, Any]:
+    """Train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs are reused), evaluate, write the report.
+
+    ``problem``: another FFN-unit problem (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
+    e.g. on your own BERT-type model) trained with the ``minilm-ffn-unit`` recipe.
+    """
     from ..discovery.run import load_learned_action, resolve_problem, run_discovery
 
     cfg.validate()
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
     out.write_env(cfg.seeds[0])
-    problem = None
-    installer = None
+    installer = None if problem is None else _Installer(problem.target)
     per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
     for variant in cfg.variants:
         for seed in cfg.seeds:
