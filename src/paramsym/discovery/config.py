@@ -43,10 +43,16 @@ class ActionConfig:
 
     width: int = 256
     depth: int = 3
+    #: what multiplies the network output: ``theta`` (s_θ) or ``field`` (β s_θ, the field
+    #: magnitude: for small β, e.g. edits of pretrained weights, so that Adam's step size is
+    #: relative to the motion rather than to the weights)
+    out_scale: str = "theta"
 
     def validate(self) -> None:
         if self.width < 1 or self.depth < 1:
             raise ConfigError(f"action.width and action.depth must be ≥ 1; received {self.width}, {self.depth}.")
+        if self.out_scale not in ("theta", "field"):
+            raise ConfigError(f"action.out_scale must be 'theta' or 'field'; received {self.out_scale!r}.")
 
 
 @dataclass

@@ -65,7 +65,7 @@ def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scal
         problem.target.p,
         theta_center=problem.theta_base.float(),
         theta_scale=problem.perturb_std,
-        out_scale=scales.s_theta,
+        out_scale=scales.s_theta * (scales.beta if cfg.action.out_scale == "field" else 1.0),
         width=cfg.action.width,
         depth=cfg.action.depth,
         generator=generator,
