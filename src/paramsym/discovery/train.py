@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from ..actions.learned import LearnedAction
-from ..errors import ConvergenceError, RunFileError
+from ..errors import ConvergenceError, RunFileError, TooLargeError
 from ..groups.lie import GroupSamples, MatrixLieGroup
 from . import objectives as O
 from .config import DiscoverConfig
@@ -65,11 +65,42 @@ def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scal
         problem.target.p,
         theta_center=problem.theta_base.float(),
         theta_scale=problem.perturb_std,
-        out_scale=scales.s_theta,
+        out_scale=scales.s_theta * (scales.beta if cfg.action.out_scale == "field" else 1.0),
         width=cfg.action.width,
         depth=cfg.action.depth,
         generator=generator,
     )
+
+
+def training_memory(p: int, q: int, cfg: DiscoverConfig) -> int:
+    """Estimated peak bytes of training: the action network ``b`` (float32) with its gradient and
+    two Adam moments (4 copies), and one step's work (``~24`` float32 vectors of size ``p`` and
+    ``~8`` of size ``q`` per batch point: points, moved points, fields, tangents, outputs).
+
+    ``b`` has ``(p + s²) w + (depth − 1) w² + w p`` weights (w = width, s = group size).
+    """
+    w, s = cfg.action.width, cfg.group.size
+    weights = (p + s * s + 1) * w + (cfg.action.depth - 1) * (w + 1) * w + (w + 1) * p
+    work = cfg.train.batch * (24 * p + 8 * q) + 8 * cfg.train.batch * w * cfg.action.depth * cfg.group.generators
+    return 4 * (4 * weights + work)
+
+
+def check_memory(problem: DiscoveryProblem, cfg: DiscoverConfig) -> None:
+    """Refuse a run whose training would not fit ``cfg.train.memory_gb``.
+
+    Raises:
+        TooLargeError: with the estimate and what to do.
+    """
+    need = training_memory(int(problem.target.p), int(problem.target.q), cfg)
+    budget = cfg.train.memory_gb * 2**30
+    if need > budget:
+        raise TooLargeError(
+            f"training a learned action on {problem.name!r} (block p = {problem.target.p}, output q = {problem.target.q}) "
+            f"needs about {need / 2**30:.1f} GiB (action network of width {cfg.action.width} on p inputs and outputs, "
+            f"Adam state, batch {cfg.train.batch}), over the budget train.memory_gb = {cfg.train.memory_gb:g}; select a "
+            "smaller block (e.g. one unit and its compensators: preset minilm-ffn-unit), lower action.width, or raise "
+            "train.memory_gb knowingly."
+        )
 
 
 class Trainer:

@@ -123,6 +123,13 @@ def _lifting() -> KindSpec:
     return KindSpec(lifting.LiftingConfig, lifting.run, lifting.render)
 
 
+def _transformer() -> KindSpec:
+    from . import transformer_discovery
+
+    return KindSpec(transformer_discovery.TransformerDiscoveryConfig, transformer_discovery.run,
+                    transformer_discovery.render)
+
+
 def _attribution() -> KindSpec:
     return KindSpec(None, None, _render_attribution)
 
@@ -159,6 +166,8 @@ KINDS: dict[str, RunKind] = {
                 "paramsym experiment objectives", _objectives),
         RunKind("discovery-lifting", "ReLU (2,8,8,1): one unit vs all weights, full-network error",
                 "paramsym experiment lifting", _lifting),
+        RunKind("transformer-discovery", "all-MiniLM-L6-v2 FFN unit + compensators: learned edits installed in the "
+                "full model, drift vs random/uncompensated", "paramsym experiment transformer", _transformer),
         RunKind("attribution", "parameter-level attribution of a learned symmetry", "paramsym attribute",
                 _attribution),
         RunKind("attention", "equivariant-attention component counts", "paramsym attention table --out DIR",

@@ -1,0 +1,138 @@
+"""The discovery problem: a target, a distribution μ of parameter points, known answers, scales.
+
+See :class:`DiscoveryProblem`; the reference problems are in :mod:`paramsym.discovery.problems`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..errors import ConfigError, DegenerateTargetError, TooLargeError, check_finite
+from ..models.adapters import require_eager
+from ..targets import Target
+from ..verdict import output_scale
+from .objectives import Scales
+
+#: default memory budget of :meth:`DiscoveryProblem.scales` (bytes)
+SCALE_MEMORY_BYTES = 2 * 2**30
+
+
+@dataclass
+class DiscoveryProblem:
+    """Everything that defines one discovery task (see module docstring)."""
+
+    name: str
+    description: str
+    target: Target
+    perturb_std: float
+    reference_span: Callable[[Tensor], Tensor] | None = None
+    reference_name: str = ""
+    reject: Callable[[Tensor], Tensor] | None = None
+    host: Target | None = None
+    host_index: Tensor | None = None
+    unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None
+    recipe: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def theta_base(self) -> Tensor:
+        return self.target.theta0
+
+    def sample(self, n: int, generator: torch.Generator, dtype: torch.dtype | None = None) -> Tensor:
+        """``n`` points of μ (rejected samples are redrawn; at most 50 rounds)."""
+        base = self.theta_base
+        dtype = dtype or base.dtype
+        out = torch.empty(0, base.numel(), dtype=dtype)
+        for _ in range(50):
+            eps = torch.randn(n, base.numel(), generator=generator, dtype=torch.float64)
+            pts = (base.to(torch.float64) + self.perturb_std * eps).to(dtype)
+            if self.reject is not None:
+                pts = pts[~self.reject(pts)]
+            out = torch.cat([out, pts])
+            if out.shape[0] >= n:
+                return out[:n].to(base.device)
+        raise ConfigError(f"problem {self.name!r}: μ rejected too many samples; lower the perturbation std.")
+
+    def __post_init__(self) -> None:
+        # forward-mode AD (JVPs) needs the eager attention path of Hugging Face models; switch the
+        # target's private copy (or raise AttentionImplementationError saying how to load the model)
+        model = getattr(self.target, "model", None)
+        if model is not None and hasattr(getattr(model, "config", None), "_attn_implementation"):
+            require_eager(model)
+
+    def scale_memory(self, n: int = 512) -> tuple[int, int]:
+        """``(bytes per point, bytes of fixed work)`` of :meth:`scales` in float64 (an estimate).
+
+        Per point: the point and its output (``8 (p + q)``), the scattered copies of the block's
+        whole tensors (``8 Σ|tensor|``) and the same again for temporaries.
+        """
+        p, q = int(self.target.p), int(self.target.q)
+        block = getattr(self.target, "block", None)
+        whole = 0 if block is None else sum(int(torch.Size(sh).numel()) for sh in block.shapes)
+        if type(self.target).__call__ is not Target.__call__:
+            whole = 0  # a target with its own evaluation (function or closed-form boundary target)
+        return 16 * (p + q + whole), 8 * (p + q)
+
+    def scales(self, beta: float, generator: torch.Generator, n: int = 512,
+               memory_bytes: float = SCALE_MEMORY_BYTES) -> Scales:
+        """Fixed normalisation from ``n`` points of μ, in chunks within ``memory_bytes``.
+
+        ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ;
+        :func:`paramsym.verdict.output_scale`) and ``s_θ = sqrt(E‖θ‖²)``. When all ``n`` points
+        fit the budget they are drawn at once; otherwise in chunks of as many as fit, with
+        ``E‖F − E F‖² = E‖F − F(θ0)‖² − ‖E(F − F(θ0))‖²`` accumulated (shifted for accuracy).
+
+        Raises:
+            DegenerateTargetError: the output does not vary with the block (s_F = 0).
+            TooLargeError: not even one point fits ``memory_bytes`` (the estimate is named).
+        """
+        per_point, fixed = self.scale_memory(n)
+        chunk = int((memory_bytes - fixed) // per_point)
+        names = ", ".join(self.target.block.names) if getattr(self.target, "block", None) is not None else "θ"
+        what = f"the output of target {self.target.name!r} over μ (block {names})"
+        hint = "Select parameters that the output uses (for a boundary output, the unit's own weights)."
+        if chunk < 1:
+            raise TooLargeError(
+                f"estimating the output scale of {self.target.name!r} (p = {self.target.p}, q = {self.target.q}) needs "
+                f"about {(per_point + fixed) / 2**30:.2f} GiB per point in float64, over the memory budget of "
+                f"{memory_bytes / 2**30:.2f} GiB; select a smaller block or raise the budget (memory_bytes=)."
+            )
+        target = self.target.to(torch.float64)
+        if chunk >= n:
+            theta = self.sample(n, generator, torch.float64)
+            with torch.no_grad():
+                F = torch.func.vmap(target)(theta)
+            s_F = output_scale(F, what=what, hint=hint)
+            s_theta = float(theta.pow(2).sum(-1).mean().sqrt())
+            return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
+        with torch.no_grad():
+            F0 = target(self.theta_base.to(torch.float64))
+            sum_c = torch.zeros_like(F0)
+            sum_c2 = sum_f2 = sum_t2 = 0.0
+            done = 0
+            while done < n:
+                m = min(chunk, n - done)
+                theta = self.sample(m, generator, torch.float64)
+                F = torch.func.vmap(target)(theta).reshape(m, -1)
+                check_finite(what, F, "The model produced NaN/inf at the parameter points.")
+                c = F - F0
+                sum_c += c.sum(0)
+                sum_c2 += float(c.pow(2).sum())
+                sum_f2 += float(F.pow(2).sum())
+                sum_t2 += float(theta.pow(2).sum())
+                done += m
+                del theta, F, c
+        var = sum_c2 / n - float((sum_c / n).pow(2).sum())
+        s_F = max(var, 0.0) ** 0.5
+        rms = (sum_f2 / n) ** 0.5
+        if not s_F > 1e-10 * rms or s_F == 0.0:
+            raise DegenerateTargetError(
+                f"{what} does not depend on the parameter block: its variation s_F = {s_F:.3g} (output RMS "
+                f"{rms:.3g}) over {n} points. {hint}"
+            )
+        return Scales(s_F=s_F, s_theta=(sum_t2 / n) ** 0.5, beta=float(beta))

