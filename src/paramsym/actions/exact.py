@@ -135,6 +135,22 @@ class ExactAction(GroupAction):
         return f"kind={self.kind}, p={self.p}, dimension={self.dimension}, order={self.order_text}"
 
 
+class DiagonalScalingAction(ExactAction):
+    """Base of actions whose group is the positive diagonal matrices ``exp(diag t)`` of size
+    ``self.size`` (per-unit rescalings): the algebra basis is :func:`diagonal_basis` and random
+    elements are :func:`random_exp` of a Gaussian diagonal direction. Subclasses set ``size``
+    and implement ``act``."""
+
+    size: int
+
+    def _basis(self, dtype: torch.dtype) -> Tensor:
+        return diagonal_basis(self.size, dtype)
+
+    def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
+        t = torch.randn(n, self.size, generator=generator, dtype=self._probe.dtype)
+        return random_exp(torch.diag_embed(t), rho, generator)
+
+
 def random_exp(direction: Tensor, rho: float, generator: torch.Generator | None = None) -> Tensor:
     """``exp(t A / ‖A‖_F)`` for directions ``A`` ``(n, s, s)``: ``|t|`` uniform in ``[0.2ρ, ρ]``, random sign
     (the radius convention of :meth:`~paramsym.groups.lie.MatrixLieGroup.sample`)."""

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from ..errors import ActionError, ShapeError
 from ..groups.lie import MatrixLieGroup
 from ..params import ParameterBlock
-from .exact import ExactAction, diagonal_basis, gl_basis, random_exp
+from .exact import DiagonalScalingAction, ExactAction, gl_basis, random_exp
 from .layout import entry, replace
 
 
@@ -286,7 +286,7 @@ def check_homogeneous(activation: nn.Module | str | Callable[[Tensor], Tensor], 
     return getattr(activation, "__name__", type(activation).__name__)
 
 
-class RescalingAction(ExactAction):
+class RescalingAction(DiagonalScalingAction):
     """Positive rescaling of the hidden units between ``earlier`` and ``later``.
 
     ``V[j] ↦ d_j V[j]``, ``b[j] ↦ d_j b[j]`` (the earlier bias, when in the block),
@@ -324,13 +324,6 @@ class RescalingAction(ExactAction):
         self.size, self.dimension, self.p = h, h, block.size
         if group is not None:
             self.group = group
-
-    def _basis(self, dtype: torch.dtype) -> Tensor:
-        return diagonal_basis(self.size, dtype)
-
-    def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
-        t = torch.randn(n, self.size, generator=generator, dtype=self._probe.dtype)
-        return random_exp(torch.diag_embed(t), rho, generator)
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
         d = torch.diagonal(g).to(theta.dtype)

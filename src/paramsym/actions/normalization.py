@@ -21,11 +21,11 @@ from torch import Tensor, nn
 
 from ..errors import ActionError, ShapeError
 from ..params import ParameterBlock
-from .exact import ExactAction, diagonal_basis, random_exp
+from .exact import DiagonalScalingAction
 from .layout import entry, locate, refuse_untouched, replace
 
 
-class NormScaleAction(ExactAction):
+class NormScaleAction(DiagonalScalingAction):
     """``(γ, β, W_1..W_K) ↦ (d ⊙ γ, d ⊙ β, W_k diag(d)⁻¹)`` for ``d = diag(g)``.
 
     Args:
@@ -88,13 +88,6 @@ class NormScaleAction(ExactAction):
             raise ActionError(f"NormScaleAction: {norm_name!r} ({type(norm).__name__}) has no 1-d elementwise affine "
                               "weight (elementwise_affine=False?); there is no scale to move.")
         return cls(block, f"{norm_name}.weight", later)
-
-    def _basis(self, dtype: torch.dtype) -> Tensor:
-        return diagonal_basis(self.size, dtype)
-
-    def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
-        t = torch.randn(n, self.size, generator=generator, dtype=self._probe.dtype)
-        return random_exp(torch.diag_embed(t), rho, generator)
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
         d = torch.diagonal(g).to(theta.dtype)
