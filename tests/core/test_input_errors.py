@@ -109,3 +109,13 @@ def test_every_named_error_is_a_paramsym_error_and_a_builtin():
         cls = getattr(errors, name)
         assert issubclass(cls, ParamsymError)
         assert issubclass(cls, (ValueError, KeyError, TypeError, RuntimeError))
+
+
+@pytest.mark.parametrize("key", ["seed", "problem.target_seed", "verdict.eval_seed"])
+def test_negative_seed_in_a_discover_config_is_named(key):
+    from paramsym.discovery.config import DiscoverConfig, with_overrides
+
+    cfg = DiscoverConfig.for_preset("sigmoid-scalar", "hybrid")
+    with pytest.raises(ConfigError, match=f"{key} must be an integer ≥ 0"):
+        with_overrides(cfg, [f"{key}=-1"])
+    assert with_overrides(cfg, [f"{key}=7"]) is not None

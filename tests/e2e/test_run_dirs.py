@@ -148,3 +148,33 @@ def test_files_respect_the_umask(finished_run: Path) -> None:
     for p in [finished_run / "metrics.json", finished_run / "action.safetensors", _tensor_file(finished_run),
               finished_run / "figures" / "curves.png"]:
         assert (p.stat().st_mode & 0o777) == 0o666 & ~mask, p
+
+
+@pytest.mark.parametrize("name, content, needle", [
+    ("curves.json", b"null", "expected a JSON object"),
+    ("curves.json", b'{"t": [0.0]}', "lacks learned_median"),
+    ("metrics.json", b'{"preset": "x"}', "lacks objective"),
+    ("history.json", b'{"step": 1}', "expected a JSON list"),
+])
+def test_report_names_the_file_of_the_wrong_form(finished_run: Path, tmp_path: Path, name, content, needle) -> None:
+    # the discovery report checks each file's form itself (paramsym.discovery.report.read_checked)
+    from paramsym.discovery.report import render
+    from paramsym.errors import RunFileError
+    from paramsym.runs import RunDir
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    (run / name).write_bytes(content)
+    with pytest.raises(RunFileError, match=needle) as info:
+        render(RunDir(run))
+    assert name in str(info.value)
+
+
+def test_refused_resume_writes_nothing_even_without_block_json(finished_run: Path, tmp_path: Path) -> None:
+    # env.json is read before block.json or config.json is (re)written
+    run = _unfinished_copy(finished_run, tmp_path / "run")
+    (run / "block.json").unlink()
+    _garbage(run / "env.json")
+    before = _files(run)
+    _one_named_line(_cli("discover", "--resume", str(run), "--quiet"), "RunFileError", "env.json")
+    assert _files(run) == before and not (run / "block.json").exists()

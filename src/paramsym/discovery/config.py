@@ -192,6 +192,10 @@ class DiscoverConfig:
         return with_overrides(cls.for_preset(preset, objective), QUICK)
 
     def validate(self) -> None:
+        for key, value in (("seed", self.seed), ("problem.target_seed", self.problem.target_seed),
+                           ("verdict.eval_seed", self.verdict.eval_seed)):
+            if value < 0:
+                raise ConfigError(f"{key} must be an integer ≥ 0 (torch.Generator seeds are unsigned); received {value}.")
         if self.threads < 0:
             raise ConfigError(f"threads must be ≥ 0 (0 = auto); received {self.threads}.")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):

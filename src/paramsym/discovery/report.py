@@ -10,8 +10,37 @@ from __future__ import annotations
 import numpy as np
 
 from .. import plots
+from ..errors import RunFileError
 from ..runs import RunDir
 from ..verdict import METRICS, declared_cell
+
+#: What the report reads from each file: the JSON type and the keys it needs.
+_FORMS = {
+    "metrics.json": (dict, ("preset", "objective", "seed", "p", "q", "steps", "scales")),
+    "config.json": (dict, ()),
+    "history.json": (list, ()),
+    "curves.json": (dict, ("t", "learned_median", "learned_q25", "learned_q75", "random_median", "random_q25",
+                           "random_q75")),
+}
+
+
+def read_checked(run: RunDir, name: str):
+    """``run``'s JSON file ``name``, checked to be of the form the report reads (:data:`_FORMS`).
+
+    Raises:
+        RunFileError: the file holds valid JSON of another form (e.g. ``null``, or a missing key),
+            naming the file and what it lacks.
+    """
+    obj = run.read_json(name)
+    kind, keys = _FORMS[name]
+    where = f"{str(run.path / name)!r}"
+    if not isinstance(obj, kind):
+        raise RunFileError(f"{where} holds a JSON {type(obj).__name__}, expected a JSON {kind.__name__ if kind is list else 'object'}; "
+                           "restore the run's files, or rerun the command that made it.")
+    missing = [k for k in keys if k not in obj]
+    if missing:
+        raise RunFileError(f"{where} lacks {', '.join(missing)}; restore the run's files, or rerun the command that made it.")
+    return obj
 
 
 def _grid(cells: list[dict], key: str) -> tuple[np.ndarray, list[float], list[int]]:
@@ -26,9 +55,9 @@ def _grid(cells: list[dict], key: str) -> tuple[np.ndarray, list[float], list[in
 def make_figures(run: RunDir) -> list[tuple[str, str]]:
     """Write the figures; return ``(caption, relative path)`` pairs (empty without matplotlib)."""
     figs: list[tuple[str, str]] = []
-    metrics = run.read_json("metrics.json")
+    metrics = read_checked(run, "metrics.json")
     if run.has("history.json"):
-        hist = run.read_json("history.json")
+        hist = read_checked(run, "history.json")
         if hist:
             steps = [h["step"] for h in hist]
             series = {k: [max(h.get(k, 0.0), 1e-16) for h in hist] for k in ("total", "inv", "trans", "comp", "pres", "scale", "div")
@@ -36,7 +65,7 @@ def make_figures(run: RunDir) -> list[tuple[str, str]]:
             if plots.lines(run.figures / "losses.png", steps, series, title="training losses", xlabel="step", ylabel="loss", logy=True):
                 figs.append(("Training losses (means over logging intervals).", "figures/losses.png"))
     if run.has("curves.json"):
-        cv = run.read_json("curves.json")
+        cv = read_checked(run, "curves.json")
         t = np.asarray(cv["t"])
         bands = {
             "learned action": (np.asarray(cv["learned_q25"]), np.asarray(cv["learned_q75"])),
@@ -90,8 +119,8 @@ def _fmt(x: float) -> str:
 
 def render(run: RunDir) -> str:
     """Markdown report (figures regenerated)."""
-    m = run.read_json("metrics.json")
-    cfg = run.read_json("config.json")
+    m = read_checked(run, "metrics.json")
+    cfg = read_checked(run, "config.json")
     figs = make_figures(run)
     v = m.get("verdict", {})
     d = v.get("declared", {})

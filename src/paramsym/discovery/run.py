@@ -203,6 +203,7 @@ def _execute(cfg: DiscoverConfig, run: RunDir, *, resume: bool, progress: bool,
         trainer.load(*ck)
     if resume and run.has("block.json"):
         check_block(read_block(run), problem.target)
+    run.starts()  # read env.json first: a damaged one refuses the resume before any file is (re)written
     if not (resume and run.has("config.json")):
         save_config(run, cfg)
     if not run.has("block.json"):
