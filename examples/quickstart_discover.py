@@ -39,7 +39,8 @@ def make_target() -> Target:
         for prm in model.parameters():
             prm.copy_(torch.randn(prm.shape, generator=gen))
     X = torch.randn(16, 2, generator=gen)
-    return Target(model, ["0.weight", "2.weight"], X)  # F_X(θ) = vec(model(X)), θ = (W1, W2)
+    F = Target(model, ["0.weight", "2.weight"], X)  # F_X(θ) = vec(model(X)), θ = (W1, W2), p = 16
+    return F
 
 
 def main() -> None:
