@@ -204,3 +204,42 @@ def test_python_snippets_are_excerpts_of_examples() -> None:
                     problems.append(f"{page.name}:{no}: not in {head.group(1)} (in this order): {line!r}")
                     break
     assert n >= 5 and not problems, "\n".join(problems)
+
+
+#: sub-commands cheap enough to *run* in the default test selection (pure group math, file
+#: round trips, listings and help); the heavy ones are exercised by tests/e2e/test_examples.py and
+#: by their own tests.
+RUNNABLE = {("group",), ("attention", "count"), ("attention", "table"), ("attention", "clusterings"),
+            ("attention", "build"), ("attention", "classify"), ("list",)}
+
+
+def _runnable(words: list[str]) -> bool:
+    if {"-h", "--help", "--version"} & set(words):
+        return True
+    return tuple(words[1:2]) in RUNNABLE or tuple(words[1:3]) in RUNNABLE
+
+
+def test_cheap_guide_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cheap commands of each page run, in the page's order, in a fresh directory, with exit 0
+    (``classify`` reads the file ``build`` wrote just before it)."""
+    from paramsym.cli import main
+
+    ran, failures = 0, []
+    for page in sorted(GUIDES.glob("*.md")):
+        work = tmp_path / page.stem
+        work.mkdir()
+        monkeypatch.chdir(work)
+        for no, cmd in fenced_commands(page.read_text()):
+            words = shlex.split(cmd, comments=True)
+            if not _runnable(words):
+                continue
+            out, err = io.StringIO(), io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    code = main(words[1:])
+            except SystemExit as exc:  # --help / --version
+                code = exc.code or 0
+            ran += 1
+            if code != 0:
+                failures.append(f"docs/guide/{page.name}:{no}: `{cmd}` exited {code}: {err.getvalue().strip()[-300:]}")
+    assert ran >= 15 and not failures, "\n".join(failures) or f"only {ran} commands ran"
