@@ -19,7 +19,10 @@ import json
 import torch
 from torch import nn
 
+from paramsym.actions.base import GroupAction
 from paramsym.actions.catalogue import HiddenBasisAction, HiddenPermutationAction, RescalingAction
+from paramsym.groups.lie import MatrixLieGroup
+from paramsym.params import ParameterBlock
 from paramsym.targets import Target
 from paramsym.testing import assert_invariant, check_action
 
@@ -46,6 +49,28 @@ def points_near(target: Target, n: int = 32, scale: float = 0.1, seed: int = 2) 
     """Parameter points θ0 + ε around the model's own weights (the check is run at each)."""
     gen = torch.Generator().manual_seed(seed)
     return target.theta0 + scale * torch.randn(n, target.p, generator=gen)
+
+
+class ScaleOneUnit(GroupAction):
+    """Your own action: the 1-dimensional group {e^t} scales hidden unit ``j``'s incoming weights
+    and bias by e^t and its outgoing weights by e^-t (one factor of the catalogue's rescaling)."""
+
+    def __init__(self, block: ParameterBlock, j: int = 0):
+        super().__init__()
+        self.group = MatrixLieGroup(1, 1, generators=torch.ones(1, 1, 1), learned=False)  # exp(t·[1])
+        self.p = block.size
+        where = block.unflatten(torch.arange(block.size, dtype=torch.float64))  # flat position of each entry
+        up = torch.zeros(self.p, dtype=torch.bool)
+        down = torch.zeros(self.p, dtype=torch.bool)
+        up[where["0.weight"][j].long()] = True
+        up[where["0.bias"][j].long()] = True
+        down[where["2.weight"][:, j].long()] = True
+        self.register_buffer("up", up)
+        self.register_buffer("down", down)
+
+    def act(self, g: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        d = g[0, 0]  # the group element is a 1×1 matrix e^t
+        return theta * torch.where(self.up, d, torch.where(self.down, 1 / d, torch.ones_like(d)))
 
 
 def test_rescaling_is_a_symmetry() -> None:
@@ -80,10 +105,11 @@ def main() -> None:
         "rescaling": RescalingAction(F.block, "0.weight", "2.weight", activation=nn.ReLU()),
         "permutation": HiddenPermutationAction(F.block, "0.weight", "2.weight"),
         "wrong_gl": HiddenBasisAction(F.block, "0.weight", "2.weight"),
+        "own_action": ScaleOneUnit(F.block, j=0),
     }
     summary: dict[str, dict] = {}
     for name, action in checks.items():
-        result = check_action(action, F, pts, samples=samples, seed=0)
+        result = check_action(action, F, pts, samples=samples, rho=1.0, seed=0)
         print(result.summary(), end="\n\n")  # the table: one row per metric, one column per factor count
         summary[name] = {
             "passed": result.passed,

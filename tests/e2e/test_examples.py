@@ -36,7 +36,7 @@ def _run(name: str, *args: str, tmp_path: Path) -> dict[str, Any]:
 
 
 def _test_your_model(out: dict[str, Any], tmp_path: Path) -> None:
-    for name in ("rescaling", "permutation"):
+    for name in ("rescaling", "permutation", "own_action"):
         assert out[name]["passed"], out[name]
         assert out[name]["output_err_p95"] <= out[name]["output_tolerance"] == 1e-3
         assert out[name]["motion_median"] >= 0.05  # the parameters move (the kit's motion tolerance)

@@ -180,7 +180,8 @@ def python_blocks(text: str) -> list[tuple[int, list[str]]]:
 
 def test_python_snippets_are_excerpts_of_examples() -> None:
     """Code lives in one place: a guide's Python block starts with ``# from examples/NAME.py`` and
-    each of its lines is a line of that script, in the script's order (indentation aside)."""
+    each of its lines is a line of that script, in the script's order (indentation aside; a line
+    ``...`` marks an elision)."""
     problems, n = [], 0
     for page in sorted(GUIDES.glob("*.md")):
         for no, lines in python_blocks(page.read_text()):
@@ -196,7 +197,7 @@ def test_python_snippets_are_excerpts_of_examples() -> None:
             script = [s.strip() for s in source.read_text().splitlines()]
             pos = 0
             for line in (s.strip() for s in lines[1:]):
-                if not line:
+                if not line or re.fullmatch(r"\.\.\.(\s+#.*)?", line):  # blank lines, elisions `...  # comment`
                     continue
                 try:
                     pos = script.index(line, pos) + 1
