@@ -70,8 +70,9 @@ def test_every_command_module_top_level_is_standard_library_only() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_version_line() -> None:
-    out = subprocess.run([sys.executable, "-m", "paramsym.cli", "--version"], capture_output=True, text=True,
+@pytest.mark.parametrize("module", ["paramsym.cli", "paramsym"])
+def test_version_line(module: str) -> None:
+    out = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True,
                          timeout=120)
     from paramsym import __version__
 
