@@ -150,7 +150,7 @@ def _select(spec: SweepSpec, stage: str, points: dict[str, list[dict]], trials: 
     return table, order
 
 
-def run_sweep(spec: SweepSpec, out: str | os.PathLike | None = None, *, backend: str = "local", workers: int = 1,
+def run_sweep(spec: SweepSpec, out: str | os.PathLike | None = None, *, backend: Any = "local", workers: int = 1,
               address: str | None = None, resume: bool = False, progress: bool = True,
               on_trial: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the sweep protocol of ``spec``; return the table (also written to ``OUT/table.json``).
@@ -159,7 +159,9 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike | None = None, *, backend:
         spec: a validated spec (:func:`~.spec.load_spec`).
         out: output directory; new sweeps need it missing or empty (default
             ``runs/sweep-<name>-<time>``).
-        backend: ``local`` (process pool) or ``ray`` (Ray Tune).
+        backend: ``local`` (process pool) or ``ray`` (Ray Tune), or a backend object from
+            :func:`~.backends.make_backend` to share between sweeps (its workers stay started;
+            the caller closes it).
         workers: trials at once (local processes; Ray CPUs of a local instance).
         address: Ray cluster to connect to (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``).
         resume: continue the sweep in ``out``: finished trials are read, interrupted ones resume
@@ -177,10 +179,11 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike | None = None, *, backend:
 
     points = plan_candidates(spec)  # every configuration checked before anything starts
     run = _open_out(spec, out, resume)
-    engine = make_backend(backend, workers, address)
+    owned = isinstance(backend, str)
+    engine = make_backend(backend, workers, address) if owned else backend
     try:
         run.write_json("config.json", {"kind": KIND, "spec": to_dict(spec)})
-        run.write_env(spec.validation_seeds[0], spec.device, backend=backend, workers=workers, address=address)
+        run.write_env(spec.validation_seeds[0], spec.device, backend=engine.name, workers=engine.workers, address=address)
         stage = _Stage(run, engine, progress, on_trial)
         table = _protocol(spec, points, stage)
         run.write_json("stages.json", stage.log)
@@ -188,7 +191,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike | None = None, *, backend:
         run.write_text("table.md", render_table(table))
         return table
     finally:
-        engine.close()
+        if owned:
+            engine.close()
 
 
 def _protocol(spec: SweepSpec, points: dict[str, list[dict]], stage: _Stage) -> dict[str, Any]:
