@@ -1,14 +1,9 @@
 """The Ray Tune backend on a local Ray instance (``ray.init(num_cpus=2)``) gives the same trial
-metrics and the same table as the local process pool, for the same spec and seeds.
-
-The spec is the tiny one without the continue stage (2 candidates, 2 replications: two Tuners),
-to keep Ray's start-up and per-stage actor start-up within the test budget; continuation from a
-checkpoint is the same ``run_trial`` code on either backend (tested with the local backend).
-"""
+metrics and the same table as the local process pool, for the same spec and seeds: the tiny
+spec's 5 trials (2 candidates, 1 continued from its candidate's checkpoint, 2 replications)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -16,21 +11,21 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra (pip install 'paramsym[ray]')")
 
 
-def test_ray_backend_matches_the_local_backend(tmp_path, tiny_spec, pool) -> None:
+def test_ray_backend_matches_the_local_backend(tmp_path, tiny_spec, finished) -> None:
     from paramsym.experiments.sweep import run_sweep
 
-    spec = dataclasses.replace(tiny_spec, continue_top=0)
-    local = run_sweep(spec, tmp_path / "local", backend=pool, progress=False)
+    local_out, local = finished
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     try:
-        table = run_sweep(spec, tmp_path / "ray", backend="ray", workers=2, progress=False)
+        table = run_sweep(tiny_spec, tmp_path / "ray", backend="ray", workers=2, progress=False)
     finally:
         ray.shutdown()
     assert table == local
     trials = sorted(p.name for p in (tmp_path / "ray" / "trials").iterdir())
-    assert trials == sorted(p.name for p in (tmp_path / "local" / "trials").iterdir()) and len(trials) == 4
+    assert trials == sorted(p.name for p in (local_out / "trials").iterdir()) and len(trials) == 5
     for t in trials:  # every trial's own verdict and learned generators, bit for bit
         ours = json.loads((tmp_path / "ray" / "trials" / t / "metrics.json").read_text())
-        ref = json.loads((tmp_path / "local" / "trials" / t / "metrics.json").read_text())
+        ref = json.loads((local_out / "trials" / t / "metrics.json").read_text())
         assert ours["verdict"] == ref["verdict"] and ours["generators"] == ref["generators"]
-    assert (tmp_path / "ray" / "ray" / "stage-candidates").is_dir()  # it ran through Ray Tune
+    # it ran through Ray Tune: one experiment, one Tune trial directory per sweep trial
+    assert sorted(p.name for p in (tmp_path / "ray" / "ray" / "sweep").iterdir() if p.is_dir()) == trials

@@ -1,8 +1,10 @@
 """The Ray Tune backend of ``paramsym sweep`` (imported only when ``--backend ray`` is chosen).
 
-One ``Tuner`` per stage: a grid search over the stage's trial mappings, one CPU each, at most
-``workers`` at once, the same :func:`~paramsym.experiments.sweep.trials.run_trial` as the local
-backend inside a function trainable. The same code runs on one machine (``ray.init(num_cpus=N)``)
+One ``Tuner`` for the whole sweep, fed by a :class:`~ray.tune.search.Searcher` that hands out the
+trials of each stage as the driver plans them (a stage's trials depend on the previous stage's
+results), one CPU each, at most ``workers`` at once, with actors reused between trials (a worker
+imports torch once); inside, the same :func:`~paramsym.experiments.sweep.trials.run_trial` as the
+local backend, as a function trainable. The same code runs on one machine (``ray.init(num_cpus=N)``)
 and on a cluster (``ray start --head`` on one node, ``ray start --address=HEAD:6379`` on the
 others, ``paramsym sweep ... --backend ray --address HEAD:6379``); the sweep's output directory
 must then be on a file system every node sees.
@@ -20,6 +22,7 @@ from typing import Any
 
 import ray
 from ray import tune
+from ray.tune.search import Searcher
 
 from ...errors import BackendUnavailableError, ConfigError
 from .backends import check_reachable
@@ -34,23 +37,58 @@ def _ray_trainable(config: dict[str, Any]) -> None:
     tune.report({"summary_json": json.dumps(summary, allow_nan=True)})
 
 
-#: driver-side channels of running Tuners (the Tuner pickles its callbacks, which therefore hold
-#: only a key into this table, never the queue or event themselves)
-_CHANNELS: dict[str, Any] = {}
+class _Channel:
+    """Driver-side state of a running Tuner: trials to hand out, summaries coming back, flags."""
+
+    def __init__(self) -> None:
+        self.todo: queue.Queue = queue.Queue()
+        self.results: queue.Queue = queue.Queue()
+        self.finish = threading.Event()  # no more trials will come: end when the queue is empty
+        self.abort = threading.Event()  # the driver stopped reading: end now
+
+
+#: driver-side channels of running Tuners. The Tuner pickles its searcher, callbacks and
+#: stopper, which therefore hold only a key into this table, never queues or events.
+_CHANNELS: dict[str, _Channel] = {}
+_DONE = "__paramsym_sweep_tuner_done__"
+
+
+class _Feed(Searcher):
+    """Hands out the trials the driver queued; ``FINISHED`` once the driver is done."""
+
+    def __init__(self, channel: str):
+        super().__init__()
+        self.channel = channel
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # noqa: D102 (Ray API)
+        ch = _CHANNELS.get(self.channel)
+        if ch is None or ch.abort.is_set():
+            return Searcher.FINISHED
+        try:
+            return ch.todo.get_nowait()
+        except queue.Empty:
+            return Searcher.FINISHED if ch.finish.is_set() else None
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:  # noqa: D102
+        pass
 
 
 class _Forward(tune.Callback):
-    """Puts each reported trial summary into channel ``key``'s queue (driver side)."""
+    """Puts each reported trial summary (or a trial's failure) into the channel's result queue."""
 
     def __init__(self, channel: str):
         self.channel = channel
 
     def on_trial_result(self, iteration, trials, trial, result, **info):  # noqa: D102 (Ray API)
-        _CHANNELS[self.channel][0].put(json.loads(result["summary_json"]))
+        _CHANNELS[self.channel].results.put(json.loads(result["summary_json"]))
+
+    def on_trial_error(self, iteration, trials, trial, **info):  # noqa: D102 (Ray API)
+        tid = trial.config["trial"]["id"]
+        _CHANNELS[self.channel].results.put({"id": tid, "error": f"Ray trial failed (see {trial.local_path})"})
 
 
 class _Stop(tune.Stopper):
-    """Ends the whole experiment once channel ``key``'s event is set (the driver stopped reading)."""
+    """Ends the whole experiment once the driver stopped reading (an error, an interrupt)."""
 
     def __init__(self, channel: str):
         self.channel = channel
@@ -59,8 +97,8 @@ class _Stop(tune.Stopper):
         return False
 
     def stop_all(self):  # noqa: D102 (Ray API)
-        entry = _CHANNELS.get(self.channel)
-        return entry is not None and entry[1].is_set()
+        ch = _CHANNELS.get(self.channel)
+        return ch is None or ch.abort.is_set()
 
 
 def _dirname(trial: Any) -> str:
@@ -68,13 +106,14 @@ def _dirname(trial: Any) -> str:
 
 
 class RayBackend:
-    """Ray Tune: one ``Tuner`` per stage, a grid over the stage's trials, 1 CPU per trial.
+    """Ray Tune: one ``Tuner`` per sweep, trials handed out stage by stage, 1 CPU per trial.
 
     Args:
         workers: CPUs of the local Ray instance (``ray.init(num_cpus=workers)``) and the most
             trials run at once; with ``address``, only the concurrency limit.
         address: an existing cluster (``HOST:PORT`` of a head node, ``ray://HOST:PORT`` or
-            ``auto``); checked for reachability within :data:`CONNECT_TIMEOUT_S` seconds.
+            ``auto``); checked for reachability within
+            :data:`~paramsym.experiments.sweep.backends.CONNECT_TIMEOUT_S` seconds.
 
     On a multi-node cluster, the sweep's output directory must be on a file system every node
     sees (trials continued from a checkpoint read their parent's directory).
@@ -87,6 +126,9 @@ class RayBackend:
             raise ConfigError(f"--workers must be ≥ 1; received {workers}.")
         self.workers = workers
         self._owns = False
+        self._key: str | None = None
+        self._thread: threading.Thread | None = None
+        self._outcome: dict[str, Any] = {}
         if not ray.is_initialized():
             if address and address != "auto":
                 check_reachable(address)
@@ -101,58 +143,80 @@ class RayBackend:
                     "`ray start --head` and pass --address HOST:6379, or use --backend local.") from None
             self._owns = True
 
-    def iterate(self, trials: Sequence[Mapping[str, Any]], root: Path) -> Iterator[dict[str, Any]]:
-        """Run ``trials`` with a Tuner (in a driver thread); yield each summary as it is reported.
-
-        Closing the iterator early stops the experiment (a Tune ``Stopper``): running trials are
-        ended, finished ones keep their directories.
-        """
-        if not trials:
-            return
-        results: queue.Queue = queue.Queue()
-        stop = threading.Event()
-        done = object()
-        key = f"{os.getpid()}-{id(results)}"
-        _CHANNELS[key] = (results, stop)
-        callback, stopper = _Forward(key), _Stop(key)
-
+    def _start(self, root: Path) -> _Channel:
+        """Start the sweep's Tuner in a driver thread (on the first stage)."""
+        ch = _Channel()
+        self._key = f"{os.getpid()}-{id(ch)}"
+        _CHANNELS[self._key] = ch
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no experiment banner on stdout (verbose=0)
-        storage = (root.parent / "ray").resolve()
         tuner = tune.Tuner(
             tune.with_resources(_ray_trainable, {"cpu": 1}),
-            param_space={"trial": tune.grid_search([dict(t) for t in trials]), "root": str(root.resolve())},
-            tune_config=tune.TuneConfig(max_concurrent_trials=self.workers, reuse_actors=True,
+            tune_config=tune.TuneConfig(search_alg=_Feed(self._key), num_samples=-1,
+                                        max_concurrent_trials=self.workers, reuse_actors=True,
                                         trial_dirname_creator=_dirname),
-            run_config=tune.RunConfig(name=f"stage-{trials[0]['stage']}", storage_path=str(storage), verbose=0,
-                                      callbacks=[callback], stop=stopper),
+            run_config=tune.RunConfig(name="sweep", storage_path=str((root.parent / "ray").resolve()), verbose=0,
+                                      callbacks=[_Forward(self._key)], stop=_Stop(self._key)),
         )
-        outcome: dict[str, Any] = {}
 
         def fit() -> None:
             try:
-                outcome["grid"] = tuner.fit()
-            except BaseException as exc:  # handed to the driver thread below
-                outcome["error"] = exc
+                self._outcome["grid"] = tuner.fit()
+            except BaseException as exc:  # handed to the driver thread
+                self._outcome["error"] = exc
             finally:
-                results.put(done)
+                ch.results.put(_DONE)
 
-        thread = threading.Thread(target=fit, name="paramsym-sweep-tune", daemon=True)
-        thread.start()
+        self._thread = threading.Thread(target=fit, name="paramsym-sweep-tune", daemon=True)
+        self._thread.start()
+        return ch
+
+    def iterate(self, trials: Sequence[Mapping[str, Any]], root: Path) -> Iterator[dict[str, Any]]:
+        """Queue ``trials`` for the Tuner; yield each summary as it is reported.
+
+        Closing the iterator early stops the experiment (a Tune ``Stopper``): running trials are
+        ended (their checkpoints stay), finished ones keep their directories.
+        """
+        if not trials:
+            return
+        if self._outcome:
+            raise BackendUnavailableError("the Ray Tune experiment of this sweep has already ended; start a new "
+                                          "backend (rerun with --resume).")
+        ch = _CHANNELS[self._key] if self._key is not None else self._start(root)
+        for t in trials:
+            ch.todo.put({"trial": dict(t), "root": str(root.resolve())})
+        left = {t["id"] for t in trials}
+        finished = False
         try:
-            while (item := results.get()) is not done:
-                yield item
+            while left:
+                item = ch.results.get()
+                if item == _DONE:
+                    ch.results.put(_DONE)
+                    break
+                if item["id"] in left:
+                    left.discard(item["id"])
+                    yield item
+            finished = not left
         finally:
-            stop.set()
-            thread.join()
-            _CHANNELS.pop(key, None)
-        if "error" in outcome:
-            raise BackendUnavailableError(f"Ray Tune failed: {' '.join(str(outcome['error']).split())[:400]}")
-        errors = [r.error for r in outcome["grid"] if r.error is not None]
-        if errors:
-            raise BackendUnavailableError(f"{len(errors)} Ray trial(s) failed; first: {' '.join(str(errors[0]).split())[:400]}")
+            if not finished:
+                ch.abort.set()
+                self._join()
+        if left:
+            err = self._outcome.get("error")
+            why = f": {' '.join(str(err).split())[:400]}" if err is not None else ""
+            raise BackendUnavailableError(f"Ray Tune ended with {len(left)} trial(s) not run{why}; finished trials "
+                                          "are kept: rerun with --resume.")
+
+    def _join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._key is not None:
+            _CHANNELS.pop(self._key, None)
 
     def close(self) -> None:
+        if self._key is not None and self._key in _CHANNELS:
+            _CHANNELS[self._key].finish.set()
+        self._join()
         if self._owns:
-            import ray
-
             ray.shutdown()
+            self._owns = False
