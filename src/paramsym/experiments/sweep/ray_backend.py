@@ -105,6 +105,37 @@ def _dirname(trial: Any) -> str:
     return trial.config["trial"]["id"]
 
 
+#: seconds ``ray.init(address=...)`` may take to join a cluster before the sweep gives up
+JOIN_TIMEOUT_S = 10.0
+
+
+def _connect(address: str) -> None:
+    """``ray.init(address=address)``, given up after :data:`JOIN_TIMEOUT_S` seconds.
+
+    Ray itself retries for a minute or more when something answers at the address that is not
+    a Ray head node (a proxy, another service); the attempt runs in a daemon thread and is
+    abandoned (it ends on its own) when it takes too long.
+    """
+    outcome: dict[str, BaseException] = {}
+
+    def attempt() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=attempt, name="paramsym-ray-connect", daemon=True)
+    thread.start()
+    thread.join(JOIN_TIMEOUT_S)
+    if thread.is_alive() or "error" in outcome:
+        why = (f"no Ray head node answered within {JOIN_TIMEOUT_S:g} s" if thread.is_alive()
+               else " ".join(str(outcome["error"]).split())[:300])
+        raise BackendUnavailableError(
+            f"cannot join a Ray cluster at {address!r} ({why}). Start a head node there with `ray start --head` "
+            "(and `ray start --address=HEAD:6379` on each worker machine) and pass its HOST:PORT, or drop --address "
+            "to start Ray on this machine, or use --backend local. Finished trials are kept; rerun with --resume.")
+
+
 class RayBackend:
     """Ray Tune: one ``Tuner`` per sweep, trials handed out stage by stage, 1 CPU per trial.
 
@@ -132,15 +163,15 @@ class RayBackend:
         if not ray.is_initialized():
             if address and address != "auto":
                 check_reachable(address)
-            try:
-                if address:
-                    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-                else:
+            if address:
+                _connect(address)
+            else:
+                try:
                     ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-            except (ConnectionError, RuntimeError, TimeoutError) as exc:
-                raise BackendUnavailableError(
-                    f"Ray could not start or connect ({' '.join(str(exc).split())[:300]}); start a head node with "
-                    "`ray start --head` and pass --address HOST:6379, or use --backend local.") from None
+                except (ConnectionError, RuntimeError, TimeoutError) as exc:
+                    raise BackendUnavailableError(
+                        f"Ray could not start ({' '.join(str(exc).split())[:300]}); use --backend local, or start a "
+                        "head node with `ray start --head` and pass --address HOST:6379.") from None
             self._owns = True
 
     def _start(self, root: Path) -> _Channel:
