@@ -32,7 +32,11 @@ __all__ = ["RayBackend"]
 
 
 def _ray_trainable(config: dict[str, Any]) -> None:
-    """The Ray Tune function trainable: one trial, reported as one result."""
+    """The Ray Tune function trainable: one trial, reported as one result (one torch thread:
+    the worker process is Ray's, and Ray gives each trial one CPU)."""
+    import torch
+
+    torch.set_num_threads(1)
     summary = run_trial(config["trial"], config["root"])
     tune.report({"summary_json": json.dumps(summary, allow_nan=True)})
 

@@ -116,7 +116,15 @@ class SweepSpec:
 
 
 def _closest(word: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(word, known, n=1, cutoff=0.5)
+    """`` Did you mean 'KEY'?`` for the known key closest to ``word``: the same leaf name in
+    another section (``lr`` → ``train.lr``), a leaf the initials of ``word``'s leaf spell
+    (``train.learning_rate`` → ``train.lr``), else the closest spelling."""
+    leaf = word.rsplit(".", 1)[-1]
+    initials = "".join(part[:1] for part in leaf.split("_") if part)
+    by_leaf = [k for k in known if k.rsplit(".", 1)[-1] == leaf]
+    by_initials = [k for k in known if len(initials) > 1 and k.rsplit(".", 1)[-1] == initials]
+    close = by_leaf or sorted(by_initials, key=lambda k: not word.startswith(k.rsplit(".", 1)[0]))
+    close = close or difflib.get_close_matches(word, known, n=1, cutoff=0.5)
     return f" Did you mean {close[0]!r}?" if close else ""
 
 

@@ -116,17 +116,15 @@ def run_trial(trial: Mapping[str, Any], trials_root: str | os.PathLike) -> dict[
       trains on to ``steps`` (the learning-rate schedule and curriculum are those of a
       ``steps``-step run from that step on).
 
-    Sets torch to one intra-op thread (a worker process runs one trial at a time). A failure of
+    The thread count is the caller's (the backends' worker processes set one torch thread:
+    a worker runs one trial at a time). A failure of
     the run itself (e.g. divergence) is returned as ``{"id", "error"}`` and written to
     ``error.json``; nothing in the directory is deleted.
     """
-    import torch
-
     from ...discovery.run import run_discovery, save_config
     from ...errors import ParamsymError
     from ...runs import RunDir
 
-    torch.set_num_threads(1)
     root = Path(trials_root)
     run = RunDir(root / trial["id"])
     if run.has("metrics.json"):
