@@ -13,17 +13,14 @@ Ray is imported only by :mod:`.ray_backend` (loaded by :func:`make_backend` for 
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import BackendUnavailableError, ConfigError
 
-__all__ = ["CONNECT_TIMEOUT_S", "LocalBackend", "check_reachable", "make_backend"]
+__all__ = ["LocalBackend", "make_backend"]
 
-#: seconds to wait for a TCP connection to a Ray head node before giving up
-CONNECT_TIMEOUT_S = 5.0
 
 
 def _init_worker() -> None:
@@ -86,26 +83,6 @@ class LocalBackend:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-
-def check_reachable(address: str) -> None:
-    """Fail within :data:`CONNECT_TIMEOUT_S` unless ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts TCP."""
-    hostport = address.split("://", 1)[-1]
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not port.isdigit():
-        raise BackendUnavailableError(
-            f"--address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379, or ray://10.0.0.5:10001 for Ray Client, "
-            "or 'auto' for the cluster started on this machine).")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except OSError as exc:
-        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
-        raise BackendUnavailableError(
-            f"cannot reach a Ray cluster at {address!r} within {CONNECT_TIMEOUT_S:g} s ({why}). Start a head node "
-            f"there with `ray start --head --port={port}` (and `ray start --address={host}:{port}` on each worker "
-            "machine), or drop --address to start Ray on this machine, or use --backend local. Finished trials "
-            "are kept; rerun with --resume.") from None
 
 
 def make_backend(name: str, workers: int = 1, address: str | None = None) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import socket
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -25,7 +26,6 @@ from ray import tune
 from ray.tune.search import Searcher
 
 from ...errors import BackendUnavailableError, ConfigError
-from .backends import check_reachable
 from .trials import run_trial
 
 __all__ = ["RayBackend"]
@@ -39,6 +39,30 @@ def _ray_trainable(config: dict[str, Any]) -> None:
     torch.set_num_threads(1)
     summary = run_trial(config["trial"], config["root"])
     tune.report({"summary_json": json.dumps(summary, allow_nan=True)})
+
+
+#: seconds to wait for a TCP connection to a Ray head node before giving up
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_reachable(address: str) -> None:
+    """Fail within :data:`CONNECT_TIMEOUT_S` unless ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts TCP."""
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise BackendUnavailableError(
+            f"--address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379, or ray://10.0.0.5:10001 for Ray Client, "
+            "or 'auto' for the cluster started on this machine).")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise BackendUnavailableError(
+            f"cannot reach a Ray cluster at {address!r} within {CONNECT_TIMEOUT_S:g} s ({why}). Start a head node "
+            f"there with `ray start --head --port={port}` (and `ray start --address={host}:{port}` on each worker "
+            "machine), or drop --address to start Ray on this machine, or use --backend local. Finished trials "
+            "are kept; rerun with --resume.") from None
 
 
 class _Channel:
@@ -148,7 +172,7 @@ class RayBackend:
             trials run at once; with ``address``, only the concurrency limit.
         address: an existing cluster (``HOST:PORT`` of a head node, ``ray://HOST:PORT`` or
             ``auto``); checked for reachability within
-            :data:`~paramsym.experiments.sweep.backends.CONNECT_TIMEOUT_S` seconds.
+            :data:`CONNECT_TIMEOUT_S` seconds.
 
     On a multi-node cluster, the sweep's output directory must be on a file system every node
     sees (trials continued from a checkpoint read their parent's directory).
