@@ -59,6 +59,8 @@ def test_continuation_resumes_the_candidate_checkpoint(finished, tiny_spec) -> N
     hist = json.loads((out / "trials" / cont["trials"][0] / "history.json").read_text())
     assert hist[: len(hist_c)] == hist_c and hist[-1]["step"] == tiny_spec.continue_steps
     assert _metrics(out, cont["trials"][0])["steps"] == tiny_spec.continue_steps
+    report = (out / "trials" / cont["trials"][0] / "report.md").read_text()
+    assert "sets `figures: false`" in report and not (out / "trials" / cont["trials"][0] / "figures").exists()
 
 
 def test_interrupted_sweep_resumes_to_the_same_table(tmp_path, finished, tiny_spec, pool) -> None:

@@ -72,6 +72,10 @@ def summarize(trial: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str,
             **{k: declared[k] for k in METRICS if k in declared}}
 
 
+_NO_MATPLOTLIB = "(Figures skipped: matplotlib is not installed; `pip install paramsym[viz]`.)"
+_NO_FIGURES = "(Figures skipped: the sweep spec sets `figures: false`; `paramsym report DIR` draws them.)"
+
+
 @contextmanager
 def _no_figures(enabled: bool):
     """Skip the discovery report's figures while the block runs (``figures: false`` in a spec)."""
@@ -139,6 +143,9 @@ def run_trial(trial: Mapping[str, Any], trials_root: str | os.PathLike) -> dict[
             save_config(run, cfg)
         with _no_figures(bool(trial.get("figures", True))):
             metrics = run_discovery(cfg, run, resume=run.has("config.json"), progress=False)
+        if not trial.get("figures", True):
+            text = run.file("report.md").read_text(encoding="utf-8")
+            run.write_text("report.md", text.replace(_NO_MATPLOTLIB, _NO_FIGURES))
     except ParamsymError as exc:
         err = {"id": trial["id"], "error": f"{type(exc).__name__}: {exc}"}
         run.write_json("error.json", err)
