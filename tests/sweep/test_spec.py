@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,20 @@ def test_the_example_specs_load() -> None:
     assert len(plan_candidates(full)["hybrid"]) == 12 and len(plan_candidates(full)["finite"]) == 5
     tiny = load_spec(str(EXAMPLES / "tiny.yaml"))
     assert tiny.quick and tiny.candidate_steps < 50
+
+
+def test_plan_counts_trials_and_steps(capsys) -> None:
+    from paramsym.cli import main
+    from paramsym.experiments.sweep import budget
+
+    full = budget(load_spec(str(EXAMPLES / "hybrid-vs-finite.yaml")))
+    # 17 candidates x 5,000; 2 x 2 continued by 10,000 each (from their checkpoints); 2 x 3 x 15,000
+    assert full["stages"] == {"candidates": {"trials": 17, "steps": 85_000}, "continue": {"trials": 4, "steps": 40_000},
+                              "replicate": {"trials": 6, "steps": 90_000}}
+    assert (full["trials"], full["steps"]) == (27, 215_000)
+    assert main(["sweep", str(EXAMPLES / "tiny.yaml"), "--plan", "--json"]) == 0
+    tiny = json.loads(capsys.readouterr().out)
+    assert (tiny["trials"], tiny["steps"]) == (5, 2 * 10 + 1 * 10 + 2 * 20)
 
 
 def test_spec_file_errors(tmp_path: Path) -> None:

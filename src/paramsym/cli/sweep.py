@@ -34,15 +34,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/sweep-<name>-<time>)")
     p.add_argument("--json", action="store_true", help="print table.json instead of table.md")
     p.add_argument("--quiet", action="store_true", help="no progress bar or stage summaries")
+    p.add_argument("--plan", action="store_true", help="only check the spec and print the trials and training "
+                   "steps of each stage (nothing is run or written)")
     p.set_defaults(func=cmd_sweep)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..experiments.sweep import load_spec, run_sweep
+    from ..experiments.sweep import budget, load_spec, run_sweep
     from .options import int_option
 
     workers = int_option(args.workers, "--workers", 1)
     spec = load_spec(args.spec)
+    if args.plan:
+        plan = budget(spec)
+        if args.json:
+            print(json.dumps(plan, indent=2))
+        else:
+            print(f"sweep {spec.name!r} on {spec.preset!r}: grid points " +
+                  ", ".join(f"{v} {n}" for v, n in plan["points"].items()))
+            for name, st in plan["stages"].items():
+                print(f"  {name:10s} {st['trials']:5d} trials {st['steps']:>12,} steps")
+            print(f"  {'total':10s} {plan['trials']:5d} trials {plan['steps']:>12,} steps")
+        return 0
     table = run_sweep(spec, args.out, backend=args.backend, workers=workers, address=args.address,
                       resume=args.resume, progress=not args.quiet)
     if args.json:

@@ -32,7 +32,7 @@ from .spec import SweepSpec
 from .table import aggregate, rank, render_table, score
 from .trials import SUMMARY_FILE, make_trial, summarize, trial_config
 
-__all__ = ["KIND", "default_out", "plan_candidates", "run_sweep"]
+__all__ = ["KIND", "budget", "default_out", "plan_candidates", "run_sweep"]
 
 KIND = "sweep"
 
@@ -72,6 +72,23 @@ def plan_candidates(spec: SweepSpec) -> dict[str, list[dict[str, Any]]]:
                                  "parsing, e.g. 1e-3 and 0.001); list each value once.")
         plan[v] = points
     return plan
+
+
+def budget(spec: SweepSpec) -> dict[str, Any]:
+    """Trials and training steps per stage (checked against the configuration, nothing run).
+
+    Continued trials count only their extra steps when they continue from a checkpoint.
+    """
+    points = plan_candidates(spec)
+    nv, seeds = len(spec.validation_seeds), len(spec.replication_seeds)
+    n_cand = sum(len(p) for p in points.values()) * nv
+    n_cont = sum(min(spec.continue_top, len(p)) for p in points.values()) * nv
+    extra = spec.continue_steps - (spec.candidate_steps if spec.continue_from_checkpoint else 0)
+    stages = {"candidates": {"trials": n_cand, "steps": n_cand * spec.candidate_steps},
+              "continue": {"trials": n_cont, "steps": n_cont * extra if spec.continue_top else 0},
+              "replicate": {"trials": len(points) * seeds, "steps": len(points) * seeds * spec.final_steps}}
+    return {"points": {v: len(p) for v, p in points.items()}, "stages": stages,
+            "trials": sum(s["trials"] for s in stages.values()), "steps": sum(s["steps"] for s in stages.values())}
 
 
 def _trial(spec: SweepSpec, variant: str, point: dict[str, Any], seed: int, steps: int, stage: str,
