@@ -143,3 +143,13 @@ class AttentionImplementationError(ParamsymError, ValueError):
 class UnsupportedModelError(ParamsymError, ValueError):
     """A model the census cannot analyse: no parameters, or no module it knows (the message lists
     what it knows and what it found)."""
+
+
+class SweepSpecError(ConfigError):
+    """A malformed sweep spec (``paramsym sweep``): unknown key (the closest known one is named),
+    wrong type, empty search space, duplicate or reused seeds."""
+
+
+class BackendUnavailableError(ParamsymError, RuntimeError):
+    """A sweep backend that cannot be used: Ray not installed, or a Ray cluster address that
+    cannot be reached (the message says how to start a head node or to use ``--backend local``)."""
