@@ -143,3 +143,13 @@ class AttentionImplementationError(ParamsymError, ValueError):
 class UnsupportedModelError(ParamsymError, ValueError):
     """A model the census cannot analyse: no parameters, or no module it knows (the message lists
     what it knows and what it found)."""
+
+
+class ArchitectureMismatchError(ShapeError):
+    """Two models that must share an architecture (alignment, merging) differ: the message names
+    the tensors present in only one of them and those whose shapes differ."""
+
+
+class SymmetryNotApplicableError(ActionError):
+    """A symmetry requested for a model that does not have it (e.g. positive rescaling of units
+    behind a non-homogeneous activation, per-head GL alignment under rotary embeddings)."""
