@@ -203,7 +203,7 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
     key, value rows and biases, output columns of each head). Attention GL layers: every layer
     without rotary embedding. FFN units are rescalable only behind a homogeneous activation.
     ``forward(params, x)`` is the model's logits (or last hidden state) at the last position,
-    restricted to the first ``n_classes`` entries.
+    restricted to the first ``n_classes`` entries (``arch.info["n_classes"]``, may be set later).
     """
     from torch.func import functional_call
 
@@ -243,13 +243,15 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
         if att.rotary_dim == 0:
             attention.append(att)
 
+    info = {"model_type": layout.model_type, "layers": len(layout.layers), "n_classes": n_classes,
+            "heads_permutable": all(a.num_kv_heads == a.num_heads for a in (la.attention for la in layout.layers))}
+
     def forward(p: Mapping[str, Tensor], x: Tensor) -> Tensor:
         out = functional_call(model, dict(p), (x,))
         y = out.logits if getattr(out, "logits", None) is not None else out.last_hidden_state
         y = y[:, -1]
-        return y if n_classes is None else y[:, :n_classes]
+        k = info["n_classes"]  # set later by callers that choose the data (arch.info["n_classes"])
+        return y if k is None else y[:, :k]
 
     shapes = {n: tuple(t.shape) for n, t in params.items()}
-    return Architecture("hf", shapes, groups, attention, forward, ",".join(sorted(acts)),
-                        {"model_type": layout.model_type, "layers": len(layout.layers),
-                         "heads_permutable": all(a.num_kv_heads == a.num_heads for a in (la.attention for la in layout.layers))})
+    return Architecture("hf", shapes, groups, attention, forward, ",".join(sorted(acts)), info)

@@ -99,7 +99,7 @@ def gpt2_model(cfg: ModAddConfig) -> nn.Module:
 
     conf = GPT2Config(vocab_size=cfg.p + 1, n_positions=3, n_embd=cfg.n_embd, n_layer=cfg.n_layer, n_head=cfg.n_head,
                       n_inner=4 * cfg.n_embd, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                      attn_implementation="eager")
+                      bos_token_id=cfg.p, eos_token_id=cfg.p, attn_implementation="eager")
     return GPT2LMHeadModel(conf).eval()
 
 
