@@ -39,6 +39,7 @@ from ..errors import ConfigError, SymmetryNotApplicableError
 from ..params import ParameterBlock
 from .arch import Architecture, UnitGroup
 from .matching import (
+    balance,
     distance,
     match_attention,
     match_permutations,
@@ -169,8 +170,14 @@ class AlignmentResult:
 
 
 def align_parameters(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], symmetries: Sequence[str],
-                     *, generator: torch.Generator | None = None, max_rounds: int = 20) -> tuple[dict, dict, dict]:
+                     *, generator: torch.Generator | None = None, max_rounds: int = 20,
+                     start: str = "permutation") -> tuple[dict, dict, dict]:
     """The aligned B of the ``permutation`` and ``full`` stages (no evaluation).
+
+    With rescaling, ``start="balanced"`` matches permutations between the balanced forms of A
+    and B (:func:`~paramsym.alignment.matching.balance`) and brings B into A's scale frame;
+    ``start="permutation"`` starts from the permutation stage. Either is then refined by
+    alternating distance-minimising rescaling and permutation matching.
 
     Returns:
         ``(stages, seconds, details)``: ``stages = {"before", "permutation", "full"}`` → params.
@@ -192,6 +199,22 @@ def align_parameters(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str
     t0 = time.perf_counter()
     if "rescaling" in symmetries:
         rescalable = [g for g in arch.groups if g.rescalable]
+        if start == "balanced":
+            # canonical frames: both models at the least-norm point of their rescaling orbits
+            ca, cb = balance(a, rescalable), balance(stages["before"], rescalable)
+            cur = stages["before"]
+            for g in rescalable:
+                cur = apply_rescaling(cur, g, cb[g.name])
+            if "permutation" in symmetries:
+                a_bal = dict(a)
+                for g in rescalable:
+                    a_bal = rescale(a_bal, g, ca[g.name])
+                perms, _ = match_permutations(a_bal, cur, arch.groups, generator=gen)
+                for g in arch.groups:
+                    cur = apply_permutation(cur, g, perms[g.name])
+            for g in rescalable:
+                cur = apply_rescaling(cur, g, 1.0 / ca[g.name])  # into A's scale frame
+            details["distance_balanced_start"] = distance(a, cur)
         prev = distance(a, cur)
         log = []
         for rnd in range(1, max_rounds + 1):
@@ -226,7 +249,7 @@ def align_parameters(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str
 
 def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], data, *,
           symmetries: Sequence[str] | None = None, points: int = 25,
-          generator: torch.Generator | None = None) -> AlignmentResult:
+          generator: torch.Generator | None = None, start: str = "permutation") -> AlignmentResult:
     """Align ``b`` to ``a`` and evaluate the linear paths (module docstring).
 
     Args:
@@ -236,9 +259,10 @@ def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], 
         symmetries: subset of :data:`SYMMETRIES` (default: all that apply).
         points: grid size of the path (α = k / (points − 1)).
         generator: order of the coordinate-descent sweeps.
+        start: where rescaling starts (``"balanced"`` or ``"permutation"``, see :func:`align_parameters`).
     """
     syms = resolve_symmetries(arch, symmetries)
-    stages, seconds, details = align_parameters(arch, a, b, syms, generator=generator)
+    stages, seconds, details = align_parameters(arch, a, b, syms, generator=generator, start=start)
     A = {n: t.double() for n, t in a.items()}
     d64 = _double_inputs(data)
     x_all = torch.cat([d64.x_train, d64.x_test])

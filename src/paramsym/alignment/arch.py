@@ -59,7 +59,8 @@ class UnitGroup:
     Attributes:
         name: e.g. ``"fc1"`` (hidden units after layer fc1) or ``"transformer.h.0.attn.heads"``.
         kind: the catalogue kind of its permutation action (``"hidden_permutation"`` or
-            ``"head_permutation"``).
+            ``"head_permutation"``), or ``"residual_permutation"`` (GPT-2's residual stream, not
+            in the catalogue: see :func:`_gpt2_residual`).
         rescalable: positive rescaling is an exact symmetry of these units (homogeneous activation).
         pair: for MLP hidden units, ``(earlier weight, earlier bias or None, later weight)`` —
             the names the catalogue actions take.
@@ -243,7 +244,10 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
         if att.rotary_dim == 0:
             attention.append(att)
 
-    info = {"model_type": layout.model_type, "layers": len(layout.layers), "n_classes": n_classes,
+    residual = _gpt2_residual(params, layout) if layout.model_type == "gpt2" else None
+    if residual is not None:
+        groups.append(residual)
+    info = {"model_type": layout.model_type, "residual_permutation": residual is not None, "layers": len(layout.layers), "n_classes": n_classes,
             "heads_permutable": all(a.num_kv_heads == a.num_heads for a in (la.attention for la in layout.layers))}
 
     def forward(p: Mapping[str, Tensor], x: Tensor) -> Tensor:
@@ -255,3 +259,28 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
 
     shapes = {n: tuple(t.shape) for n, t in params.items()}
     return Architecture("hf", shapes, groups, attention, forward, ",".join(sorted(acts)), info)
+
+
+def _gpt2_residual(params: Mapping[str, Tensor], layout) -> UnitGroup | None:
+    """The residual-stream permutation of GPT-2: coordinate ``i`` of the stream is column ``i`` of
+    the token and position embeddings (the tied LM head included), entry ``i`` of every LayerNorm
+    weight and bias, input column ``i`` of q/k/v and the FFN ``up`` projection, output row ``i`` (and
+    bias entry) of the attention output and FFN ``down`` projections. LayerNorm commutes with
+    permutations of its coordinates (mean and variance are symmetric), residual additions are
+    coordinatewise, so permuting all of them together is exact. ``None`` if a tensor is missing."""
+    D = layout.hidden_size
+    emb = [n for n in params if n.endswith(("wte.weight", "wpe.weight"))]
+    norms = [n for n in params if (".ln_" in n or n.rsplit(".", 2)[-2] == "ln_f") and params[n].ndim == 1]
+    if len(emb) != 2 or len(norms) != 4 * len(layout.layers) + 2:
+        return None
+    members = [Member(n, torch.arange(params[n].numel()).reshape(-1, D).T.contiguous(), "in") for n in emb]
+    members += [Member(n, torch.arange(D).reshape(D, 1), "in") for n in norms]
+    cols = torch.arange(D)
+    for layer in layout.layers:
+        for proj in (layer.attention.q, layer.attention.k, layer.attention.v, layer.ffn.up):
+            members.append(Member(proj.weight, proj.column_positions(cols).T.contiguous(), "in"))
+        for proj in (layer.attention.o, layer.ffn.down):
+            members.append(Member(proj.weight, proj.row_positions(cols), "in"))
+            if proj.bias is not None:
+                members.append(Member(proj.bias, proj.bias_positions(cols).reshape(D, 1), "in"))
+    return UnitGroup("residual", "residual_permutation", D, tuple(members))

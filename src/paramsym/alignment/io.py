@@ -17,7 +17,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import torch
 from torch import Tensor
 
 from ..errors import ConfigError, InputFileError, ParamsymError
