@@ -53,7 +53,7 @@ __all__ = ["SYMMETRIES", "AlignmentResult", "align", "resolve_symmetries"]
 
 #: symmetry names of ``--symmetries`` and the catalogue kinds they use
 SYMMETRIES: dict[str, tuple[str, ...]] = {
-    "permutation": ("hidden_permutation", "head_permutation"),
+    "permutation": ("hidden_permutation", "head_permutation", "residual_permutation"),
     "rescaling": ("rescaling",),
     "attention": ("attention.query_key", "attention.value_output"),
 }
@@ -149,8 +149,7 @@ class AlignmentResult:
     def summary(self) -> dict:
         """Flat numbers: ``barrier_{stage}`` (test loss), ``barrier_{stage}_train``, accuracy drops,
         ``function_error`` (full stage), distances, times."""
-        out: dict = {"symmetries": self.symmetries,
-                     "kinds": [k for s in self.symmetries for k in SYMMETRIES[s]]}
+        out: dict = {"symmetries": self.symmetries, "kinds": self.details.get("kinds", [])}
         for stage, curve in self.curves.items():
             b = curve.barriers()
             out[f"barrier_{stage}"] = b["test_loss"]
@@ -186,7 +185,10 @@ def align_parameters(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str
     a = {n: t.double() for n, t in a.items()}
     cur = {n: t.double() for n, t in b.items()}
     stages = {"before": cur}
-    seconds, details = {}, {"rounds": 0, "sweeps_permutation": 0}
+    kinds = sorted({g.kind for g in arch.groups}) if "permutation" in symmetries else []
+    kinds += list(SYMMETRIES["rescaling"]) if "rescaling" in symmetries else []
+    kinds += list(SYMMETRIES["attention"]) if "attention" in symmetries else []
+    seconds, details = {}, {"kinds": kinds, "rounds": 0, "sweeps_permutation": 0}
     t0 = time.perf_counter()
     if "permutation" in symmetries:
         perms, sweeps = match_permutations(a, cur, arch.groups, generator=gen)
