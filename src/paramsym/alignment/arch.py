@@ -96,9 +96,10 @@ def check_same_architecture(a: Mapping[str, Tensor], b: Mapping[str, Tensor], wh
 
     The message lists (at most 8 of each) the tensors only in A, only in B, and of different shapes.
     """
-    only_a = [n for n in a if n not in b]
-    only_b = [n for n in b if n not in a]
-    shapes = [f"{n}: {tuple(a[n].shape)} vs {tuple(b[n].shape)}" for n in a if n in b and a[n].shape != b[n].shape]
+    only_a = sorted((n for n in a if n not in b), key=_natural)
+    only_b = sorted((n for n in b if n not in a), key=_natural)
+    shapes = [f"{n}: {tuple(a[n].shape)} vs {tuple(b[n].shape)}" for n in sorted(a, key=_natural)
+              if n in b and a[n].shape != b[n].shape]
     if only_a or only_b or shapes:
         parts = []
         if only_a:
