@@ -6,10 +6,12 @@
   batch 64 (shuffled by a generator seeded ``seed``), 30 epochs, cross-entropy; seeds 0 and 1.
 * ``modadd-transformer`` — a 2-layer GPT-2 (``GPT2Config``: ``n_embd = 64``, 4 heads of 16,
   ``n_inner = 256``, GELU, no dropout, tied embeddings, eager attention) on
-  :func:`paramsym.models.datasets.modular_addition` ``(p = 23, seed = 0, train_fraction = 0.5)``:
+  :func:`paramsym.models.datasets.modular_addition` ``(p = 23, seed = 0, train_fraction = 0.8)``:
   inputs ``(a, b, =)``, logits of the last position restricted to the ``p`` classes; full-batch
-  AdamW (lr 3e-3, weight decay 0.1) for 1,500 steps from initialisations drawn from a generator
-  seeded ``seed`` (weights N(0, 0.02²), biases 0, LayerNorm 1/0); seeds 0 and 1.
+  AdamW (lr 1e-3, weight decay 1.0) for 3,000 steps from initialisations drawn from a generator
+  seeded ``seed`` (weights N(0, 0.02²), biases 0, LayerNorm 1/0); seeds 0 and 1. Both models
+  generalise (test accuracy 1.0 measured here; with 1,500 steps, weight decay 0.1 and half the
+  pairs for training they only memorised).
 
 Models are trained on first use and cached as safetensors (written atomically) under
 ``cache_dir`` (default ``$PARAMSYM_CACHE`` or ``~/.cache/paramsym``, sub-folder ``align``); the
@@ -56,10 +58,10 @@ class ModAddConfig:
     n_embd: int = 64
     n_head: int = 4
     n_layer: int = 2
-    steps: int = 1500
-    lr: float = 3e-3
-    weight_decay: float = 0.1
-    train_fraction: float = 0.5
+    steps: int = 3000
+    lr: float = 1e-3
+    weight_decay: float = 1.0
+    train_fraction: float = 0.8
     data_seed: int = 0
 
     def tag(self) -> str:
