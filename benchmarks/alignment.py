@@ -42,9 +42,10 @@ def main() -> None:
         ps = [{k: v.detach() for k, v in mlp([64, w, w, 10], "relu", generator=torch.Generator().manual_seed(s),
                                               dtype=torch.float64).named_parameters()} for s in (0, 1)]
         arch = mlp_architecture(ps[0], "relu")
-        t_perm, (_, _, d_perm) = timed(lambda: align_parameters(arch, ps[0], ps[1], ["permutation"]), args.repeat)
-        t_full, (_, _, d_full) = timed(lambda: align_parameters(arch, ps[0], ps[1], ["permutation", "rescaling"]),
+        t_perm, (_, _, d_perm) = timed(lambda arch=arch, ps=ps: align_parameters(arch, ps[0], ps[1], ["permutation"]),
                                        args.repeat)
+        t_full, (_, _, d_full) = timed(
+            lambda arch=arch, ps=ps: align_parameters(arch, ps[0], ps[1], ["permutation", "rescaling"]), args.repeat)
         rows.append((w, t_perm, d_perm["sweeps_permutation"], t_full, d_full["rounds"]))
         print(f"width {w}: permutation {t_perm:.3f} s, full {t_full:.3f} s", flush=True)
     base_p, base_f = rows[0][1], rows[0][3]
