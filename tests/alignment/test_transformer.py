@@ -113,3 +113,25 @@ def test_query_key_action_moves_only_queries_and_keys(setup):
     layout = arch.attention[0]
     block = QueryKeyAction.block_for(a, layout)
     assert set(block.names) == {"transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_attn.bias"}
+
+
+def test_cli_on_save_pretrained_directories(tmp_path, capsys):
+    import json
+
+    from paramsym.cli import main
+
+    paths = []
+    for seed in (0, 1):
+        model = _model().float()
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                p.copy_(_random_params(model, seed)[n].float())
+        model.save_pretrained(tmp_path / f"m{seed}")
+        paths.append(str(tmp_path / f"m{seed}"))
+    assert main(["align", *paths, "--json", "--points", "3"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["symmetries"] == ["permutation", "attention"]
+    assert summary["model"]["data"] == f"modadd:{P}"
+    assert summary["function_error"] <= 1e-6
+    assert main(["align", *paths, "--symmetries", "rescaling"]) == 2
+    assert "SymmetryNotApplicableError" in capsys.readouterr().err
