@@ -10,12 +10,11 @@
   are related by a rotation, which is not an exact symmetry of GPT-2;
 * the barriers when the residual-stream permutation is left out.
 
-Run: ``PYTHONPATH=src python -m paramsym.experiments.align_diagnostics [--cache-dir DIR]``.
+Run: ``[PARAMSYM_CACHE=DIR] OMP_NUM_THREADS=1 PYTHONPATH=src python -m paramsym.experiments.align_diagnostics``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import torch
@@ -56,8 +55,5 @@ def modadd_diagnostics(cache_dir: str | None = None, points: int = 13) -> dict:
     return out
 
 
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="modadd-transformer alignment diagnostics")
-    ap.add_argument("--cache-dir", default=None)
-    torch.set_num_threads(1)
-    print(json.dumps(modadd_diagnostics(ap.parse_args().cache_dir), indent=1))
+if __name__ == "__main__":  # the cache directory comes from $PARAMSYM_CACHE (see align_presets.cache_root)
+    print(json.dumps(modadd_diagnostics(), indent=1))
