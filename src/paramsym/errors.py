@@ -153,3 +153,13 @@ class SweepSpecError(ConfigError):
 class BackendUnavailableError(ParamsymError, RuntimeError):
     """A sweep backend that cannot be used: Ray not installed, or a Ray cluster address that
     cannot be reached (the message says how to start a head node or to use ``--backend local``)."""
+
+
+class ArchitectureMismatchError(ShapeError):
+    """Two models that must share an architecture (alignment, merging) differ: the message names
+    the tensors present in only one of them and those whose shapes differ."""
+
+
+class SymmetryNotApplicableError(ActionError):
+    """A symmetry requested for a model that does not have it (e.g. positive rescaling of units
+    behind a non-homogeneous activation, per-head GL alignment under rotary embeddings)."""

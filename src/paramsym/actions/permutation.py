@@ -69,6 +69,17 @@ class HiddenPermutationAction(_Discrete):
             parts.append((self.b_sl, g @ theta[self.b_sl]))
         return replace(theta, parts)
 
+    def act_permutation(self, perm: Tensor, theta: Tensor) -> Tensor:
+        """``act(permutation_matrix(perm), θ)`` by indexing: ``V[perm]``, ``b[perm]``, ``U[:, perm]``
+        (exact, O(p), no ``h × h`` matrix; equal to :meth:`act` entry for entry)."""
+        perm = torch.as_tensor(perm, dtype=torch.long, device=theta.device)
+        U = theta[self.u_sl].reshape(self.u_shape)
+        V = theta[self.v_sl].reshape(self.v_shape)
+        parts = [(self.u_sl, U[:, perm].reshape(-1)), (self.v_sl, V[perm].reshape(-1))]
+        if self.b_sl is not None:
+            parts.append((self.b_sl, theta[self.b_sl][perm]))
+        return replace(theta, parts)
+
 
 class HeadPermutationAction(_Discrete):
     """``S_H`` on attention heads: every head-carrying tensor, viewed as ``(pre, H, post)``, has its
@@ -158,4 +169,10 @@ class HeadPermutationAction(_Discrete):
         for loc, view in zip(self.locs, self.views):
             parts.append((loc, torch.einsum("ij,ajb->aib", g, theta[loc].reshape(view)).reshape(-1)))
         return replace(theta, parts)
+
+    def act_permutation(self, perm: Tensor, theta: Tensor) -> Tensor:
+        """``act(permutation_matrix(perm), θ)`` by indexing the head axis (exact, O(p))."""
+        perm = torch.as_tensor(perm, dtype=torch.long, device=theta.device)
+        return replace(theta, [(loc, theta[loc].reshape(view)[:, perm, :].reshape(-1))
+                               for loc, view in zip(self.locs, self.views)])
 

@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "paramsym.cli.census",
     "paramsym.cli.compensate",
     "paramsym.cli.sweep",
+    "paramsym.cli.align",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]

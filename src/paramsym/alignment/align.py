@@ -1,0 +1,285 @@
+"""Align model B to model A modulo exact symmetries, and measure the linear path before and after.
+
+:func:`align` runs three stages on B (all in float64, each applied through the catalogue's
+exact actions, so every stage computes the same function as B up to rounding):
+
+1. **before** — B as given;
+2. **permutation** — Git Re-Basin weight matching of every unit group
+   (:func:`~paramsym.alignment.matching.match_permutations`), applied with
+   :class:`~paramsym.actions.HiddenPermutationAction` (MLP layer pairs) or the generic position
+   gather (:func:`~paramsym.alignment.matching.permute`, equal to
+   :class:`~paramsym.actions.HeadPermutationAction` where its ``(pre, H, post)`` view fits);
+3. **full** — continuous symmetries on top: alternating per-unit positive rescaling
+   (:class:`~paramsym.actions.RescalingAction`) and re-matching permutations until the weight
+   distance ``‖θ_A − g·θ_B‖²`` stops decreasing, then per-head GL(d_k) on (W_Q, W_K)
+   (:class:`~paramsym.actions.attention.QueryKeyAction`) and GL(d_v) on (W_V, W_O)
+   (:class:`~paramsym.actions.attention.ValueOutputAction`).
+
+Which symmetries apply comes from the architecture (:mod:`paramsym.alignment.arch`): a requested
+symmetry the model does not have raises :class:`~paramsym.errors.SymmetryNotApplicableError`.
+For each stage the loss/accuracy along ``θ(α) = (1 − α)θ_A + αθ_B`` and its barrier
+(:mod:`paramsym.alignment.path`) are measured on the train and test splits; ``function_error`` is
+``‖f_{aligned B}(x) − f_B(x)‖ / ‖f_B(x)‖`` on all inputs of the data.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ..actions.attention import QueryKeyAction, ValueOutputAction
+from ..actions.catalogue import catalogue
+from ..actions.linear import RescalingAction
+from ..actions.permutation import HiddenPermutationAction
+from ..errors import ConfigError, SymmetryNotApplicableError
+from ..params import ParameterBlock
+from .arch import Architecture, UnitGroup
+from .matching import (
+    balance,
+    distance,
+    match_attention,
+    match_permutations,
+    match_rescaling,
+    permute,
+    rescale,
+)
+from .path import PathCurve, path_curve, relative_output_error
+
+__all__ = ["SYMMETRIES", "AlignmentResult", "align", "resolve_symmetries"]
+
+#: symmetry names of ``--symmetries`` and the catalogue kinds they use
+SYMMETRIES: dict[str, tuple[str, ...]] = {
+    "permutation": ("hidden_permutation", "head_permutation", "residual_permutation"),
+    "rescaling": ("rescaling",),
+    "attention": ("attention.query_key", "attention.value_output"),
+}
+
+
+def _catalogue_text(kind: str) -> str:
+    for k, _cls, text in catalogue():
+        if k == kind:
+            return text
+    return {"attention.query_key": "per-head GL(d_k) on (W_Q, W_K): W_Q,h ↦ A W_Q,h, W_K,h ↦ A⁻ᵀ W_K,h "
+                                   "(QueryKeyAction; without rotary embeddings).",
+            "attention.value_output": "per-head GL(d_v) on (W_V, W_O): W_V,h ↦ B W_V,h, W_O[:, h] ↦ W_O[:, h] B⁻¹ "
+                                      "(ValueOutputAction)."}.get(kind, kind)
+
+
+def resolve_symmetries(arch: Architecture, requested: Sequence[str] | None) -> list[str]:
+    """The symmetries to align: ``requested`` (checked to apply) or, when ``None``, all that apply.
+
+    Raises:
+        ConfigError: an unknown name.
+        SymmetryNotApplicableError: a requested symmetry the model does not have (with the reason).
+    """
+    applicable = {
+        "permutation": (bool(arch.groups), "the model has no hidden units or heads to permute"),
+        "rescaling": (arch.rescalable, f"positive rescaling needs a positively homogeneous activation between linear "
+                      f"layers (ReLU, LeakyReLU, PReLU; catalogue: {_catalogue_text('rescaling')[:60]}…); this model's "
+                      f"activation is {arch.activation!r}"),
+        "attention": (bool(arch.attention), "per-head GL alignment needs attention layers without rotary embeddings "
+                      "(an MLP has none; with rotary, only the rotary commutant acts)"),
+    }
+    if requested is None:
+        return [s for s, (ok, _) in applicable.items() if ok]
+    out = []
+    for s in requested:
+        s = s.strip()
+        if s not in SYMMETRIES:
+            raise ConfigError(f"unknown symmetry {s!r}; choose from {', '.join(SYMMETRIES)} (comma-separated).")
+        ok, why = applicable[s]
+        if not ok:
+            raise SymmetryNotApplicableError(f"symmetry {s!r} does not apply to this {arch.kind} model: {why}. "
+                                             f"Drop it from --symmetries (applicable: "
+                                             f"{[k for k, (o, _) in applicable.items() if o]}).")
+        if s not in out:
+            out.append(s)
+    if not out:
+        raise ConfigError("--symmetries is empty; give at least one of " + ", ".join(SYMMETRIES) + ".")
+    return out
+
+
+# -- applying group elements through the catalogue actions ------------------------------------
+def apply_permutation(params: Mapping[str, Tensor], group: UnitGroup, perm: Tensor) -> dict[str, Tensor]:
+    """B with ``group``'s units permuted (new unit ``i`` = old unit ``perm[i]``)."""
+    if group.pair is None:
+        return permute(params, group, perm)
+    e, bias, later = group.pair
+    block = ParameterBlock.from_params(params, [e] + ([bias] if bias else []) + [later])
+    act = HiddenPermutationAction(block, e, later, earlier_bias=bias)
+    return block.scatter(act.act_permutation(perm, block.gather(params)), params)
+
+
+def apply_rescaling(params: Mapping[str, Tensor], group: UnitGroup, c: Tensor) -> dict[str, Tensor]:
+    """B with ``group``'s incoming weights/bias × ``c`` and outgoing weights ÷ ``c``."""
+    if group.pair is None:
+        return rescale(params, group, c)
+    e, bias, later = group.pair
+    block = ParameterBlock.from_params(params, [e] + ([bias] if bias else []) + [later])
+    act = RescalingAction(block, e, later, earlier_bias=bias)
+    return block.scatter(act.act(torch.diag(c.to(params[e].dtype)), block.gather(params)), params)
+
+
+def apply_attention(params: Mapping[str, Tensor], layout, gqk: Tensor, gvo: Tensor) -> dict[str, Tensor]:
+    """B with per-head ``QueryKeyAction(g_QK)`` then ``ValueOutputAction(g_VO)`` applied."""
+    out = dict(params)
+    for cls, g in ((QueryKeyAction, gqk), (ValueOutputAction, gvo)):
+        block = cls.block_for(out, layout)
+        act = cls(block, layout)
+        out = block.scatter(act.act(g.to(out[layout.q.weight].dtype), block.gather(out)), out)
+    return out
+
+
+@dataclass
+class AlignmentResult:
+    """The aligned B of each stage, the paths, and the summary numbers (see :meth:`summary`)."""
+
+    symmetries: list[str]
+    stages: dict[str, dict[str, Tensor]]
+    curves: dict[str, PathCurve]
+    function_error: dict[str, float]
+    distance: dict[str, float]
+    seconds: dict[str, float]
+    details: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """Flat numbers: ``barrier_{stage}`` (test loss), ``barrier_{stage}_train``, accuracy drops,
+        ``function_error`` (full stage), distances, times."""
+        out: dict = {"symmetries": self.symmetries, "kinds": self.details.get("kinds", [])}
+        for stage, curve in self.curves.items():
+            b = curve.barriers()
+            out[f"barrier_{stage}"] = b["test_loss"]
+            out[f"barrier_{stage}_train"] = b["train_loss"]
+            out[f"acc_drop_{stage}"] = b["test_acc_drop"]
+            out[f"midpoint_{stage}"] = {"test_loss": b["test_mid_loss"], "train_loss": b["train_mid_loss"],
+                                        "test_acc": curve.test_acc[len(curve.alphas) // 2]}
+        out["function_error"] = self.function_error["full"]
+        out["function_error_permutation"] = self.function_error["permutation"]
+        c = self.curves["before"]
+        out["endpoints"] = {"A": {"train_loss": c.train_loss[0], "test_loss": c.test_loss[0], "test_acc": c.test_acc[0]},
+                            "B": {"train_loss": c.train_loss[-1], "test_loss": c.test_loss[-1], "test_acc": c.test_acc[-1]}}
+        out["distance"] = self.distance
+        out["seconds"] = self.seconds
+        out |= self.details
+        return out
+
+
+def align_parameters(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], symmetries: Sequence[str],
+                     *, generator: torch.Generator | None = None, max_rounds: int = 20,
+                     start: str = "permutation") -> tuple[dict, dict, dict]:
+    """The aligned B of the ``permutation`` and ``full`` stages (no evaluation).
+
+    With rescaling, ``start="balanced"`` matches permutations between the balanced forms of A
+    and B (:func:`~paramsym.alignment.matching.balance`) and brings B into A's scale frame;
+    ``start="permutation"`` starts from the permutation stage. Either is then refined by
+    alternating distance-minimising rescaling and permutation matching.
+
+    Returns:
+        ``(stages, seconds, details)``: ``stages = {"before", "permutation", "full"}`` → params.
+    """
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    a = {n: t.double() for n, t in a.items()}
+    cur = {n: t.double() for n, t in b.items()}
+    stages = {"before": cur}
+    kinds = sorted({g.kind for g in arch.groups}) if "permutation" in symmetries else []
+    kinds += list(SYMMETRIES["rescaling"]) if "rescaling" in symmetries else []
+    kinds += list(SYMMETRIES["attention"]) if "attention" in symmetries else []
+    seconds, details = {}, {"kinds": kinds, "rounds": 0, "sweeps_permutation": 0}
+    t0 = time.perf_counter()
+    if "permutation" in symmetries:
+        perms, sweeps = match_permutations(a, cur, arch.groups, generator=gen)
+        for g in arch.groups:
+            cur = apply_permutation(cur, g, perms[g.name])
+        details["sweeps_permutation"] = sweeps
+        details["units_moved"] = {g.name: int((perms[g.name] != torch.arange(g.size)).sum()) for g in arch.groups}
+    seconds["permutation"] = time.perf_counter() - t0
+    stages["permutation"] = cur
+    t0 = time.perf_counter()
+    if "rescaling" in symmetries:
+        rescalable = [g for g in arch.groups if g.rescalable]
+        if start == "balanced":
+            # canonical frames: both models at the least-norm point of their rescaling orbits
+            ca, cb = balance(a, rescalable), balance(stages["before"], rescalable)
+            cur = stages["before"]
+            for g in rescalable:
+                cur = apply_rescaling(cur, g, cb[g.name])
+            if "permutation" in symmetries:
+                a_bal = dict(a)
+                for g in rescalable:
+                    a_bal = rescale(a_bal, g, ca[g.name])
+                perms, _ = match_permutations(a_bal, cur, arch.groups, generator=gen)
+                for g in arch.groups:
+                    cur = apply_permutation(cur, g, perms[g.name])
+            for g in rescalable:
+                cur = apply_rescaling(cur, g, 1.0 / ca[g.name])  # into A's scale frame
+            details["distance_balanced_start"] = distance(a, cur)
+        prev = distance(a, cur)
+        log = []
+        for rnd in range(1, max_rounds + 1):
+            scales, _ = match_rescaling(a, cur, rescalable)
+            for g in rescalable:
+                cur = apply_rescaling(cur, g, scales[g.name])
+            moved = 0
+            if "permutation" in symmetries:
+                perms, _ = match_permutations(a, cur, arch.groups, generator=gen)
+                for g in arch.groups:
+                    if not torch.equal(perms[g.name], torch.arange(g.size)):
+                        moved += int((perms[g.name] != torch.arange(g.size)).sum())
+                        cur = apply_permutation(cur, g, perms[g.name])
+            now = distance(a, cur)
+            log.append({"round": rnd, "distance": now, "units_repermuted": moved})
+            details["rounds"] = rnd
+            if moved == 0 or prev - now <= 1e-10 * prev:
+                break
+            prev = now
+        details["rescaling_rounds"] = log
+    if "attention" in symmetries:
+        conds = []
+        for layout in arch.attention:
+            gqk, gvo = match_attention(a, cur, layout)
+            conds.append([float(torch.linalg.cond(gqk)), float(torch.linalg.cond(gvo))])
+            cur = apply_attention(cur, layout, gqk, gvo)
+        details["attention_condition"] = conds
+    seconds["full"] = time.perf_counter() - t0 + seconds["permutation"]
+    stages["full"] = cur
+    return stages, seconds, details
+
+
+def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], data, *,
+          symmetries: Sequence[str] | None = None, points: int = 25,
+          generator: torch.Generator | None = None, start: str = "permutation") -> AlignmentResult:
+    """Align ``b`` to ``a`` and evaluate the linear paths (module docstring).
+
+    Args:
+        arch: the architecture (:func:`~paramsym.alignment.arch.mlp_architecture`, ``hf_architecture``).
+        a, b: parameters of the two models (same names and shapes).
+        data: a :class:`~paramsym.models.datasets.Split` with class labels.
+        symmetries: subset of :data:`SYMMETRIES` (default: all that apply).
+        points: grid size of the path (α = k / (points − 1)).
+        generator: order of the coordinate-descent sweeps.
+        start: where rescaling starts (``"balanced"`` or ``"permutation"``, see :func:`align_parameters`).
+    """
+    syms = resolve_symmetries(arch, symmetries)
+    stages, seconds, details = align_parameters(arch, a, b, syms, generator=generator, start=start)
+    A = {n: t.double() for n, t in a.items()}
+    d64 = _double_inputs(data)
+    x_all = torch.cat([d64.x_train, d64.x_test])
+    curves, ferr, dist = {}, {}, {}
+    for stage, p in stages.items():
+        curves[stage] = path_curve(arch.forward, A, p, d64, points)
+        dist[stage] = distance(A, p)
+        if stage != "before":
+            ferr[stage] = relative_output_error(arch.forward, stages["before"], p, x_all)
+    return AlignmentResult(syms, stages, curves, ferr, dist, seconds, details)
+
+
+def _double_inputs(data):
+    from ..models.datasets import Split
+
+    if data.x_train.is_floating_point():
+        return Split(data.x_train.double(), data.y_train, data.x_test.double(), data.y_test)
+    return data

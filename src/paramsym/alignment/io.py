@@ -1,0 +1,182 @@
+"""Inputs and outputs of ``paramsym align``: two models from files, their data, the run directory.
+
+Models: a ``.safetensors`` file holding an MLP chain (:func:`~paramsym.alignment.arch.mlp_architecture`)
+or a Hugging Face ``save_pretrained`` directory (``config.json``; loaded offline with eager
+attention, causal-LM head when the config names one). Both must have the same tensor names and
+shapes (:class:`~paramsym.errors.ArchitectureMismatchError` otherwise, naming the differences).
+
+Outputs (:func:`write_outputs`): ``result.json`` (the summary and the path curves),
+``report.md``, ``path_loss.png`` (test loss along the path for each stage, train dashed) and
+``merged.safetensors`` — the midpoint ``(θ_A + θ_{aligned B}) / 2`` of the fullest stage, in
+A's dtype.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from torch import Tensor
+
+from ..errors import ConfigError, InputFileError, ParamsymError
+from ..models.datasets import Split, digits, modular_addition
+from ..runs import RunDir, save_tensors
+from .align import AlignmentResult
+from .arch import Architecture, check_same_architecture, hf_architecture, mlp_architecture
+
+__all__ = ["data_for", "load_pair", "load_side", "render_report", "write_outputs"]
+
+
+def load_side(path: str | os.PathLike):
+    """``("mlp", params)`` for a safetensors file, ``("hf", model)`` for a save_pretrained directory.
+
+    Raises:
+        InputFileError: missing, unreadable or not a safetensors file / HF directory (names the path).
+    """
+    p = Path(path)
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise InputFileError(f"{str(p)!r} is a directory without config.json; give a safetensors file or a "
+                                 "directory written by save_pretrained.")
+        return "hf", _load_hf(p)
+    if not p.exists():
+        raise InputFileError(f"model file {str(p)!r} does not exist; give a .safetensors file or a save_pretrained directory.")
+    from ..runs import load_tensors
+
+    try:
+        params = load_tensors(p)
+    except ParamsymError as exc:
+        raise InputFileError(f"cannot read model {str(p)!r} as safetensors: {exc}") from None
+    if not params:
+        raise InputFileError(f"{str(p)!r} holds no tensors; expected the parameters of a model.")
+    return "mlp", params
+
+
+def _load_hf(p: Path):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from ..models.adapters import load_pretrained
+
+    try:
+        cfg = AutoConfig.from_pretrained(str(p), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise InputFileError(f"cannot read the config of {str(p)!r}: {str(exc).splitlines()[0] if str(exc) else exc!r}.") from None
+    if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in (cfg.architectures or [])):
+        try:
+            return AutoModelForCausalLM.from_pretrained(str(p), attn_implementation="eager", local_files_only=True).eval()
+        except (OSError, ValueError) as exc:
+            raise InputFileError(f"cannot load model {str(p)!r}: {str(exc).splitlines()[0] if str(exc) else exc!r}.") from None
+    return load_pretrained(p)
+
+
+def load_pair(path_a: str | os.PathLike, path_b: str | os.PathLike, activation: str = "relu",
+              n_classes: int | None = None) -> tuple[Architecture, dict[str, Tensor], dict[str, Tensor], dict]:
+    """``(arch, θ_A, θ_B, info)`` of two models of the same architecture.
+
+    Raises:
+        InputFileError: an unreadable model.
+        ArchitectureMismatchError: different kinds (file vs directory) or tensor names/shapes.
+    """
+    (ka, xa), (kb, xb) = load_side(path_a), load_side(path_b)
+    if ka != kb:
+        raise _mismatch(f"A is {'an MLP safetensors file' if ka == 'mlp' else 'an HF directory'} and B is "
+                        f"{'an MLP safetensors file' if kb == 'mlp' else 'an HF directory'}")
+    if ka == "mlp":
+        check_same_architecture(xa, xb)
+        return mlp_architecture(xa, activation), xa, xb, {"kind": "mlp"}
+    if type(xa) is not type(xb):
+        raise _mismatch(f"A is a {type(xa).__name__} and B a {type(xb).__name__}")
+    pa = {k: v.detach() for k, v in xa.named_parameters()}
+    pb = {k: v.detach() for k, v in xb.named_parameters()}
+    check_same_architecture(pa, pb)
+    vocab = getattr(xa.config, "vocab_size", None)
+    return hf_architecture(xa.double(), n_classes=n_classes), pa, pb, {"kind": "hf", "vocab_size": vocab,
+                                                                      "model_type": xa.config.model_type}
+
+
+def _mismatch(text: str):
+    from ..errors import ArchitectureMismatchError
+
+    return ArchitectureMismatchError(f"models A and B do not have the same architecture: {text}. Give two models of "
+                                     "one architecture (both safetensors files or both HF directories).")
+
+
+def data_for(arch: Architecture, name: str = "auto", info: Mapping | None = None) -> tuple[Split, str]:
+    """The evaluation data: ``digits`` (standardised, split seed 0), ``modadd`` / ``modadd:P``
+    (split seed 0, 80% for training, as in the ``modadd-transformer`` preset), or ``auto`` (digits for a 64 → … → 10 MLP, modadd with
+    ``P = vocab − 1`` for a Hugging Face model).
+
+    Raises:
+        ConfigError: an unknown name, or ``auto`` on a model it cannot place.
+    """
+    info = dict(info or {})
+    if name == "auto":
+        widths = arch.info.get("widths")
+        if arch.kind == "mlp" and widths and widths[0] == 64 and widths[-1] == 10:
+            name = "digits"
+        elif arch.kind == "hf" and info.get("vocab_size"):
+            name = f"modadd:{int(info['vocab_size']) - 1}"
+        else:
+            raise ConfigError(f"cannot choose data for this {arch.kind} model automatically (widths "
+                              f"{arch.info.get('widths')}); pass --data digits or --data modadd:P.")
+    if name == "digits":
+        return digits(0), name
+    if name.startswith("modadd"):
+        try:
+            p = int(name.split(":", 1)[1]) if ":" in name else 23
+        except ValueError:
+            raise ConfigError(f"--data {name!r}: expected modadd:P with an integer P, e.g. modadd:23.") from None
+        return modular_addition(p, 0, 0.8), name
+    raise ConfigError(f"unknown --data {name!r}; choose auto, digits or modadd:P.")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def render_report(summary: Mapping, title: str = "Alignment") -> str:
+    """``report.md``: the barriers (train and test) per stage, the function error, the distances."""
+    lines = [f"# {title}", "", f"Symmetries: {', '.join(summary['symmetries'])} "
+             f"(catalogue kinds: {', '.join(summary['kinds'])}).", "",
+             "Barrier = max over α of L((1−α)θ_A + αθ_B) − ((1−α)L(θ_A) + αL(θ_B)) on a grid of "
+             f"{summary.get('points', 25)} points.", "",
+             "| stage | test-loss barrier | train-loss barrier | test acc drop | midpoint test loss | ‖θ_A − θ_B‖² |",
+             "|---|---|---|---|---|---|"]
+    for stage in ("before", "permutation", "full"):
+        lines.append(f"| {stage} | {_fmt(summary[f'barrier_{stage}'])} | {_fmt(summary[f'barrier_{stage}_train'])} | "
+                     f"{_fmt(summary[f'acc_drop_{stage}'])} | {_fmt(summary[f'midpoint_{stage}']['test_loss'])} | "
+                     f"{_fmt(summary['distance'][stage])} |")
+    e = summary["endpoints"]
+    lines += ["", f"End models: A test loss {_fmt(e['A']['test_loss'])} (acc {_fmt(e['A']['test_acc'])}), "
+              f"B test loss {_fmt(e['B']['test_loss'])} (acc {_fmt(e['B']['test_acc'])}).", "",
+              f"Function error of the aligned B (relative output difference to B, float64): permutation "
+              f"{summary['function_error_permutation']:.2e}, full {summary['function_error']:.2e}.", "",
+              f"Alignment time: {summary['seconds']['full']:.3g} s.", "", "![loss along the path](path_loss.png)", ""]
+    return "\n".join(lines)
+
+
+def write_outputs(out: str | os.PathLike, result: AlignmentResult, a: Mapping[str, Tensor], summary: Mapping,
+                  title: str = "Alignment") -> RunDir:
+    """Write ``result.json``, ``report.md``, ``path_loss.png`` and ``merged.safetensors`` to a new
+    (or empty) directory ``out``."""
+    from .. import plots
+
+    run = RunDir.fresh(out)
+    run.create()
+    stage = "full" if "full" in result.stages else "permutation"
+    dtype = next(iter(a.values())).dtype
+    merged = {n: ((a[n].double() + result.stages[stage][n].double()) / 2).to(dtype) for n in a}
+    save_tensors(run.file("merged.safetensors"), merged, {"stage": stage, "alpha": "0.5"})
+    run.write_json("result.json", dict(summary) | {"curves": {k: c.as_dict() for k, c in result.curves.items()},
+                                                   "merged": "merged.safetensors", "merged_stage": stage})
+    series, alphas = {}, result.curves["before"].alphas
+    for name, c in result.curves.items():
+        series[f"{name} (test)"] = c.test_loss
+    for name, c in result.curves.items():
+        series[f"{name} (train)"] = c.train_loss
+    plots.lines(run.file("path_loss.png"), alphas, series, title=f"{title}: loss along (1−α)θ_A + αθ_B",
+                xlabel="α", ylabel="cross-entropy")
+    run.write_text("report.md", render_report(summary, title))
+    return run
+

@@ -1,0 +1,323 @@
+"""Weight matching modulo exact symmetries: permutations, positive rescalings, per-head GL.
+
+All three minimise the same weight distance ``‖θ_A − g·θ_B‖²`` over one factor of the group at a
+time (block coordinate descent, so the distance never increases):
+
+* **Permutations** (Git Re-Basin weight matching, Ainsworth et al. 2023, Alg. 1). For a unit
+  group with permutation ``π`` and every other group's permutation fixed, ``‖g·θ_B‖`` does not
+  depend on ``π``, so minimising the distance maximises ``Σ_i S[i, π(i)]`` with
+  ``S = Σ_members A[pos] · B'[pos]ᵀ`` (``n × n``; ``B'`` = B with the other groups' current
+  permutations applied; members are each unit's incoming weights and bias and its outgoing
+  weights) — a linear assignment problem solved exactly by
+  :func:`scipy.optimize.linear_sum_assignment`. Groups are visited in a random order (seeded
+  generator) until a whole sweep changes no permutation.
+* **Positive rescaling** of unit ``j`` behind a homogeneous activation: incoming ``u = (w_j, b_j)``
+  ↦ ``c u``, outgoing ``v`` ↦ ``v / c``. With ``a, w`` the matching entries of A,
+  ``f(c) = ‖c u − a‖² + ‖v / c − w‖²`` and ``c³ f'(c)/2 = ‖u‖² c⁴ − (u·a) c³ + (v·w) c − ‖v‖²``;
+  the minimiser over ``c > 0`` is the positive real root of this quartic with the smallest
+  ``f`` (``f → ∞`` at ``0⁺`` and ``∞`` when ``u, v ≠ 0``; a dead unit keeps ``c = 1``). Layers
+  are swept until the distance stops decreasing (a unit's outgoing weights are the next layer's
+  incoming ones). Before matching, both models are moved to their **balanced** representatives
+  (:func:`balance`, the least-norm point of the rescaling orbit), so that permutations are
+  matched between rescaling-free canonical forms; B is then brought into A's scale frame.
+* **Attention heads** (per head, after head permutation): GL(d_k) acts by
+  ``Q ↦ M Q``, ``K ↦ M⁻ᵀ K`` (``Q, K``: the head's ``d × (D+1)`` query/key rows with bias), and we
+  minimise the head's weight distance ``f(M) = ‖M Q_B − Q_A‖² + ‖M⁻ᵀ K_B − K_A‖²`` (non-convex)
+  from the best of three closed-form candidates under ``f``: the identity; the orthogonal
+  Procrustes solution (for orthogonal ``M``, ``M⁻ᵀ = M`` and ``f`` is one Procrustes problem on
+  ``[Q | K]``, solved exactly by an SVD); and the *linearised* least squares
+  ``min_M ‖M Q_B − Q_A‖² + ‖Mᵀ K_A − K_B‖²`` (residual of the second term multiplied by ``Mᵀ``),
+  whose normal equations are the Sylvester equation
+  ``(K_A K_Aᵀ) M + M (Q_B Q_Bᵀ) = Q_A Q_Bᵀ + K_A K_Bᵀ`` (exact, ``f = 0``, when B is a
+  transformed copy of A). The best candidate is refined by L-BFGS on ``f``, kept only if ``f``
+  drops and ``cond(M) ≤ max_condition``. So ``f`` never exceeds its value at the identity.
+  GL(d_v) likewise: ``V ↦ B V``, ``O ↦ O B⁻¹`` (``O``: the head's ``D × d`` output columns),
+  ``f(B) = ‖B V_B − V_A‖² + ‖O_B B⁻¹ − O_A‖²``, Procrustes on ``[V | Oᵀ]``, Sylvester
+  ``(O_Aᵀ O_A) B + B (V_B V_Bᵀ) = V_A V_Bᵀ + O_Aᵀ O_B``. The solution is applied to B through
+  the catalogue actions, so the function of B is unchanged whatever ``M`` is (up to rounding,
+  which grows with ``cond(M)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..models.adapters import AttentionLayout
+from .arch import UnitGroup
+
+__all__ = ["balance", "match_permutations", "permute", "rescale", "match_rescaling", "solve_quartic_scales",
+           "match_attention", "distance"]
+
+Params = dict[str, Tensor]
+
+
+def distance(a: Mapping[str, Tensor], b: Mapping[str, Tensor]) -> float:
+    """``‖θ_A − θ_B‖²`` over the tensors of ``a`` (float64)."""
+    return float(sum(((a[n].double() - b[n].double()) ** 2).sum() for n in a))
+
+
+def permute(params: Mapping[str, Tensor], group: UnitGroup, perm: Tensor) -> Params:
+    """``params`` with the units of ``group`` permuted: new unit ``i`` is old unit ``perm[i]``
+    (``T.flat[pos[i]] ← T.flat[pos[perm[i]]]`` in every member; other tensors shared)."""
+    out = dict(params)
+    perm = torch.as_tensor(perm, dtype=torch.long)
+    for m in group.members:
+        flat = out[m.name].reshape(-1).clone()
+        flat[m.positions.reshape(-1)] = flat[m.positions[perm].reshape(-1)]
+        out[m.name] = flat.reshape(params[m.name].shape)
+    return out
+
+
+def _rows(params: Mapping[str, Tensor], group: UnitGroup) -> Tensor:
+    """``(n, Σk)``: each unit's entries over all members (float64)."""
+    return torch.cat([params[m.name].reshape(-1)[m.positions].double() for m in group.members], dim=1)
+
+
+def match_permutations(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: list[UnitGroup], *,
+                       generator: torch.Generator | None = None, max_sweeps: int = 100,
+                       init: dict[str, Tensor] | None = None) -> tuple[dict[str, Tensor], int]:
+    """Git Re-Basin weight matching (module docstring): one permutation per group.
+
+    Returns:
+        ``({group name: perm}, sweeps)``; apply with :func:`permute` (new unit ``i`` of B is its
+        old unit ``perm[i]``).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    perms = {g.name: torch.arange(g.size) for g in groups} if init is None else {k: v.clone() for k, v in init.items()}
+    cur = dict(b)
+    for g in groups:
+        cur = permute(cur, g, perms[g.name])
+    rows_a = {g.name: _rows(a, g) for g in groups}
+    sweeps = 0
+    for sweep in range(1, max_sweeps + 1):
+        sweeps = sweep
+        changed = False
+        for k in torch.randperm(len(groups), generator=gen).tolist():
+            g = groups[k]
+            rb = _rows(cur, g)
+            base = torch.empty_like(rb)
+            base[perms[g.name]] = rb  # B with every other group's permutation, this one undone
+            S = (rows_a[g.name] @ base.T).numpy()
+            _, col = linear_sum_assignment(S, maximize=True)
+            new = torch.as_tensor(col, dtype=torch.long)
+            old_val = float(S[np.arange(g.size), perms[g.name].numpy()].sum())
+            if float(S[np.arange(g.size), col].sum()) > old_val + 1e-12 * max(1.0, abs(old_val)) \
+                    and not torch.equal(new, perms[g.name]):
+                inv = torch.empty_like(perms[g.name])
+                inv[perms[g.name]] = torch.arange(g.size)
+                cur = permute(cur, g, inv[new])  # from the current order to the new one
+                perms[g.name] = new
+                changed = True
+        if not changed:
+            break
+    return perms, sweeps
+
+
+def rescale(params: Mapping[str, Tensor], group: UnitGroup, c: Tensor) -> Params:
+    """Units of ``group`` rescaled: ``in`` entries of unit i × ``c_i``, ``out`` entries ÷ ``c_i``."""
+    out = dict(params)
+    for m in group.members:
+        flat = out[m.name].reshape(-1).clone()
+        pos = m.positions
+        f = c.to(flat.dtype)[:, None].expand_as(pos)
+        flat[pos.reshape(-1)] = flat[pos.reshape(-1)] * (f if m.role == "in" else 1.0 / f).reshape(-1)
+        out[m.name] = flat.reshape(params[m.name].shape)
+    return out
+
+
+def solve_quartic_scales(uu: np.ndarray, ua: np.ndarray, vw: np.ndarray, vv: np.ndarray) -> np.ndarray:
+    """Per unit, ``argmin_{c>0} c²uu − 2c·ua + vv/c² − 2vw/c`` (module docstring; ``c = 1`` when degenerate).
+
+    The stationary points are the positive real roots of ``uu c⁴ − ua c³ + vw c − vv``, found for
+    all units at once as eigenvalues of the ``(n, 4, 4)`` companion matrices.
+    """
+    n = uu.shape[0]
+    c = np.ones(n)
+    ok = (uu > 1e-300) & (vv > 1e-300)
+    if not ok.any():
+        return c
+    u, a, w, v = uu[ok], ua[ok], vw[ok], vv[ok]
+    comp = np.zeros((u.shape[0], 4, 4))
+    comp[:, 1, 0] = comp[:, 2, 1] = comp[:, 3, 2] = 1.0
+    comp[:, 0, 0] = a / u  # monic: c⁴ + p3 c³ + p2 c² + p1 c + p0, first row −(p3, p2, p1, p0)
+    comp[:, 0, 2] = -w / u
+    comp[:, 0, 3] = v / u
+    roots = np.linalg.eigvals(comp)
+    real = np.where((np.abs(roots.imag) <= 1e-7 * np.maximum(1.0, np.abs(roots))) & (roots.real > 0), roots.real, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = real**2 * u[:, None] - 2 * real * a[:, None] + v[:, None] / real**2 - 2 * w[:, None] / real
+    f = np.where(np.isnan(f), np.inf, f)
+    best = np.argmin(f, axis=1)
+    pick = real[np.arange(real.shape[0]), best]
+    c[ok] = np.where(np.isfinite(f[np.arange(f.shape[0]), best]), pick, 1.0)
+    return c
+
+
+def _scale_terms(a: Mapping[str, Tensor], b: Mapping[str, Tensor], group: UnitGroup) -> tuple[np.ndarray, ...]:
+    uu = np.zeros(group.size)
+    ua, vw, vv = np.zeros(group.size), np.zeros(group.size), np.zeros(group.size)
+    for m in group.members:
+        xa = a[m.name].reshape(-1)[m.positions].double()
+        xb = b[m.name].reshape(-1)[m.positions].double()
+        if m.role == "in":
+            uu += (xb * xb).sum(1).numpy()
+            ua += (xb * xa).sum(1).numpy()
+        else:
+            vv += (xb * xb).sum(1).numpy()
+            vw += (xb * xa).sum(1).numpy()
+    return uu, ua, vw, vv
+
+
+def match_rescaling(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: list[UnitGroup], *,
+                    max_sweeps: int = 50, rtol: float = 1e-10) -> tuple[dict[str, Tensor], int]:
+    """Per-unit positive scales ``c`` for each rescalable group (module docstring).
+
+    Returns:
+        ``({group name: c (float64)}, sweeps)``: apply with :func:`rescale` to ``b`` in group order.
+    """
+    groups = [g for g in groups if g.rescalable]
+    scales = {g.name: torch.ones(g.size, dtype=torch.float64) for g in groups}
+    cur = dict(b)
+    prev = distance(a, cur)
+    sweeps = 0
+    for sweep in range(1, max_sweeps + 1):
+        sweeps = sweep
+        for g in groups:
+            c = torch.as_tensor(solve_quartic_scales(*_scale_terms(a, cur, g)))
+            cur = rescale(cur, g, c)
+            scales[g.name] = scales[g.name] * c
+        now = distance(a, cur)
+        if prev - now <= rtol * max(prev, 1e-300):
+            break
+        prev = now
+    return scales, sweeps
+
+
+def balance(params: Mapping[str, Tensor], groups: list[UnitGroup], *, max_sweeps: int = 200,
+            rtol: float = 1e-13) -> dict[str, Tensor]:
+    """Scales ``c`` of the rescaling orbit's point of least norm: ``argmin_c ‖c·θ‖²``.
+
+    For one unit the block minimiser is ``c_j = (‖v_j‖² / ‖u_j‖²)^{1/4}`` (``‖c u‖ = ‖v / c‖``:
+    incoming and outgoing norms balanced); layers are swept until the norm stops decreasing. In
+    ``t = log c`` the norm is a sum of exponentials of linear forms — convex — so the balanced
+    point is one point per orbit (unique when the norm is strictly convex along the orbit) and
+    commutes with permutations: a planted ``P D θ`` and ``θ`` balance to ``P θ_bal`` and ``θ_bal``.
+
+    Returns:
+        ``{group name: c (float64)}``; apply with :func:`rescale` in group order.
+    """
+    groups = [g for g in groups if g.rescalable]
+    zero = {n: torch.zeros_like(t) for n, t in params.items()}
+    scales = {g.name: torch.ones(g.size, dtype=torch.float64) for g in groups}
+    cur = dict(params)
+    prev = distance(zero, cur)
+    for _ in range(max_sweeps):
+        for g in groups:
+            uu, _, _, vv = _scale_terms(zero, cur, g)
+            ok = (uu > 1e-300) & (vv > 1e-300)
+            c = torch.as_tensor(np.where(ok, (np.where(ok, vv, 1.0) / np.where(ok, uu, 1.0)) ** 0.25, 1.0))
+            cur = rescale(cur, g, c)
+            scales[g.name] = scales[g.name] * c
+        now = distance(zero, cur)
+        if prev - now <= rtol * max(prev, 1e-300):
+            break
+        prev = now
+    return scales
+
+
+def _head_rows(params: Mapping[str, Tensor], proj, rows: list[int], bias: bool = True) -> Tensor:
+    """Canonical ``[W[rows, :] | b[rows]]`` (``len(rows) × (in + 1)``) of a projection (float64)."""
+    w = params[proj.weight].reshape(-1)[proj.row_positions(rows)].double()
+    if bias and proj.bias is not None:
+        w = torch.cat([w, params[proj.bias].reshape(-1)[proj.bias_positions(rows)].double()[:, None]], dim=1)
+    return w
+
+
+def _sylvester(left: Tensor, right: Tensor, rhs: Tensor) -> Tensor | None:
+    from scipy.linalg import solve_sylvester
+
+    x = torch.as_tensor(solve_sylvester(left.numpy(), right.numpy(), rhs.numpy()))
+    return x if bool(torch.isfinite(x).all()) else None
+
+
+def _procrustes(src: Tensor, dst: Tensor) -> Tensor:
+    """``argmin_{R ∈ O(d)} ‖R src − dst‖_F`` (``R = U Vᵀ`` for ``dst srcᵀ = U Σ Vᵀ``)."""
+    u, _, vt = torch.linalg.svd(dst @ src.T)
+    return u @ vt
+
+
+def _head_objective(m: Tensor, xb: Tensor, xa: Tensor, yb: Tensor, ya: Tensor, inverse_transpose: bool) -> Tensor:
+    """``‖M X_B − X_A‖² + ‖M⁻ᵀ Y_B − Y_A‖²`` (QK) or ``‖M X_B − X_A‖² + ‖Y_B M⁻¹ − Y_A‖²`` (VO)."""
+    if inverse_transpose:
+        other = torch.linalg.solve(m.T, yb)
+    else:
+        other = torch.linalg.solve(m.T, yb.T).T
+    return ((m @ xb - xa) ** 2).sum() + ((other - ya) ** 2).sum()
+
+
+def _best_head_element(xa: Tensor, xb: Tensor, ya: Tensor, yb: Tensor, qk: bool, max_condition: float,
+                       refine_steps: int) -> Tensor:
+    """The head's GL element: the best of identity, orthogonal Procrustes and the Sylvester solution
+    under the true objective (:func:`_head_objective`), refined by L-BFGS when that lowers it."""
+    d = xa.shape[0]
+    # orthogonal M: M⁻ᵀ = M, so both terms are one Procrustes problem on stacked columns
+    stack_b = torch.cat([xb, yb if qk else yb.T], dim=1)
+    stack_a = torch.cat([xa, ya if qk else ya.T], dim=1)
+    cands = [torch.eye(d, dtype=torch.float64), _procrustes(stack_b, stack_a)]
+    if qk:  # (Y_A Y_Aᵀ) M + M (X_B X_Bᵀ) = X_A X_Bᵀ + Y_A Y_Bᵀ
+        syl = _sylvester(ya @ ya.T, xb @ xb.T, xa @ xb.T + ya @ yb.T)
+    else:  # (Y_Aᵀ Y_A) M + M (X_B X_Bᵀ) = X_A X_Bᵀ + Y_Aᵀ Y_B
+        syl = _sylvester(ya.T @ ya, xb @ xb.T, xa @ xb.T + ya.T @ yb)
+    if syl is not None and float(torch.linalg.cond(syl)) <= max_condition:
+        cands.append(syl)
+    vals = [float(_head_objective(c, xb, xa, yb, ya, qk)) for c in cands]
+    best = cands[min(range(len(cands)), key=vals.__getitem__)]
+    best_val = min(vals)
+    if refine_steps > 0 and best_val > 1e-24:
+        m = best.clone().requires_grad_(True)
+        opt = torch.optim.LBFGS([m], max_iter=refine_steps, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            f = _head_objective(m, xb, xa, yb, ya, qk)
+            f.backward()
+            return f
+
+        try:
+            opt.step(closure)
+            cand = m.detach()
+            val = float(_head_objective(cand, xb, xa, yb, ya, qk))
+            if val < best_val and float(torch.linalg.cond(cand)) <= max_condition:
+                best = cand
+        except (RuntimeError, torch.linalg.LinAlgError):  # singular iterate: keep the closed-form candidate
+            pass
+    return best
+
+
+def match_attention(a: Mapping[str, Tensor], b: Mapping[str, Tensor], layout: AttentionLayout, *,
+                    max_condition: float = 1e3, refine_steps: int = 50) -> tuple[Tensor, Tensor]:
+    """Block-diagonal ``g_QK`` and ``g_VO`` (``H d × H d``) for one attention layer (module docstring),
+    the group elements of :class:`~paramsym.actions.attention.QueryKeyAction` and
+    :class:`~paramsym.actions.attention.ValueOutputAction` on B."""
+    H, d = layout.num_heads, layout.head_dim
+    gqk = torch.zeros(H * d, H * d, dtype=torch.float64)
+    gvo = torch.zeros_like(gqk)
+    for h in range(H):
+        rows = layout.head_rows(h)
+        qa, qb = _head_rows(a, layout.q, rows), _head_rows(b, layout.q, rows)
+        ka, kb = _head_rows(a, layout.k, rows), _head_rows(b, layout.k, rows)
+        M = _best_head_element(qa, qb, ka, kb, True, max_condition, refine_steps)
+        va, vb = _head_rows(a, layout.v, rows), _head_rows(b, layout.v, rows)
+        cols = layout.o.column_positions(rows)  # (out, d)
+        oa = a[layout.o.weight].reshape(-1)[cols].double()
+        ob = b[layout.o.weight].reshape(-1)[cols].double()
+        B = _best_head_element(va, vb, oa, ob, False, max_condition, refine_steps)
+        sl = slice(h * d, (h + 1) * d)
+        gqk[sl, sl], gvo[sl, sl] = M, B
+    return gqk, gvo

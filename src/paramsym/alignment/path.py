@@ -1,0 +1,112 @@
+"""The linear path between two models, its loss barrier, and the merged midpoint.
+
+For parameters ``θ_A, θ_B`` and ``α ∈ [0, 1]``, ``θ(α) = (1 − α) θ_A + α θ_B`` (every tensor).
+On a grid ``0 = α_0 < … < α_K = 1`` with losses ``L_k = L(θ(α_k))`` the **barrier** is the
+largest signed gap between the path and the straight line through its end losses,
+
+    barrier = max_k [ L_k − ((1 − α_k) L_0 + α_k L_K) ],
+
+(0 at the ends, so ≥ 0 on a grid holding them; it is reported with the ``α`` where it occurs).
+Losses are mean cross-entropy over a whole split; accuracies are the share of argmax hits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..errors import ConfigError
+
+__all__ = ["PathCurve", "barrier", "evaluate", "interpolate", "path_curve", "relative_output_error"]
+
+
+def interpolate(a: Mapping[str, Tensor], b: Mapping[str, Tensor], alpha: float) -> dict[str, Tensor]:
+    """``(1 − α) θ_A + α θ_B`` for every tensor of ``a``."""
+    return {n: (1.0 - alpha) * a[n] + alpha * b[n] for n in a}
+
+
+def barrier(alphas: Sequence[float], losses: Sequence[float]) -> tuple[float, float]:
+    """``(max_k [L_k − ((1 − α_k) L_0 + α_k L_K)], α at the max)`` (module docstring).
+
+    Raises:
+        ConfigError: a grid that does not start at 0 and end at 1, or lengths that differ.
+    """
+    al = [float(x) for x in alphas]
+    ls = [float(x) for x in losses]
+    if len(al) != len(ls) or len(al) < 2 or al[0] != 0.0 or al[-1] != 1.0:
+        raise ConfigError(f"barrier needs losses on a grid from α=0 to α=1 of the same length; received "
+                          f"{len(al)} α (first {al[:1]}, last {al[-1:]}) and {len(ls)} losses.")
+    gaps = [loss - ((1.0 - a) * ls[0] + a * ls[-1]) for a, loss in zip(al, ls)]
+    k = max(range(len(gaps)), key=gaps.__getitem__)
+    return gaps[k], al[k]
+
+
+@torch.no_grad()
+def evaluate(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], params: Mapping[str, Tensor],
+             x: Tensor, y: Tensor, batch: int = 4096) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``forward(params, x)`` against labels ``y``."""
+    loss, hits = 0.0, 0
+    for i in range(0, x.shape[0], batch):
+        logits = forward(params, x[i:i + batch])
+        loss += float(torch.nn.functional.cross_entropy(logits.double(), y[i:i + batch], reduction="sum"))
+        hits += int((logits.argmax(-1) == y[i:i + batch]).sum())
+    return loss / x.shape[0], hits / x.shape[0]
+
+
+@dataclass
+class PathCurve:
+    """Loss and accuracy along the path on the train and test splits, with the barriers."""
+
+    alphas: list[float]
+    train_loss: list[float]
+    test_loss: list[float]
+    train_acc: list[float]
+    test_acc: list[float]
+
+    def barriers(self) -> dict[str, float]:
+        """``train``/``test`` loss barriers and where they occur; accuracy drops (end-line minus path)."""
+        out = {}
+        for split in ("train", "test"):
+            b, at = barrier(self.alphas, getattr(self, f"{split}_loss"))
+            acc = getattr(self, f"{split}_acc")
+            drop, at_acc = barrier(self.alphas, [-v for v in acc])
+            out |= {f"{split}_loss": b, f"{split}_alpha": at, f"{split}_acc_drop": drop, f"{split}_acc_alpha": at_acc,
+                    f"{split}_mid_loss": getattr(self, f"{split}_loss")[len(self.alphas) // 2]}
+        return out
+
+    def as_dict(self) -> dict:
+        return {"alphas": self.alphas, "train_loss": self.train_loss, "test_loss": self.test_loss,
+                "train_acc": self.train_acc, "test_acc": self.test_acc, "barriers": self.barriers()}
+
+
+def path_curve(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], a: Mapping[str, Tensor],
+               b: Mapping[str, Tensor], data, points: int = 25) -> PathCurve:
+    """Evaluate the path on ``points`` equally spaced ``α`` (both ends included) on ``data``
+    (a :class:`~paramsym.models.datasets.Split`)."""
+    if int(points) < 2:
+        raise ConfigError(f"the path needs at least 2 points (α = 0 and 1); received {points}.")
+    alphas = [k / (points - 1) for k in range(points)]
+    cols: dict[str, list[float]] = {"train_loss": [], "test_loss": [], "train_acc": [], "test_acc": []}
+    for al in alphas:
+        p = interpolate(a, b, al)
+        for split in ("train", "test"):
+            loss, acc = evaluate(forward, p, getattr(data, f"x_{split}"), getattr(data, f"y_{split}"))
+            cols[f"{split}_loss"].append(loss)
+            cols[f"{split}_acc"].append(acc)
+    return PathCurve(alphas, **cols)
+
+
+@torch.no_grad()
+def relative_output_error(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], p: Mapping[str, Tensor],
+                          q: Mapping[str, Tensor], x: Tensor, batch: int = 4096) -> float:
+    """``‖f_q(x) − f_p(x)‖_F / ‖f_p(x)‖_F`` over all inputs (the outputs of ``forward``)."""
+    num = den = 0.0
+    for i in range(0, x.shape[0], batch):
+        fp = forward(p, x[i:i + batch]).double()
+        fq = forward(q, x[i:i + batch]).double()
+        num += float(((fq - fp) ** 2).sum())
+        den += float((fp**2).sum())
+    return (num / max(den, 1e-300)) ** 0.5
