@@ -33,9 +33,10 @@ def commutativity_bytes(d: int, s: int) -> int:
     return dense_bytes(2 * d + 3, s, s)
 
 
-def _triples(x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
-    """Entries ``e1 = (i, k)``, ``e2 = (k, j)`` of the union support and the index of ``(i, j)``
-    among the distinct products (with their number)."""
+def _triples(x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The union support ``P`` (flat indices ``i s + k``), the triples as positions ``e1 = (i, k)``,
+    ``e2 = (k, j)`` in ``P``, the index of each triple's ``(i, j)`` among the distinct products,
+    and those products' flat indices ``i s + j``."""
     s = x.shape[1]
     rows, cols = (x != 0).any(0).nonzero(as_tuple=True)  # row-major: sorted by row
     counts = torch.bincount(rows, minlength=s)
@@ -46,7 +47,7 @@ def _triples(x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, int]:
     within = torch.arange(e1.numel()) - torch.repeat_interleave(n2.cumsum(0) - n2, n2)
     e2 = first + within
     out, inverse = torch.unique(rows[e1] * s + cols[e2], return_inverse=True)
-    return rows * s + cols, e1, e2, inverse, int(out.numel())
+    return rows * s + cols, e1, e2, inverse, out
 
 
 def commutativity(mats: Tensor, *, max_memory: int | None = None) -> float:
@@ -75,7 +76,8 @@ def commutativity(mats: Tensor, *, max_memory: int | None = None) -> float:
     nnz = int((x != 0).any(0).sum())
     # expected triples T ≈ nnz²/s; the pattern path needs about (2d + 3 n_b) T numbers
     if nnz * nnz <= s**4 // 8 and dense_bytes(2 * d + 3, nnz * nnz // s + nnz) <= budget // 2:
-        flat_idx, e1, e2, inverse, n_out = _triples(x)
+        flat_idx, e1, e2, inverse, out = _triples(x)
+        n_out = out.numel()
         t = e1.numel()
         if dense_bytes(2 * d + 3, t) + dense_bytes(d, n_out) <= budget:
             v = x.reshape(d, -1)[:, flat_idx]
