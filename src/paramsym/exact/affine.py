@@ -203,8 +203,9 @@ def _bottom_subspace(h: Tensor, k: int, gen: torch.Generator, iters: int = 5) ->
             break
         mu *= 10
     v = torch.linalg.qr(torch.randn(n, k, generator=gen, dtype=h.dtype)).Q
-    for _ in range(iters):
-        v = torch.linalg.qr(torch.cholesky_solve(v, chol)).Q
+    for _ in range(iters):  # (H + μI)⁻¹ v = C⁻ᵀ C⁻¹ v; cholesky_solve would copy C (8 L² bytes) each call
+        y = torch.linalg.solve_triangular(chol, v, upper=False)
+        v = torch.linalg.qr(torch.linalg.solve_triangular(chol.mT, y, upper=True)).Q
     w, u = torch.linalg.eigh(v.T @ h @ v)
     return v @ u, lam_max
 
