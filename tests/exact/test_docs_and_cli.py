@@ -39,6 +39,11 @@ def test_cli_json_and_errors(capsys):
         assert main(["affine", "--preset", "relu242", "--samples", "2"]) == 2
         err = capsys.readouterr().err
         assert "TooFewSamplesError" in err and "sample points are needed" in err
+        assert main(["affine", "--preset", "relu242", "--max-memory", "64KiB"]) == 2
+        err = capsys.readouterr().err
+        assert "TooLargeError" in err and "affine solve" in err and "--max-memory" in err
+        assert main(["affine", "--preset", "relu242", "--max-memory", "lots"]) == 2
+        assert "ConfigError" in capsys.readouterr().err
         assert main(["affine", "--list"]) == 0
         assert "attention-d8h2-bias" in capsys.readouterr().out
     finally:

@@ -3,7 +3,7 @@
 ::
 
     paramsym affine --preset NAME [--json] [--tol T] [--rule gap|threshold] [--samples N]
-                    [--seed S] [--threads N] [--quiet]
+                    [--seed S] [--threads N] [--max-memory 2GiB] [--quiet]
     paramsym affine --list
 
 ``--json`` prints :meth:`paramsym.exact.affine.AffineAlgebra.summary` plus the preset's
@@ -31,6 +31,9 @@ def register(subparsers) -> None:
     p.add_argument("--samples", type=int, default=None, help="sample points (default: automatic)")
     p.add_argument("--seed", type=int, default=0, help="seed of the block and the sample points")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--max-memory", default="2GiB",
+                   help="memory budget of the solver and the algebra checks, e.g. 8GiB (default 2GiB); "
+                   "a larger estimate stops with TooLargeError before allocating")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--list", action="store_true", help="list presets and exit")
     p.set_defaults(func=cmd_affine)
@@ -51,22 +54,26 @@ def cmd_affine(args: argparse.Namespace) -> int:
     from ..exact.spectrum import check_tolerance
 
     check_tolerance(args.tol, "--tol")
+    from ..groups.memory import parse_memory
+
+    budget = parse_memory(args.max_memory)
     import torch
 
     from ..exact.affine import solve_affine
+    from ..exact.brackets import commutativity
     from ..exact.presets import build_preset
-    from ..groups.algebra import commutativity, structure_constants
+    from ..groups.algebra import structure_constants
 
     torch.set_num_threads(args.threads)
     target, ansatz = build_preset(args.preset, args.seed)
     res = solve_affine(target, ansatz, samples=args.samples or AFFINE_PRESETS[args.preset].samples, tol=args.tol, rule=args.rule,
                        generator=torch.Generator().manual_seed(args.seed + 1),
-                       progress=not args.quiet and not args.json)
+                       progress=not args.quiet and not args.json, max_memory=budget)
     out = res.summary()
     out["preset"], out["expected"] = args.preset, AFFINE_PRESETS[args.preset].expected
     if res.dimension:
         aug = res.augmented()
-        out["commutativity"] = commutativity(aug)
+        out["commutativity"] = commutativity(aug, max_memory=budget)  # O(d s²) memory, not O(d² s²)
         d_, s_ = aug.shape[0], aug.shape[-1]
         if d_ * d_ * s_**3 <= 5e10:  # structure constants cost O(d² s³); skip beyond a few seconds
             out["closure_residual"] = structure_constants(aug)[1]

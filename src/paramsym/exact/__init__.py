@@ -2,9 +2,9 @@
 (:mod:`~paramsym.exact.ansatz`), rank decisions (:mod:`~paramsym.exact.spectrum`) and named
 blocks (:mod:`~paramsym.exact.presets`). See docs/exact.md."""
 
-from .affine import AffineAlgebra, jacobians, required_samples, solve_affine
+from .affine import AffineAlgebra, affine_memory, jacobians, required_samples, solve_affine
 from .ansatz import Ansatz, CrossMap, FullAffine, RowMaps, Translations
 from .spectrum import RankDecision, decide_rank
 
-__all__ = ["AffineAlgebra", "Ansatz", "CrossMap", "FullAffine", "RankDecision", "RowMaps",
+__all__ = ["AffineAlgebra", "Ansatz", "affine_memory", "CrossMap", "FullAffine", "RankDecision", "RowMaps",
            "Translations", "decide_rank", "jacobians", "required_samples", "solve_affine"]

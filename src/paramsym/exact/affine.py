@@ -30,6 +30,16 @@ angle ``≈ ε (σ_max/σ_{d+1})²``. Step 3 recomputes the small singular value
 is measured honestly. The dimension is chosen by :func:`paramsym.exact.spectrum.decide_rank`
 (``σ_i ≤ tol · σ_max`` and the largest-gap rule).
 
+Memory (``max_memory``, bytes; default :data:`paramsym.groups.memory.DEFAULT_MAX_MEMORY`):
+:func:`affine_memory` estimates the arrays the solver holds — ``H`` (``8 L²``), the Jacobians
+it keeps for the refinement (``8 (m + m_held) q p``) — plus the largest temporary of one stage:
+the null space (``eigh``: its copy, vectors and workspace, ``≈ 4 · 8 L²``; subspace: the Cholesky factor ``8 L²``), one point's
+Jacobian work (``≈ 16 · 8 q p``, vmap/jacrev's intermediates) or one point's Gram rows
+(:meth:`Ansatz.gram_bytes`). Below that minimum it raises :class:`TooLargeError` with the
+estimate before allocating anything large; otherwise the Jacobian chunk and the Gram row
+blocks are sized so the temporaries fit in what the resident arrays leave. (The budget counts
+the solver's arrays, not the interpreter and torch themselves, ≈ 0.2 GiB.)
+
 Verification: each recovered generator is checked at held-out points,
 ``r = max_j ‖J(θ'_j) v(θ'_j)‖ / (‖J(θ'_j)‖₂ ‖v(θ'_j)‖)``, and :meth:`AffineAlgebra.flow`
 gives the finite transformation ``exp(tÂ)`` of the augmented matrix ``Â = [[A, b], [0, 0]]``.
@@ -45,21 +55,43 @@ import torch
 from torch import Tensor
 
 from ..errors import ConfigError, EmptyBlockError, ShapeError, TooFewSamplesError, TooLargeError
+from ..groups.memory import DEFAULT_MAX_MEMORY, check_memory, format_bytes
 from ..groups.progress import progress_bar
 from ..targets import Target
 from .ansatz import Ansatz
 from .spectrum import RankDecision, check_tolerance, decide_rank
 
-__all__ = ["AffineAlgebra", "solve_affine", "required_samples", "jacobians"]
+__all__ = ["AffineAlgebra", "solve_affine", "required_samples", "jacobians", "affine_memory"]
 
 #: Gram matrices above this many bytes are refused (use a structured ansatz)
 MAX_GRAM_BYTES = 4 * 2**30
+#: vmap(jacrev)'s working memory per sample point, in units of one Jacobian (8 q p bytes)
+JACOBIAN_WORK = 16
 
 
 def jacobians(target: Target, thetas: Tensor, chunk: int = 64) -> Tensor:
     """``J(θ_j) = ∂F/∂θ`` at each row of ``thetas`` (m, p): (m, q, p), by ``vmap(jacrev(F))``."""
     fn = torch.func.vmap(torch.func.jacrev(target))
     return torch.cat([fn(thetas[i : i + chunk]) for i in range(0, thetas.shape[0], chunk)])
+
+
+def affine_memory(ansatz: Ansatz, q: int, samples: int, *, held_out: int = 8, k: int = 64,
+                  dense_limit: int = 2500) -> dict[str, int]:
+    """Memory estimate (bytes) of :func:`solve_affine` (module docstring, *Memory*).
+
+    Returns:
+        ``resident`` (``H`` and the kept Jacobians), ``null_space``, ``jacobian_per_point``,
+        ``gram_per_point`` and ``minimum`` = resident + the largest one-point stage: what the
+        solver needs with Jacobian chunks and Gram row blocks of one point.
+    """
+    p, n = ansatz.p, ansatz.n_unknowns
+    kk = min(n, max(k, 1))
+    resident = 8 * (n * n + (samples + held_out) * (q * p + p))
+    null = 8 * 4 * n * n if n <= dense_limit else 8 * (n * n + 4 * n * kk)
+    jac = 8 * JACOBIAN_WORK * q * p
+    gram = ansatz.gram_bytes(1, q)
+    return {"resident": resident, "null_space": null, "jacobian_per_point": jac, "gram_per_point": gram,
+            "minimum": resident + max(null, jac, gram)}
 
 
 def required_samples(n_unknowns: int, q: int, p: int) -> int:
@@ -171,8 +203,9 @@ def _bottom_subspace(h: Tensor, k: int, gen: torch.Generator, iters: int = 5) ->
             break
         mu *= 10
     v = torch.linalg.qr(torch.randn(n, k, generator=gen, dtype=h.dtype)).Q
-    for _ in range(iters):
-        v = torch.linalg.qr(torch.cholesky_solve(v, chol)).Q
+    for _ in range(iters):  # (H + μI)⁻¹ v = C⁻ᵀ C⁻¹ v; cholesky_solve would copy C (8 L² bytes) each call
+        y = torch.linalg.solve_triangular(chol, v, upper=False)
+        v = torch.linalg.qr(torch.linalg.solve_triangular(chol.mT, y, upper=True)).Q
     w, u = torch.linalg.eigh(v.T @ h @ v)
     return v @ u, lam_max
 
@@ -195,6 +228,7 @@ def solve_affine(
     chunk: int = 64,
     max_rounds: int = 4,
     progress: bool = False,
+    max_memory: int | None = None,
 ) -> AffineAlgebra:
     """All affine fields ``v(θ) = Aθ + b`` (in ``ansatz``) that leave ``target`` invariant.
 
@@ -210,12 +244,17 @@ def solve_affine(
         k: subspace size refined (and computed by subspace iteration when ``L > dense_limit``).
         held_out: held-out points for the invariance check; ``check_tol`` its pass threshold.
             When ``samples`` is not given and the check fails (too few points: the sampled system
-            has spurious null vectors), the sample count doubles, up to ``max_rounds`` times.
+            has spurious null vectors), the sample count doubles, up to ``max_rounds`` times
+            (and only while the estimate fits the budget).
+        chunk: at most this many points per ``vmap(jacrev)`` call (fewer if the budget asks).
+        max_memory: budget in bytes for the solver's arrays (``None``: 2 GiB); see
+            :func:`affine_memory`.
 
     Raises:
         EmptyBlockError: a block with no parameters. ToleranceError: ``tol ∉ (0, 1)``.
         TooFewSamplesError: ``samples`` below the number the unknowns need (the message says it).
-        TooLargeError: the Gram matrix would exceed 4 GiB (use a structured ansatz).
+        TooLargeError: the Gram matrix would exceed 4 GiB (use a structured ansatz), or the
+            memory estimate exceeds ``max_memory`` (the message gives the estimate).
     """
     t0 = time.perf_counter()
     if not isinstance(target, Target):
@@ -246,6 +285,16 @@ def solve_affine(
             f"(the default starts from {max(need + 2, math.ceil(oversample * need))} and doubles them "
             "until the held-out check passes)."
         )
+    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
+    est = affine_memory(ansatz, q, samples, held_out=held_out, k=k, dense_limit=dense_limit)
+    check_memory(est["minimum"], f"the affine solve of {target!r} ({L} unknowns, {samples} sample points, "
+                 f"q = {q}: {format_bytes(est['resident'])} resident, {format_bytes(est['null_space'])} "
+                 "for the null space)", budget, "Use a structured ansatz or fewer sample points.")
+    room = budget - est["resident"]
+    chunk = max(1, min(chunk, room // est["jacobian_per_point"]))
+    gram_block = max(1, min(chunk, room // est["gram_per_point"]))
+    planned = est["resident"] + max(est["null_space"], chunk * est["jacobian_per_point"],
+                                    gram_block * est["gram_per_point"])
     held = _sample_points(f64.theta0, held_out, radius, gen)
     held_jac = jacobians(f64, held, chunk)
     thetas = torch.zeros(0, p, dtype=torch.float64)
@@ -253,6 +302,7 @@ def solve_affine(
     h = torch.zeros(L, L, dtype=torch.float64)
     kk = min(L, max(k, 1))
     rounds = 0
+    memory_stop = None
     while True:
         new = _sample_points(f64.theta0, samples - thetas.shape[0], radius, gen)
         starts = range(0, new.shape[0], chunk)
@@ -261,13 +311,20 @@ def solve_affine(
             jacs.append(jac)
             if not bool(torch.isfinite(jac).all()):
                 raise ConfigError("the target's Jacobian is not finite at a sample point; lower radius.")
-            h += ansatz.gram(jac, new[i : i + chunk])
+            ansatz.gram(jac, new[i : i + chunk], out=h, max_bytes=room)
         thetas = torch.cat([thetas, new])
         v, w, s, wh, lam_max, method, decision, kk = _null_space(h, ansatz, jacs, thetas, kk, tol, rule, chunk, gen,
                                                                  dense_limit)
         coeffs = (v @ wh.T)[:, kk - decision.dimension :].T.contiguous() if decision.dimension else v[:, :0].T
         residuals = _held_out(ansatz, coeffs, held, held_jac)
         failed = decision.dimension and float(residuals.max()) > check_tol
+        if failed and adaptive and rounds < max_rounds:
+            grown = affine_memory(ansatz, q, 2 * samples, held_out=held_out, k=k, dense_limit=dense_limit)
+            if grown["minimum"] > budget:
+                memory_stop = (f"doubling the sample points to {2 * samples} would need "
+                               f"{format_bytes(grown['minimum'])}, above the budget {format_bytes(budget)}")
+                break
+            room = budget - grown["resident"]
         if not (failed and adaptive and rounds < max_rounds):
             break
         rounds += 1
@@ -285,7 +342,9 @@ def solve_affine(
     return AffineAlgebra(status, decision.dimension, coeffs, ansatz, spectrum, sigma_max, decision,
                          residuals, samples, samples * q, method, time.perf_counter() - t0,
                          {"p": p, "q": q, "rank_J": rank0, "required_samples": need, "refined": kk,
-                          "rounds": rounds})
+                          "rounds": rounds, "memory_minimum": est["minimum"], "memory_planned": planned,
+                          "max_memory": budget,
+                          "jacobian_chunk": chunk, **({"memory_stop": memory_stop} if memory_stop else {})})
 
 
 def _null_space(h, ansatz, jacs, thetas, kk, tol, rule, chunk, gen, dense_limit):

@@ -187,29 +187,47 @@ class Ansatz:
         phi = self.fields(eye, theta)  # (m, L, p)
         return torch.einsum("mqp,mlp->mql", jac, phi).reshape(-1, self.n_unknowns)
 
-    def gram(self, jac: Tensor, theta: Tensor) -> Tensor:
-        """``Σ_j (J_j Φ_j)ᵀ (J_j Φ_j)`` (L × L) for a chunk of points.
+    def gram_bytes(self, m: int, q: int) -> int:
+        """Temporaries of :meth:`gram` for ``m`` points and ``q`` outputs (bytes, float64): the
+        Kronecker blocks of the full ansatz, else the fields ``Φ`` and the field image inside
+        the terms (``2 m L p``) and the rows (``m q L``)."""
+        p, n = self.p, self.n_unknowns
+        if self.is_full:
+            step = max(1, 2**22 // max(1, p * (p + 1) ** 2))
+            return 8 * (m * p * p + m * (p + 1) ** 2 + 2 * min(step, p) * p * (p + 1) ** 2)
+        return 8 * (m * n * (2 * p + q) + n * n)
+
+    def gram(self, jac: Tensor, theta: Tensor, out: Tensor | None = None, max_bytes: int | None = None) -> Tensor:
+        """``Σ_j (J_j Φ_j)ᵀ (J_j Φ_j)`` (L × L) for a chunk of points, added into ``out`` if given.
 
         For :class:`FullAffine` this is ``Σ_j (J_jᵀJ_j) ⊗ (θ̃_j θ̃_jᵀ)``, assembled one block
         rows at a time as one GEMM ``vec(G_j)[a-rows]ᵀ · vec(θ̃_j θ̃_jᵀ)`` (``G_j = J_jᵀJ_j``) and
         a permutation of axes: ``O(m p⁴)`` flops instead of ``O(m q p⁴)`` for the explicit rows.
+        Otherwise the rows are formed for as many points at a time as keep the temporaries
+        (:meth:`gram_bytes`) within ``max_bytes`` (at least one point).
         """
+        n = self.n_unknowns
+        if out is None:
+            out = torch.zeros(n, n, dtype=theta.dtype, device=theta.device)
         if not self.is_full:
-            r = self.rows(jac, theta)
-            return r.T @ r
+            m = theta.shape[0]
+            per = self.gram_bytes(1, jac.shape[1])
+            step = m if max_bytes is None else max(1, min(m, int(max_bytes) // per))
+            for i in range(0, m, step):
+                r = self.rows(jac[i : i + step], theta[i : i + step])
+                out.addmm_(r.T, r)
+            return out
         p, m = self.p, theta.shape[0]
         t = torch.cat([theta, torch.ones(m, 1, dtype=theta.dtype, device=theta.device)], 1)  # (m, p+1)
         g = jac.transpose(1, 2) @ jac  # (m, p, p)
         tt = (t[:, :, None] * t[:, None, :]).reshape(m, -1)  # (m, (p+1)²)
-        n = p * (p + 1)
-        h = torch.empty(n, n, dtype=theta.dtype, device=theta.device)
         step = max(1, 2**22 // max(1, p * (p + 1) ** 2))  # rows a per GEMM (≈ 32 MiB temporaries)
         for a0 in range(0, p, step):
             a1 = min(p, a0 + step)
             # Σ_j G_j[a, b] θ̃_j[i] θ̃_j[k] for a in [a0, a1): one GEMM, then (a, b, i, k) → (a, i, b, k)
             blk = (g[:, a0:a1, :].reshape(m, -1).T @ tt).reshape(a1 - a0, p, p + 1, p + 1)
-            h[a0 * (p + 1) : a1 * (p + 1)] = blk.permute(0, 2, 1, 3).reshape((a1 - a0) * (p + 1), n)
-        return h
+            out[a0 * (p + 1) : a1 * (p + 1)] += blk.permute(0, 2, 1, 3).reshape((a1 - a0) * (p + 1), n)
+        return out
 
     def apply(self, jac: Tensor, theta: Tensor, basis: Tensor) -> Tensor:
         """``K V``: the rows applied to coefficient columns ``basis`` (L, k), as (m·q, k)."""
