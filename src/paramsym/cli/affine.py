@@ -60,9 +60,9 @@ def cmd_affine(args: argparse.Namespace) -> int:
     import torch
 
     from ..exact.affine import solve_affine
-    from ..exact.brackets import commutativity
     from ..exact.presets import build_preset
     from ..groups.algebra import structure_constants
+    from ..groups.brackets import commutativity
 
     torch.set_num_threads(args.threads)
     target, ansatz = build_preset(args.preset, args.seed)

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from ..errors import GroupError, ShapeError
+from .brackets import commutativity  # the one implementation (bounded memory)
 
 __all__ = ["span_basis", "dimension_table", "generated_algebra", "structure_constants", "commutativity",
            "field_bracket", "bracket_relation_error", "action_kernel", "field_rank", "principal_angles",
@@ -128,16 +129,6 @@ def structure_constants(basis) -> tuple[Tensor, float]:
         resid = (comm - coef @ flat).norm(dim=-1)
         worst = max(worst, float((resid / (norms[a] * norms).clamp_min(1e-300)).max()))
     return c, worst
-
-
-def commutativity(mats) -> float:
-    """``max_{a,b} ‖[X_a, X_b]‖_F / (‖X_a‖_F ‖X_b‖_F)``: 0 for a commuting family."""
-    x = _stack(mats)
-    if x.shape[0] == 0:
-        return 0.0
-    c = commutator(x[:, None], x[None]).flatten(2).norm(dim=-1)
-    n = x.flatten(1).norm(dim=1)
-    return float((c / (n[:, None] * n[None]).clamp_min(1e-300)).max())
 
 
 def field_bracket(v: Callable[[Tensor], Tensor], w: Callable[[Tensor], Tensor], theta: Tensor) -> Tensor:

@@ -1,10 +1,11 @@
 """Commutativity of a family of generators in bounded memory (sparsity-aware).
 
-``c = max_{a<b} ‖[X_a, X_b]‖_F / (‖X_a‖_F ‖X_b‖_F)`` for ``d`` matrices ``s × s`` — the same
-number as :func:`paramsym.groups.algebra.commutativity`, which broadcasts every pair at once
-(about ``4 · 8 d² s²`` bytes: 16 GiB for the 80 affine generators of the attention-with-biases
-preset, ``s = 289``). Here one ``X_a`` at a time meets a block of ``n_b`` of the ``X_b`` with
-``b > a`` (``[X_b, X_a] = −[X_a, X_b]``), ``n_b`` chosen from ``max_memory``.
+``c = max_{a<b} ‖[X_a, X_b]‖_F / (‖X_a‖_F ‖X_b‖_F)`` for ``d`` matrices ``s × s`` (the one
+implementation; :func:`paramsym.groups.algebra.commutativity` is this function). Broadcasting
+every pair at once would need about ``4 · 8 d² s²`` bytes (16 GiB for the 80 affine generators of
+the attention-with-biases preset, ``s = 289``); here one ``X_a`` at a time meets a block of
+``n_b`` of the ``X_b`` with ``b > a`` (``[X_b, X_a] = −[X_a, X_b]``), ``n_b`` chosen from
+``max_memory``.
 
 Two products, both exact:
 
@@ -21,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ..errors import ShapeError
-from ..groups.memory import DEFAULT_MAX_MEMORY, check_memory, dense_bytes
+from .memory import DEFAULT_MAX_MEMORY, check_memory, dense_bytes
 
 __all__ = ["commutativity", "commutativity_bytes"]
 
