@@ -143,3 +143,8 @@ class AttentionImplementationError(ParamsymError, ValueError):
 class UnsupportedModelError(ParamsymError, ValueError):
     """A model the census cannot analyse: no parameters, or no module it knows (the message lists
     what it knows and what it found)."""
+
+
+class LevelSetError(ParamsymError, RuntimeError):
+    """A teleport (``paramsym.teleport``, ``strict=True``) that would leave the loss level set: the
+    relative loss change exceeded the tolerance (the message names both)."""
