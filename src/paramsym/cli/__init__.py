@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "paramsym.cli.affine",
     "paramsym.cli.census",
     "paramsym.cli.compensate",
+    "paramsym.cli.teleport",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]

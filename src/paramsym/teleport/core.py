@@ -155,6 +155,7 @@ def teleport(
     tol: float = 1e-6,
     strict: bool = False,
     max_factor: float | None = None,
+    radius: float | None = None,
     armijo: float = 1e-4,
     max_backtracks: int = 30,
     generator: torch.Generator | None = None,
@@ -177,6 +178,9 @@ def teleport(
         tol: largest accepted relative loss change to the starting loss.
         strict: raise :class:`LevelSetError` instead of refusing a step that leaves the level set.
         max_factor: stop once ``‖∇L(a(g, θ))‖ / ‖∇L(θ)‖`` would exceed this (``None``: no cap).
+        radius: trust region: the accepted step lengths ``Σ_k η_k`` (the path length in the
+            algebra) stay ≤ ``radius`` (``None``: unbounded). For rescalings ``radius = r`` keeps
+            every unit's scale within ``[e^{−r}, e^{r}]``.
         armijo: sufficient-increase constant ``c``.
         max_backtracks: halvings of ``η`` before giving up on a step.
         generator, explore: the first direction is ``d + explore ‖d‖ ξ`` with ``ξ`` a random
@@ -194,9 +198,10 @@ def teleport(
     if theta.ndim != 1 or theta.numel() != int(getattr(action, "p", theta.numel())):
         raise ShapeError(f"teleport: θ has shape {tuple(theta.shape)} but {type(action).__name__} acts on p = "
                          f"{getattr(action, 'p', '?')} parameters; pass the flat block vector the action was built on.")
-    if steps < 0 or not step_size > 0 or not tol >= 0 or (max_factor is not None and not max_factor > 1):
-        raise ConfigError(f"teleport: need steps ≥ 0, step_size > 0, tol ≥ 0 and max_factor > 1 (or None); received "
-                          f"steps={steps}, step_size={step_size}, tol={tol}, max_factor={max_factor}.")
+    if steps < 0 or not step_size > 0 or not tol >= 0 or (max_factor is not None and not max_factor > 1) \
+            or (radius is not None and not radius > 0):
+        raise ConfigError(f"teleport: need steps ≥ 0, step_size > 0, tol ≥ 0, max_factor > 1 and radius > 0 (or None); received "
+                          f"steps={steps}, step_size={step_size}, tol={tol}, max_factor={max_factor}, radius={radius}.")
     theta0 = theta.detach()
     gens = generators_of(action, theta0.dtype)
     obj = objective if objective is not None else grad_norm_objective(loss_fn)
@@ -217,10 +222,11 @@ def teleport(
 
     def value(th: Tensor, g: Tensor) -> float:
         with torch.enable_grad():
-            return float(call(th.detach().requires_grad_(True), g.detach()))
+            return float(call(th.detach().requires_grad_(True), g.detach()).detach())
 
     cur, g_total, j_cur = theta0, eye.clone(), value(theta0, eye)
     j0, gn_cur, loss_cur = j_cur, gn0, loss0
+    travelled = 0.0
     status, n_acc, evals, refused, eta, hist = "no_improvement", 0, 1, None, float(step_size), [j_cur]
     for k in range(steps):
         delta = torch.zeros(gens.shape[0], dtype=theta0.dtype, requires_grad=True)
@@ -239,6 +245,10 @@ def teleport(
         direction = d / d.norm()
         slope = float(d0 @ direction)
         accepted = False
+        if radius is not None:
+            if radius - travelled <= 1e-12 * radius:
+                break
+            eta = min(eta, radius - travelled)
         for _ in range(max_backtracks):
             with torch.no_grad():
                 g, cand = move(eta * direction, cur)
@@ -266,6 +276,7 @@ def teleport(
             refused, status = change, "left_level_set"
             break
         cur, g_total, j_cur, gn_cur, loss_cur = cand.detach(), g @ g_total, j_new, gn_new, loss_new
+        travelled += eta
         n_acc += 1
         hist.append(j_cur)
         status = "ok" if status != "capped" else status
