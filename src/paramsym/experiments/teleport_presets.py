@@ -164,8 +164,8 @@ def aggregate(result: dict) -> dict:
             "final_loss_baseline": [r["baseline"]["losses"][-1] for r in runs],
             "final_loss_teleport": [r["teleport"]["losses"][-1] for r in runs],
         }
-        for key in ("val_acc_baseline", "val_acc_teleport"):
-            vals = [r[key] for r in runs if key in r]
+        for key in ("val_acc_baseline", "val_acc_teleport", "val_acc_at_target_baseline", "val_acc_at_target_teleport"):
+            vals = [r[key] for r in runs if r.get(key) is not None]
             if vals:
                 per[opt][key] = statistics.median(vals)
     return {

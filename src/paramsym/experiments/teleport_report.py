@@ -26,6 +26,8 @@ def summary(result: dict) -> dict:
         {"seed": r["seed"], "optimizer": r["optimizer"], "steps_to_target": r.get("steps_to_target"),
          "target": r.get("target", result["target"].get(r["optimizer"])),
          "final_loss": {"baseline": r["baseline"]["losses"][-1], "teleport": r["teleport"]["losses"][-1]},
+         **{k: r[k] for k in ("val_acc_baseline", "val_acc_teleport", "val_acc_at_target_baseline",
+                              "val_acc_at_target_teleport") if k in r},
          "teleports": [{k: t[k] for k in ("status", "rel_loss_change", "factor", "steps", "seconds")}
                        for t in r["teleport"]["teleports"]]}
         for r in result["runs"]]
@@ -43,6 +45,8 @@ def render(result: dict, figures: list[str]) -> str:
     for o, d in result["optimizers"].items():
         tgt = result["target"].get(o)
         acc = (f"{d['val_acc_baseline']:.4f} → {d['val_acc_teleport']:.4f}" if "val_acc_baseline" in d else "–")
+        if "val_acc_at_target_baseline" in d and "val_acc_at_target_teleport" in d:
+            acc += f" (at target: {d['val_acc_at_target_baseline']:.4f} → {d['val_acc_at_target_teleport']:.4f})"
         lines.append(f"| {o} | {result['lr'][o]:g} | {'per seed' if tgt is None else f'{tgt:g}'} | {d['step_ratio']:.3g} | "
                      f"{d['reached']}/{d['seeds']} / {d['baseline_reached']}/{d['seeds']} | {d['grad_norm_factor']:.3g} | "
                      f"{d['max_loss_change']:.2e} | {d['teleport_time_fraction']:.3f} | {d['wall_time_overhead']:.3f} | {acc} |")
