@@ -93,15 +93,17 @@ def transform_state(optimizer: torch.optim.Optimizer, named: Mapping[str, Tensor
                    if k != "step" and isinstance(v, Tensor) and tuple(v.shape) == tuple(named[n].shape)})
     diagonal = None
     square = None
+    unknown = [k for k in keys if k not in FIRST_MOMENTS + SECOND_MOMENTS]
+    if unknown:  # checked before any state is changed
+        raise ConfigError(f"transform_state: optimizer state {unknown[0]!r} of {type(optimizer).__name__} is not known to "
+                          f"transform under a teleport (known: {FIRST_MOMENTS + SECOND_MOMENTS}); use SGD, Adam, "
+                          "AdamW, AdaGrad or RMSprop, or reset that state yourself.")
     for key in keys:
-        if key not in FIRST_MOMENTS + SECOND_MOMENTS:
-            raise ConfigError(f"transform_state: optimizer state {key!r} of {type(optimizer).__name__} is not known to "
-                              f"transform under a teleport (known: {FIRST_MOMENTS + SECOND_MOMENTS}); use SGD, Adam, "
-                              "AdamW, AdaGrad or RMSprop, or reset that state yourself.")
         missing = [n for n, st in states.items() if key not in st]
         if missing:
             raise ConfigError(f"transform_state: parameters {missing} have no {key!r} state while others do; teleport "
                               "after the first optimizer step over all of the block's parameters.")
+    for key in keys:
         vec = block.gather({n: st[key] for n, st in states.items()}).to(theta_new.dtype)
         if key in FIRST_MOMENTS:
             new = apply(vec)
