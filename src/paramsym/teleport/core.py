@@ -211,8 +211,15 @@ def teleport(
     eye = torch.eye(gens.shape[-1], dtype=theta0.dtype)
     flat = gens.reshape(gens.shape[0], -1)
 
+    # an abelian diagonal algebra (rescalings) exponentiates entrywise: exp(diag x) = diag(exp x)
+    diag_algebra = bool((gens - torch.diag_embed(torch.diagonal(gens, dim1=-2, dim2=-1)) == 0).all())
+    diag_flat = torch.diagonal(gens, dim1=-2, dim2=-1)
+
     def move(delta: Tensor, th: Tensor) -> tuple[Tensor, Tensor]:
-        g = torch.linalg.matrix_exp((delta @ flat).reshape(gens.shape[1:]))
+        if diag_algebra:
+            g = torch.diag(torch.exp(delta @ diag_flat))
+        else:
+            g = torch.linalg.matrix_exp((delta @ flat).reshape(gens.shape[1:]))
         return g, action.act(g, th)
 
     with_g = bool(getattr(obj, "needs_element", False))
