@@ -64,19 +64,33 @@ def render(result: dict, figures: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _curves(path: Path, runs: list[dict], title: str) -> Path | None:
+    """Loss curves of every seed, one colour per seed: solid with teleports, dashed without."""
+    plt = plots.pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, r in enumerate(runs):
+        colour = f"C{i % 10}"
+        for key, style in (("baseline", "--"), ("teleport", "-")):
+            y = np.maximum(np.asarray(r[key]["losses"], dtype=float), 1e-300)
+            ax.plot(np.arange(len(y)), y, style, color=colour, label=f"seed {r['seed']}" if key == "teleport" else None)
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return plots.save(fig, path)
+
+
 def write_outputs(result: dict, out: str | os.PathLike) -> list[str]:
     """Write ``result.json`` (with curves), ``report.md`` and ``loss_<optimizer>.png``; return the file names."""
     out = ensure_dir(out)
     figures = []
     for o in result["optimizers"]:
         runs = [r for r in result["runs"] if r["optimizer"] == o]
-        n = len(runs[0]["baseline"]["losses"])
-        series = {}
-        for r in runs:
-            series[f"no teleport, seed {r['seed']}"] = np.maximum(np.asarray(r["baseline"]["losses"]), 1e-300)
-            series[f"teleport, seed {r['seed']}"] = np.maximum(np.asarray(r["teleport"]["losses"]), 1e-300)
-        path = plots.lines(out / f"loss_{o}.png", np.arange(n), series, title=f"{result['preset']}: {o}",
-                           xlabel="step", ylabel="training loss", logy=True)
+        path = _curves(out / f"loss_{o}.png", runs, f"{result['preset']}: {o} (dashed: no teleport)")
         if path is not None:
             figures.append(path.name)
     write_json(out / "result.json", result)
