@@ -185,3 +185,39 @@ def test_discrete_or_mismatched_model_is_refused_by_the_teleporter():
     lin = nn.Sequential(nn.Linear(5, 3))
     with pytest.raises(ShapeError, match="not a parameter"):
         Teleporter(lin, None, action, block, every=1)
+
+
+def test_compensating_action_teleport_keeps_the_batch_loss_not_other_inputs():
+    from paramsym.actions.compensating import CompensatingAction, select_compensators
+    from paramsym.models.adapters import Projection
+    from paramsym.targets import FFNBoundaryTarget
+
+    gen = torch.Generator().manual_seed(0)
+    net = nn.Sequential(nn.Linear(5, 12), nn.Tanh(), nn.Linear(12, 3)).double()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=F64) * 0.5)
+    x = torch.randn(4, 5, generator=gen, dtype=F64)
+    kw = dict(up=Projection("0.weight", "0.bias", "out_in", (12, 5)), down=Projection("2.weight", "2.bias", "out_in", (3, 12)),
+              activation=nn.Tanh())
+    every = FFNBoundaryTarget(net, x, units=range(12), block=["up.weight"], **kw)
+    others = list(range(1, 12))
+    picked, _ = select_compensators(every.features()[:, others].T, 4)
+    target = FFNBoundaryTarget(net, x, units=[0] + [others[i] for i in picked], inputs=every.h, **kw)
+    action = CompensatingAction(target)
+    theta = target.theta0
+    y = torch.randn(target(theta).shape, generator=gen, dtype=F64)
+
+    def loss(th):  # any loss of the boundary output on the batch
+        return 0.5 * (target(th) - y).pow(2).sum()
+
+    res = teleport(action, theta, loss, steps=5, step_size=0.3, tol=1e-6, max_factor=3.0)
+    assert res.steps > 0 and res.factor > 1.05
+    assert res.rel_loss_change <= 1e-6
+    assert float((res.theta - theta).norm()) > 0.05
+    # the host network itself: same outputs on the batch, different on fresh inputs (data-dependent)
+    edited = target.install(res.theta)
+    fresh = torch.randn(6, 5, generator=gen, dtype=F64)
+    with torch.no_grad():
+        assert float((edited(x) - net(x)).norm() / net(x).norm()) <= 1e-6
+        assert float((edited(fresh) - net(fresh)).norm() / net(fresh).norm()) > 1e-3
