@@ -12,7 +12,7 @@ preconditioner). Target per seed: the baseline's loss after 300 steps.
 
 ``digits-mlp``: :func:`paramsym.models.mlp.mlp` ``[64, 32, 32, 10]`` (ReLU, biases, float64,
 initialised from the seed) on :func:`paramsym.models.datasets.digits` (seed-split), cross-entropy,
-full-batch SGD (lr 0.1) or Adam (lr 1e-3); teleports every 100 steps with the rescaling of both
+full-batch SGD (lr 0.1) or Adam (lr 1e-3); teleports every 100 (SGD) or 50 (Adam) steps with the rescaling of both
 hidden layers, objective: the loss decrease of 5 plain GD steps at lr 0.2
 (:func:`~paramsym.teleport.core.descent_objective`; twice SGD's step, a stability margin: with the
 step itself, 5-step lookaheads chose points from which GD at lr 0.1 later diverged), at most 5
@@ -40,6 +40,14 @@ STEPS = {"regression-mlp": 300, "digits-mlp": 600}
 #: step size of the digits teleports' 5-step GD lookahead: twice SGD's lr, so that a point where
 #: the next steps at lr would oscillate (sharpness near 2/lr) scores badly (a 2× stability margin)
 LOOKAHEAD_LR = 0.2
+LOOKAHEAD_STEPS = 5
+#: training examples in a digits teleport's batch (``None``: all; the rescaling is exact on every
+#: input, so a subsample only makes the objective cheaper, not the teleport less exact; measured
+#: with 256: teleport share of the run 0.26 instead of 0.46, step ratio 1.28 instead of 1.44)
+TELEPORT_BATCH: int | None = None
+ASCENT_STEPS = 5
+#: default digits schedule per optimizer (Adam reaches the target in ~240 steps: teleport earlier)
+EVERY = {"sgd": 100, "adam": 50}
 #: fixed target training losses of digits-mlp per optimizer
 TARGETS = {"sgd": 0.05, "adam": 0.05}
 
@@ -103,7 +111,7 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
             tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=5, step_size=1.0,
                               tol=1e-10)
         else:
-            tele = Teleporter(model, opt, action, block, every=every or 100, steps=5, step_size=0.5, tol=1e-10,
+            tele = Teleporter(model, opt, action, block, every=every or EVERY[opt_name], steps=ASCENT_STEPS, step_size=0.5, tol=1e-10,
                               max_factor=2.0, radius=2.0)
     losses, acc_at_target = [], None
     target = TARGETS.get(opt_name) if data is not None else None
@@ -119,10 +127,18 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
                 tele.kwargs["objective"] = LinearizedLookahead(
                     tele.action, theta, lambda th, b=base: functional_call(model, tele.block.scatter(th, b), (x,)), y,
                     LR[opt_name], 100, sm)
+                tele.teleport(loss_params)
             else:
+                # the teleport's batch: TELEPORT_BATCH training examples drawn for this teleport
+                n = len(y) if TELEPORT_BATCH is None else min(TELEPORT_BATCH, len(y))
+                pick = torch.randperm(len(y), generator=torch.Generator().manual_seed(1000 * seed + k))[:n]
+
+                def sub_loss(params, pick=pick):
+                    return F.cross_entropy(functional_call(model, params, (x[pick],)), y[pick])
+
                 tele.kwargs["objective"] = descent_objective(
-                    lambda th, b=base: loss_params(tele.block.scatter(th, b)), LOOKAHEAD_LR, 5)
-            tele.teleport(loss_params)
+                    lambda th, b=base: sub_loss(tele.block.scatter(th, b)), LOOKAHEAD_LR, LOOKAHEAD_STEPS)
+                tele.teleport(sub_loss)
         opt.zero_grad()
         loss = loss_of(model(x))
         losses.append(float(loss.detach()))
