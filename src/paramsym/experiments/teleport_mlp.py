@@ -159,13 +159,9 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
     return out
 
 
-def run_mlp_preset(cfg, progress: bool = False) -> dict:
+def run_mlp_preset(cfg, optimizers: list[str], seeds: int, progress: bool = False) -> dict:
     """Both presets: for each optimizer and seed, train without and with teleports (same init)."""
-    from .teleport_presets import DEFAULT_SEEDS, OPTIMIZERS
-
     steps = cfg.steps or STEPS[cfg.preset]
-    optimizers = cfg.optimizers or OPTIMIZERS[cfg.preset]
-    seeds = cfg.seeds or DEFAULT_SEEDS[cfg.preset]
     runs = []
     jobs = [(o, s) for o in optimizers for s in range(seeds)]
     for opt_name, seed in progress_bar(jobs, total=len(jobs), desc=f"teleport {cfg.preset}", enabled=progress):

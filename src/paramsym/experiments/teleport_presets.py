@@ -185,7 +185,8 @@ def run(cfg: TeleportConfig, progress: bool = False) -> dict:
     else:
         from .teleport_mlp import run_mlp_preset
 
-        result = run_mlp_preset(cfg, progress)
+        result = run_mlp_preset(cfg, cfg.optimizers or OPTIMIZERS[cfg.preset], cfg.seeds or DEFAULT_SEEDS[cfg.preset],
+                                progress)
     result.update(preset=cfg.preset, every=cfg.every, seeds=cfg.seeds or DEFAULT_SEEDS[cfg.preset])
     result.update(aggregate(result))
     result["seconds"] = time.perf_counter() - t0
