@@ -30,10 +30,13 @@ def test_booth_json_reports_the_required_keys(capsys):
     assert out["step_ratio"] > 1 and out["grad_norm_factor"] > 1
 
 
-def test_small_mlp_runs_write_result_report_and_curves(capsys, tmp_path):
+def test_small_regression_run(capsys):
     out = _json(capsys, ["teleport", "--preset", "regression-mlp", "--seeds", "1", "--steps", "12", "--json"])
     assert set(out["optimizers"]) == {"gd", "adagrad"}
     assert out["max_loss_change"] <= 1e-10
+
+
+def test_small_digits_run_writes_result_report_and_curves(capsys, tmp_path):
     d = tmp_path / "digits"
     out = _json(capsys, ["teleport", "--preset", "digits-mlp", "--seeds", "1", "--steps", "4", "--every", "2",
                          "--optimizer", "adam", "--json", "--out", str(d)])

@@ -15,6 +15,7 @@ from paramsym.errors import ActionError, ConfigError, LevelSetError, ShapeError
 from paramsym.models.mlp import mlp
 from paramsym.params import ParameterBlock
 from paramsym.teleport import ProductAction, grad_norm_objective, mlp_rescaling, teleport
+from paramsym.teleport.fast import monomial_exponents
 from paramsym.teleport.functions import BoothRotation, RosenbrockRotation, booth, rosenbrock
 from paramsym.teleport.objectives import LinearizedLookahead
 
@@ -91,6 +92,11 @@ def test_mlp_rescaling_teleport_stays_on_the_level_set_and_on_held_out_inputs():
     after = functional_call(model, block.scatter(res.theta, params), (held,))
     assert float((after - before).norm() / before.norm()) <= 1e-10
     assert res.factor <= 5.0 + 1e-9
+    # the line search used the monomial fast path; the returned point is the action's own
+    assert torch.equal(res.theta, action.act(res.g, theta))
+    C = monomial_exponents(action, theta, torch.ones(1, 13, dtype=F64))
+    assert C is not None and set(C.unique().tolist()) <= {-1.0, 0.0, 1.0}
+    assert int((C != 0).sum()) == 7 * 5 + 7 + 2 * 6 * 7 + 6 + 3 * 6  # W1, b1, W2 (both sides), b2, W3
 
 
 def test_product_action_equals_the_factors_applied_in_turn():
@@ -169,7 +175,7 @@ def test_grad_norm_objective_matches_the_closed_form_gradient():
     th = torch.tensor([x, y], dtype=F64)
     gx = -2 * (1 - x) - 400 * x * (y - x**2)  # ∂f/∂x of Rosenbrock
     gy = 200 * (y - x**2)
-    assert float(grad_norm_objective(rosenbrock)(th)) == pytest.approx(gx**2 + gy**2, rel=1e-13)
+    assert float(grad_norm_objective(rosenbrock)(th).detach()) == pytest.approx(gx**2 + gy**2, rel=1e-13)
 
 
 def test_discrete_or_mismatched_model_is_refused_by_the_teleporter():

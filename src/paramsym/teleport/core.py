@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 from ..errors import ActionError, ConfigError, LevelSetError, ShapeError
+from .fast import monomial_exponents
 
 __all__ = ["TeleportResult", "teleport", "grad_norm_objective", "descent_objective", "generators_of", "relative_change"]
 
@@ -215,9 +216,14 @@ def teleport(
     diag_algebra = bool((gens - torch.diag_embed(torch.diagonal(gens, dim1=-2, dim2=-1)) == 0).all())
     diag_flat = torch.diagonal(gens, dim1=-2, dim2=-1)
 
+    C = monomial_exponents(action, theta0, diag_flat) if diag_algebra else None
+
     def move(delta: Tensor, th: Tensor) -> tuple[Tensor, Tensor]:
         if diag_algebra:
-            g = torch.diag(torch.exp(delta @ diag_flat))
+            x = delta @ diag_flat
+            g = torch.diag(torch.exp(x))
+            if C is not None:  # monomial action: a(diag(e^x), θ) = θ ⊙ exp(C x)
+                return g, th * torch.exp(C @ x)
         else:
             g = torch.linalg.matrix_exp((delta @ flat).reshape(gens.shape[1:]))
         return g, action.act(g, th)
@@ -262,7 +268,11 @@ def teleport(
             j_new = value(cand, g @ g_total) if bool(torch.isfinite(cand).all()) else float("nan")
             evals += 1
             if math.isfinite(j_new) and j_new >= j_cur + armijo * eta * max(slope, 0.0):
-                loss_new, gn_new = _loss_and_grad(loss_fn, cand)
+                if max_factor is None:  # the gradient norm is needed only at the end
+                    with torch.no_grad():
+                        loss_new, gn_new = float(loss_fn(cand)), float("nan")
+                else:
+                    loss_new, gn_new = _loss_and_grad(loss_fn, cand)
                 if max_factor is not None and gn_new > max_factor * gn0:
                     eta /= 2
                     status = "capped"
@@ -290,6 +300,16 @@ def teleport(
         eta *= 2
         if status == "capped":
             break
+    if n_acc and C is not None:  # the returned point comes from the action itself
+        with torch.no_grad():
+            cur = action.act(g_total, theta0).detach()
+        gn_cur = float("nan")
+    if n_acc and not math.isfinite(gn_cur):
+        loss_cur, gn_cur = _loss_and_grad(loss_fn, cur)
+        change = relative_change(loss_cur, loss0)
+        if strict and not change <= tol:
+            raise LevelSetError(f"teleport with {type(action).__name__}: the final point changed the loss from "
+                                f"{loss0:.6g} to {loss_cur:.6g} (relative {change:.3g} > tol {tol:.3g}).")
     return TeleportResult(
         theta=cur, g=g_total, status=status if n_acc or status == "left_level_set" else "no_improvement",
         loss_before=loss0, loss_after=loss_cur, rel_loss_change=relative_change(loss_cur, loss0),

@@ -32,6 +32,7 @@ from torch import Tensor
 from torch.func import jacrev, vjp, vmap
 
 from ..errors import ConfigError
+from .fast import monomial_exponents
 
 __all__ = ["LinearizedLookahead"]
 
@@ -65,9 +66,17 @@ class LinearizedLookahead:
         self.J = jacrev(lambda th: outputs(th).reshape(-1))(self.theta).detach()
         self.v = None if second_moment is None else second_moment.detach().to(self.theta.dtype)
         self.diagonal = _is_diagonal_linear(action, self.theta)
+        gens = action.group.generators().detach().to(self.theta.dtype)
+        diag = torch.diagonal(gens, dim1=-2, dim2=-1)
+        self.monomial = None
+        if bool((gens == torch.diag_embed(diag)).all()):
+            self.monomial = monomial_exponents(action, self.theta, diag)
 
     def _scaled_jacobian(self, g: Tensor) -> tuple[Tensor, Tensor]:
         """``J' = J A(g)ᵀ`` and ``a = A(g) 1``; for a diagonal linear action ``A(g) = diag(a(g⁻¹, 1))``."""
+        if self.monomial is not None:  # a(g, ·) = diag(exp(C log diag g)), so A(g) = diag(exp(−C log diag g))
+            a = torch.exp(-(self.monomial @ torch.log(torch.diagonal(g))))
+            return self.J * a, a
         g_inv = torch.linalg.inv(g)
         if self.diagonal:
             a = self.action.act(g_inv, torch.ones_like(self.theta))
