@@ -4,8 +4,9 @@ state transformed (:mod:`.optim`); products of commuting actions and MLP rescali
 (:mod:`.product`); the anchor's 2-D test functions with exact SO(2) actions (:mod:`.functions`)."""
 
 from .core import TeleportResult, descent_objective, grad_norm_objective, teleport
+from .objectives import LinearizedLookahead
 from .optim import Teleporter, covector_map, transform_state
 from .product import ProductAction, mlp_rescaling
 
 __all__ = ["TeleportResult", "teleport", "grad_norm_objective", "descent_objective", "Teleporter", "transform_state",
-           "covector_map", "ProductAction", "mlp_rescaling"]
+           "covector_map", "ProductAction", "mlp_rescaling", "LinearizedLookahead"]
