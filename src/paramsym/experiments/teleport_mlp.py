@@ -46,6 +46,8 @@ LOOKAHEAD_STEPS = 5
 #: with 256: teleport share of the run 0.26 instead of 0.46, step ratio 1.28 instead of 1.44)
 TELEPORT_BATCH: int | None = None
 ASCENT_STEPS = 5
+#: ascent steps of the regression teleport
+REGRESSION_ASCENT_STEPS = 5
 #: default digits schedule per optimizer (Adam reaches the target in ~240 steps: teleport earlier)
 EVERY = {"sgd": 100, "adam": 50}
 #: fixed target training losses of digits-mlp per optimizer
@@ -108,7 +110,7 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
                                       activation=nn.LeakyReLU(0.1) if preset == "regression-mlp" else "relu")
         action = action.double()
         if preset == "regression-mlp":
-            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=5, step_size=1.0,
+            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=REGRESSION_ASCENT_STEPS, step_size=1.0,
                               tol=1e-10)
         else:
             tele = Teleporter(model, opt, action, block, every=every or EVERY[opt_name], steps=ASCENT_STEPS, step_size=0.5, tol=1e-10,
@@ -118,6 +120,7 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
     t0 = time.perf_counter()
     for k in range(steps + 1):
         if tele is not None and k < steps and tele.due(k):
+            t_obj = time.perf_counter()  # building the objective counts as teleport time
             base = {n: p.detach() for n, p in model.named_parameters()}
             theta = tele.block.gather(base)
             if preset == "regression-mlp":
@@ -127,6 +130,7 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
                 tele.kwargs["objective"] = LinearizedLookahead(
                     tele.action, theta, lambda th, b=base: functional_call(model, tele.block.scatter(th, b), (x,)), y,
                     LR[opt_name], 100, sm)
+                tele.seconds += time.perf_counter() - t_obj
                 tele.teleport(loss_params)
             else:
                 # the teleport's batch: TELEPORT_BATCH training examples drawn for this teleport
@@ -138,6 +142,7 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
 
                 tele.kwargs["objective"] = descent_objective(
                     lambda th, b=base: sub_loss(tele.block.scatter(th, b)), LOOKAHEAD_LR, LOOKAHEAD_STEPS)
+                tele.seconds += time.perf_counter() - t_obj
                 tele.teleport(sub_loss)
         opt.zero_grad()
         loss = loss_of(model(x))

@@ -65,12 +65,13 @@ class LinearizedLookahead:
             self.r = (outputs(self.theta) - targets).reshape(-1).detach()
         self.J = jacrev(lambda th: outputs(th).reshape(-1))(self.theta).detach()
         self.v = None if second_moment is None else second_moment.detach().to(self.theta.dtype)
-        self.diagonal = _is_diagonal_linear(action, self.theta)
         gens = action.group.generators().detach().to(self.theta.dtype)
         diag = torch.diagonal(gens, dim1=-2, dim2=-1)
         self.monomial = None
         if bool((gens == torch.diag_embed(diag)).all()):
             self.monomial = monomial_exponents(action, self.theta, diag)
+        # a monomial action is diagonal linear; otherwise test it
+        self.diagonal = self.monomial is not None or _is_diagonal_linear(action, self.theta)
 
     def _scaled_jacobian(self, g: Tensor) -> tuple[Tensor, Tensor]:
         """``J' = J A(g)ᵀ`` and ``a = A(g) 1``; for a diagonal linear action ``A(g) = diag(a(g⁻¹, 1))``."""
