@@ -141,3 +141,20 @@ def test_unknown_optimizer_state_is_refused():
     g = torch.eye(11, dtype=F64)
     with pytest.raises(ConfigError, match="acc_delta|square_avg"):
         transform_state(opt, named, block, action.double(), g, theta)
+
+
+def test_monomial_fast_path_of_the_covector_map_equals_the_vjp():
+    from paramsym.teleport.fast import monomial_exponents
+
+    model, _, _ = _setup(3)
+    named = dict(model.named_parameters())
+    block, action = mlp_rescaling(named)
+    action = action.double()
+    theta = block.gather({n: p.detach() for n, p in named.items()})
+    g = torch.diag(torch.rand(11, generator=torch.Generator().manual_seed(9), dtype=F64) + 0.5)
+    moved = action.act(g, theta)
+    c = torch.randn(theta.shape, generator=torch.Generator().manual_seed(10), dtype=F64)
+    slow = covector_map(action, g, moved)(c)  # VJP of the inverse action (no cache yet)
+    assert monomial_exponents(action, theta, torch.ones(1, 11, dtype=F64)) is not None
+    fast = covector_map(action, g, moved)(c)
+    assert torch.allclose(fast, slow, rtol=1e-13, atol=0)

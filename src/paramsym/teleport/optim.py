@@ -46,8 +46,23 @@ FIRST_MOMENTS = ("momentum_buffer", "exp_avg")
 SECOND_MOMENTS = ("exp_avg_sq", "max_exp_avg_sq", "sum", "square_avg")
 
 
+def _monomial_scale(action, g: Tensor, theta_new: Tensor) -> Tensor | None:
+    """``A = diag(exp(−C log diag g))`` for a monomial action whose exponents ``C`` are cached
+    (:mod:`paramsym.teleport.fast`) and a positive diagonal ``g``; else ``None``."""
+    d = torch.diagonal(g)
+    if not bool((g == torch.diag(d)).all()) or not bool((d > 0).all()):
+        return None
+    for (dtype, p, shape), C in action.__dict__.get("_monomial_cache", {}).items():
+        if C is not None and dtype == theta_new.dtype and p == theta_new.numel() and shape[1] == d.numel():
+            return torch.exp(-(C @ torch.log(d.to(theta_new.dtype))))
+    return None
+
+
 def covector_map(action, g: Tensor, theta_new: Tensor) -> Callable[[Tensor], Tensor]:
     """``c ↦ A c`` with ``A = (∂_{θ'} a(g⁻¹, θ'))ᵀ`` at ``θ' = a(g, θ)`` (module docstring)."""
+    scale = _monomial_scale(action, g, theta_new)
+    if scale is not None:
+        return lambda c: scale * c.to(theta_new.dtype)
     g_inv = torch.linalg.inv(g.to(theta_new.dtype))
     _, pull = vjp(lambda th: action.act(g_inv, th), theta_new.detach())
     return lambda c: pull(c.to(theta_new.dtype))[0]
@@ -108,6 +123,9 @@ def transform_state(optimizer: torch.optim.Optimizer, named: Mapping[str, Tensor
         if key in FIRST_MOMENTS:
             new = apply(vec)
         else:
+            if square is None and (scale := _monomial_scale(action, g, theta_new)) is not None:
+                a2 = scale.pow(2)
+                square, diagonal = (lambda v: a2 * v), True
             if square is None:
                 square, diagonal = _square_map(apply, vec.numel(), vec.dtype, torch.Generator().manual_seed(0), dense_limit)
             new = square(vec)
