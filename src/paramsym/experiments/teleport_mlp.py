@@ -29,7 +29,6 @@ from collections import OrderedDict
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call
 
 from ..groups.progress import progress_bar
 
@@ -100,8 +99,20 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
         def loss_of(out):
             return F.cross_entropy(out, y)
 
+    slope = 0.1 if preset == "regression-mlp" else 0.0
+    n_layers = sum(1 for n in dict(model.named_parameters()) if n.endswith(".weight"))
+
+    def forward(params, inputs):
+        """The network written out (same as ``functional_call(model, params, ...)``, cheaper per call)."""
+        h = inputs
+        for i in range(1, n_layers + 1):
+            h = F.linear(h, params[f"fc{i}.weight"], params.get(f"fc{i}.bias"))
+            if i < n_layers:
+                h = F.leaky_relu(h, slope) if slope else F.relu(h)
+        return h
+
     def loss_params(params):
-        return loss_of(functional_call(model, params, (x,)))
+        return loss_of(forward(params, x))
 
     opt = _optimizer(opt_name, model)
     tele = None
@@ -128,7 +139,7 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
                 if opt_name == "adagrad":
                     sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
                 tele.kwargs["objective"] = LinearizedLookahead(
-                    tele.action, theta, lambda th, b=base: functional_call(model, tele.block.scatter(th, b), (x,)), y,
+                    tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x), y,
                     LR[opt_name], 100, sm)
                 tele.seconds += time.perf_counter() - t_obj
                 tele.teleport(loss_params)
@@ -138,7 +149,7 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
                 pick = torch.randperm(len(y), generator=torch.Generator().manual_seed(1000 * seed + k))[:n]
 
                 def sub_loss(params, pick=pick):
-                    return F.cross_entropy(functional_call(model, params, (x[pick],)), y[pick])
+                    return F.cross_entropy(forward(params, x[pick]), y[pick])
 
                 tele.kwargs["objective"] = descent_objective(
                     lambda th, b=base: sub_loss(tele.block.scatter(th, b)), LOOKAHEAD_LR, LOOKAHEAD_STEPS)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.func import vmap
 
 __all__ = ["monomial_exponents"]
 
@@ -35,13 +36,12 @@ def monomial_exponents(action, theta: Tensor, diag_gens: Tensor) -> Tensor | Non
         return cache[key]
     s = diag_gens.shape[1]
     ones = torch.ones_like(theta)
-    cols = []
     with torch.no_grad():
-        for j in range(s):
-            x = torch.zeros(s, dtype=theta.dtype)
-            x[j] = 1.0
-            cols.append(torch.log(action.act(torch.diag(torch.exp(x)), ones).abs()))
-        C = torch.stack(cols, dim=1)
+        probes = torch.diag_embed(torch.exp(torch.eye(s, dtype=theta.dtype)))  # diag(e^{e_j}), j = 1..s
+        try:
+            C = torch.log(vmap(action.act, in_dims=(0, None))(probes, ones).abs()).T
+        except Exception:  # an action that does not vmap: one probe at a time
+            C = torch.stack([torch.log(action.act(q, ones).abs()) for q in probes], dim=1)
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(s, generator=gen, dtype=theta.dtype) * 0.3
         pt = torch.randn(theta.shape, generator=gen, dtype=theta.dtype)

@@ -124,8 +124,7 @@ def transform_state(optimizer: torch.optim.Optimizer, named: Mapping[str, Tensor
             new = apply(vec)
         else:
             if square is None and (scale := _monomial_scale(action, g, theta_new)) is not None:
-                a2 = scale.pow(2)
-                square, diagonal = (lambda v: a2 * v), True
+                square, diagonal = scale.pow(2).mul, True
             if square is None:
                 square, diagonal = _square_map(apply, vec.numel(), vec.dtype, torch.Generator().manual_seed(0), dense_limit)
             new = square(vec)
