@@ -307,9 +307,13 @@ def teleport(
     if n_acc and not math.isfinite(gn_cur):
         loss_cur, gn_cur = _loss_and_grad(loss_fn, cur)
         change = relative_change(loss_cur, loss0)
-        if strict and not change <= tol:
-            raise LevelSetError(f"teleport with {type(action).__name__}: the final point changed the loss from "
-                                f"{loss0:.6g} to {loss_cur:.6g} (relative {change:.3g} > tol {tol:.3g}).")
+        if not change <= tol:
+            if strict:
+                raise LevelSetError(f"teleport with {type(action).__name__}: the final point changed the loss from "
+                                    f"{loss0:.6g} to {loss_cur:.6g} (relative {change:.3g} > tol {tol:.3g}).")
+            # refuse the whole teleport: return the starting point
+            refused, status, n_acc = change, "left_level_set", 0
+            cur, g_total, loss_cur, gn_cur, j_cur = theta0, eye.clone(), loss0, gn0, j0
     return TeleportResult(
         theta=cur, g=g_total, status=status if n_acc or status == "left_level_set" else "no_improvement",
         loss_before=loss0, loss_after=loss_cur, rel_loss_change=relative_change(loss_cur, loss0),
