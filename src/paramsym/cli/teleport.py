@@ -32,7 +32,7 @@ def register(subparsers) -> None:
     p.add_argument("--preset", required=True, choices=_PRESETS, help="problem and schedule")
     p.add_argument("--every", type=int, default=None, help="teleport every K steps (default: the preset's schedule)")
     p.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the preset's)")
-    p.add_argument("--optimizer", action="append", default=None,
+    p.add_argument("--optimizer", action="append", default=None, choices=["gd", "adagrad", "sgd", "adam"],
                    help="optimizer to run (repeatable; default: the preset's: gd,adagrad or sgd,adam)")
     p.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
