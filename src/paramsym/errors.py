@@ -163,3 +163,8 @@ class ArchitectureMismatchError(ShapeError):
 class SymmetryNotApplicableError(ActionError):
     """A symmetry requested for a model that does not have it (e.g. positive rescaling of units
     behind a non-homogeneous activation, per-head GL alignment under rotary embeddings)."""
+
+
+class LevelSetError(ParamsymError, RuntimeError):
+    """A teleport (``paramsym.teleport``, ``strict=True``) that would leave the loss level set: the
+    relative loss change exceeded the tolerance (the message names both)."""

@@ -41,6 +41,7 @@ COMMAND_MODULES = [
     "paramsym.cli.compensate",
     "paramsym.cli.sweep",
     "paramsym.cli.align",
+    "paramsym.cli.teleport",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]

@@ -1,0 +1,195 @@
+"""The MLP presets of ``paramsym teleport``: the anchor's multi-layer regression and digits.
+
+``regression-mlp`` (the anchor's ``multi_layer_regression.py`` set-up, our data): a bias-free
+network ``5 → 6 → 7 → 8`` with LeakyReLU(0.1) (the anchor's ``dim = [4, 5, 6, 7, 8]``: 4 samples
+of 5 features, 8 outputs), weights, inputs ``X`` (4 × 5) and targets ``Y`` (4 × 8) all uniform on
+[0, 1) from ``torch.Generator().manual_seed(seed)``, loss ``½ ‖f(X) − Y‖²_F``, float64, 300
+full-batch steps of GD (lr 1e-4) or AdaGrad (lr 0.1, ε 1e-10); one teleport at step 5. The action
+is the positive rescaling of both hidden layers (13 dimensions, exact for LeakyReLU, so the loss
+is kept to rounding); the objective is the linearised 100-step lookahead
+(:class:`~paramsym.teleport.objectives.LinearizedLookahead`, with AdaGrad's accumulator as the
+preconditioner). Target per seed: the baseline's loss after 300 steps.
+
+``digits-mlp``: :func:`paramsym.models.mlp.mlp` ``[64, 32, 32, 10]`` (ReLU, biases, float64,
+initialised from the seed) on :func:`paramsym.models.datasets.digits` (seed-split), cross-entropy,
+full-batch SGD (lr 0.1) or Adam (lr 1e-3); teleports every 100 (SGD) or 50 (Adam) steps with the rescaling of both
+hidden layers, objective: the loss decrease of 5 plain GD steps at lr 0.2
+(:func:`~paramsym.teleport.core.descent_objective`; twice SGD's step, a stability margin: with the
+step itself, 5-step lookaheads chose points from which GD at lr 0.1 later diverged), at most 5
+ascent steps, path length in the algebra ≤ 2 per teleport (``radius``), gradient-norm factor ≤ 2. The
+target is a fixed training loss (``TARGETS``); validation accuracy on the held-out 20 %, both
+when the run first reaches the target and after the last step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..groups.progress import progress_bar
+
+__all__ = ["regression_problem", "run_mlp_preset", "TARGETS", "LR"]
+
+LR = {"gd": 1e-4, "adagrad": 0.1, "sgd": 0.1, "adam": 1e-3}
+STEPS = {"regression-mlp": 300, "digits-mlp": 600}
+#: step size of the digits teleports' 5-step GD lookahead: twice SGD's lr, so that a point where
+#: the next steps at lr would oscillate (sharpness near 2/lr) scores badly (a 2× stability margin)
+LOOKAHEAD_LR = 0.2
+LOOKAHEAD_STEPS = 5
+#: training examples in a digits teleport's batch (``None``: all; the rescaling is exact on every
+#: input, so a subsample only makes the objective cheaper, not the teleport less exact; measured
+#: with 256: teleport share of the run 0.26 instead of 0.46, step ratio 1.28 instead of 1.44)
+TELEPORT_BATCH: int | None = None
+ASCENT_STEPS = 5
+#: ascent steps of the regression teleport
+REGRESSION_ASCENT_STEPS = 5
+#: default digits schedule per optimizer (Adam reaches the target in ~240 steps: teleport earlier)
+EVERY = {"sgd": 100, "adam": 50}
+#: fixed target training losses of digits-mlp per optimizer
+TARGETS = {"sgd": 0.05, "adam": 0.05}
+
+
+def regression_problem(seed: int) -> tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
+    """The anchor's regression network and data for ``seed`` (module docstring)."""
+    gen = torch.Generator().manual_seed(seed)
+    widths, layers = [5, 6, 7, 8], OrderedDict()
+    for i in range(3):
+        lin = nn.Linear(widths[i], widths[i + 1], bias=False, dtype=torch.float64)
+        with torch.no_grad():
+            lin.weight.copy_(torch.rand(lin.weight.shape, generator=gen, dtype=torch.float64))
+        layers[f"fc{i + 1}"] = lin
+        if i < 2:
+            layers[f"act{i + 1}"] = nn.LeakyReLU(0.1)
+    x = torch.rand(4, 5, generator=gen, dtype=torch.float64)
+    y = torch.rand(4, 8, generator=gen, dtype=torch.float64)
+    return nn.Sequential(layers), x, y
+
+
+def _optimizer(name: str, model: nn.Module) -> torch.optim.Optimizer:
+    if name in ("gd", "sgd"):
+        return torch.optim.SGD(model.parameters(), lr=LR[name])
+    if name == "adagrad":
+        return torch.optim.Adagrad(model.parameters(), lr=LR[name], eps=1e-10)
+    return torch.optim.Adam(model.parameters(), lr=LR[name])
+
+
+def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, every: int | None) -> dict:
+    from ..teleport import Teleporter, descent_objective, mlp_rescaling
+    from ..teleport.objectives import LinearizedLookahead
+
+    if preset == "regression-mlp":
+        model, x, y = regression_problem(seed)
+
+        def loss_of(out):
+            return 0.5 * (out - y).pow(2).sum()
+
+        data = None
+    else:
+        from ..models.datasets import digits
+        from ..models.mlp import mlp
+
+        data = digits(seed, dtype=torch.float64)
+        model = mlp([64, 32, 32, 10], "relu", dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+        x, y = data.x_train, data.y_train
+
+        def loss_of(out):
+            return F.cross_entropy(out, y)
+
+    slope = 0.1 if preset == "regression-mlp" else 0.0
+    n_layers = sum(1 for n in dict(model.named_parameters()) if n.endswith(".weight"))
+
+    def forward(params, inputs):
+        """The network written out (same as ``functional_call(model, params, ...)``, cheaper per call)."""
+        h = inputs
+        for i in range(1, n_layers + 1):
+            h = F.linear(h, params[f"fc{i}.weight"], params.get(f"fc{i}.bias"))
+            if i < n_layers:
+                h = F.leaky_relu(h, slope) if slope else F.relu(h)
+        return h
+
+    def loss_params(params):
+        return loss_of(forward(params, x))
+
+    opt = _optimizer(opt_name, model)
+    tele = None
+    if teleport:
+        block, action = mlp_rescaling(dict(model.named_parameters()),
+                                      activation=nn.LeakyReLU(0.1) if preset == "regression-mlp" else "relu")
+        action = action.double()
+        if preset == "regression-mlp":
+            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=REGRESSION_ASCENT_STEPS, step_size=1.0,
+                              tol=1e-10)
+        else:
+            tele = Teleporter(model, opt, action, block, every=every or EVERY[opt_name], steps=ASCENT_STEPS, step_size=0.5, tol=1e-10,
+                              max_factor=2.0, radius=2.0)
+    losses, acc_at_target = [], None
+    target = TARGETS.get(opt_name) if data is not None else None
+    t0 = time.perf_counter()
+    for k in range(steps + 1):
+        if tele is not None and k < steps and tele.due(k):
+            t_obj = time.perf_counter()  # building the objective counts as teleport time
+            base = {n: p.detach() for n, p in model.named_parameters()}
+            theta = tele.block.gather(base)
+            if preset == "regression-mlp":
+                sm = None
+                if opt_name == "adagrad":
+                    sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
+                tele.kwargs["objective"] = LinearizedLookahead(
+                    tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x), y,
+                    LR[opt_name], 100, sm)
+                tele.seconds += time.perf_counter() - t_obj
+                tele.teleport(loss_params)
+            else:
+                # the teleport's batch: TELEPORT_BATCH training examples drawn for this teleport
+                n = len(y) if TELEPORT_BATCH is None else min(TELEPORT_BATCH, len(y))
+                pick = torch.randperm(len(y), generator=torch.Generator().manual_seed(1000 * seed + k))[:n]
+
+                def sub_loss(params, pick=pick):
+                    return F.cross_entropy(forward(params, x[pick]), y[pick])
+
+                tele.kwargs["objective"] = descent_objective(
+                    lambda th, b=base: sub_loss(tele.block.scatter(th, b)), LOOKAHEAD_LR, LOOKAHEAD_STEPS)
+                tele.seconds += time.perf_counter() - t_obj
+                tele.teleport(sub_loss)
+        opt.zero_grad()
+        loss = loss_of(model(x))
+        losses.append(float(loss.detach()))
+        if target is not None and acc_at_target is None and losses[-1] <= target:
+            with torch.no_grad():
+                acc_at_target = float((model(data.x_test).argmax(1) == data.y_test).double().mean())
+        if k == steps:
+            break
+        loss.backward()
+        opt.step()
+    seconds = time.perf_counter() - t0
+    out = {"losses": losses, "seconds": seconds, "teleport_seconds": tele.seconds if tele else 0.0,
+           "teleports": [{"step": None, **r.summary()} for r in (tele.results if tele else [])]}
+    if data is not None:
+        with torch.no_grad():
+            out["val_acc"] = float((model(data.x_test).argmax(1) == data.y_test).double().mean())
+        out["val_acc_at_target"] = acc_at_target
+    return out
+
+
+def run_mlp_preset(cfg, optimizers: list[str], seeds: int, progress: bool = False) -> dict:
+    """Both presets: for each optimizer and seed, train without and with teleports (same init)."""
+    steps = cfg.steps or STEPS[cfg.preset]
+    runs = []
+    jobs = [(o, s) for o in optimizers for s in range(seeds)]
+    for opt_name, seed in progress_bar(jobs, total=len(jobs), desc=f"teleport {cfg.preset}", enabled=progress):
+        base = _train(cfg.preset, opt_name, seed, steps, False, None)
+        tele = _train(cfg.preset, opt_name, seed, steps, True, cfg.every)
+        rec = {"seed": seed, "optimizer": opt_name, "baseline": base, "teleport": tele}
+        if cfg.preset == "regression-mlp":
+            rec["target"] = base["losses"][-1]
+        else:
+            rec["val_acc_baseline"], rec["val_acc_teleport"] = base["val_acc"], tele["val_acc"]
+            rec["val_acc_at_target_baseline"] = base["val_acc_at_target"]
+            rec["val_acc_at_target_teleport"] = tele["val_acc_at_target"]
+        runs.append(rec)
+    target = {o: (None if cfg.preset == "regression-mlp" else TARGETS[o]) for o in optimizers}
+    return {"runs": runs, "target": target, "lr": {o: LR[o] for o in optimizers}, "steps": steps}
