@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ..config import to_dict
+from ..discovery.transformer import incoming_size
 from ..errors import ConfigError
 from ..runs import RunDir
 from .configs import resolve_discover_config
@@ -70,26 +71,26 @@ class TransformerDiscoveryConfig:
 
 
 class _Installer:
-    """Writes block values into one float32 copy of the host model in place (and back)."""
+    """Writes block values into one float32 copy of the host model in place (and back).
+
+    ``target`` is an :class:`~paramsym.targets.FFNBoundaryTarget` (:meth:`write` / :meth:`restore`).
+    """
 
     def __init__(self, target):
-        self.block = target.block
+        self.target = target
         self.model = copy.deepcopy(target.model).float().eval()
-        self.params = dict(self.model.named_parameters())
         self.batch = target.batch
         self.theta0 = target.theta0.float().clone()
         self.h0 = self.hidden(self.theta0)
 
     @torch.no_grad()
     def hidden(self, theta: torch.Tensor) -> torch.Tensor:
-        fixed = {n: self.params[n].detach().clone() for n in self.block.names}
+        old = self.target.write(self.model, theta.float())
         try:
-            for n, v in self.block.scatter(theta.float(), fixed).items():
-                self.params[n].copy_(v)
-            return self.model(**self.batch).last_hidden_state.double()
+            out = self.model(**self.batch)
+            return out.last_hidden_state.double() if hasattr(out, "last_hidden_state") else out[0].double()
         finally:
-            for n, v in fixed.items():
-                self.params[n].copy_(v)
+            self.target.restore(self.model, old)
 
     def drift(self, theta: torch.Tensor) -> float:
         return float((self.hidden(theta) - self.h0).norm() / self.h0.norm())
@@ -106,7 +107,7 @@ def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0
     act = copy.deepcopy(action).double().eval()
     grp = act.group
     gen = torch.Generator().manual_seed(seed)
-    n_in = int(problem.info["d_model"]) + 1
+    n_in = incoming_size(problem.target)
     th0 = inst.theta0.double()
     with torch.no_grad():
         g = grp.matrices(grp.sample(samples, rho, exact_factors=1, generator=gen)).double()
