@@ -174,3 +174,16 @@ def test_discover_on_a_block_too_large_for_the_budget_refuses_before_writing(tmp
     with pytest.raises(TooLargeError, match=r"needs about .* GiB .*train.memory_gb = 0.001"):
         discover(target, 0.01, overrides={"train.memory_gb": 0.001}, out=out, progress=False)
     assert not out.exists()
+
+
+def test_anchored_mu_keeps_a_share_of_points_at_the_real_weights(problem) -> None:
+    assert problem.anchor == 0.5
+    pts = problem.sample(2000, torch.Generator().manual_seed(4), torch.float64)
+    th0 = problem.target.theta0
+    at = (pts == th0).all(-1)
+    assert 0.45 < float(at.double().mean()) < 0.55  # Binomial(2000, 1/2): ± 5 % is > 4 standard deviations
+    off = pts[~at] - th0
+    assert (off != 0).all()  # the others are Gaussian in every coordinate
+    assert float(off.std()) == pytest.approx(problem.perturb_std, rel=0.02)
+    again = problem.sample(2000, torch.Generator().manual_seed(4), torch.float64)
+    assert torch.equal(pts, again)  # reproducible from the generator

@@ -19,6 +19,7 @@ weights and set ``U_B' = U_B + u_j (σ_j − σ_j') S_B⁺`` (Corollary 4.6).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,6 +30,29 @@ from ..errors import ConfigError, ShapeError
 from ..models.adapters import require_eager
 from ..targets import FFNBoundaryTarget, capture_inputs
 from .problem import DiscoveryProblem
+
+#: share of μ's points at the real weights θ0 (:class:`AnchoredProblem`)
+ANCHOR = 0.5
+
+@dataclass
+class AnchoredProblem(DiscoveryProblem):
+    """A discovery problem whose μ keeps a share of its points at the real weights θ0.
+
+    ``μ = anchor · δ_{θ0} + (1 − anchor) · N(θ0, σ² I)``. A pretrained model's symmetry is wanted
+    *at its weights*: with a Gaussian μ alone the network only ever sees points on a shell of
+    radius ``σ √p`` around θ0 (``√p ≈ 80`` normalised units for p = 6,529) and must extrapolate to
+    θ0 itself, where the edits are made; the anchored points train the field there too.
+    """
+
+    anchor: float = 0.5
+
+    def sample(self, n: int, generator: torch.Generator, dtype: torch.dtype | None = None) -> Tensor:
+        """``n`` points: each is θ0 with probability ``anchor``, else ``θ0 + σ ε`` (one draw of ε per point)."""
+        base = self.theta_base
+        eps = torch.randn(n, base.numel(), generator=generator, dtype=torch.float64)
+        keep = (torch.rand(n, 1, generator=generator, dtype=torch.float64) >= self.anchor).to(torch.float64)
+        return (base.to(torch.float64) + self.perturb_std * keep * eps).to(dtype or base.dtype).to(base.device)
+
 
 DEFAULT_TEXT = (
     "The quick brown fox jumps over the lazy dog while the committee reviews the annual budget "
@@ -81,16 +105,19 @@ def ffn_features(model: nn.Module, input_ids: Tensor, layer: int) -> tuple[Tenso
     return h, every.features().T
 
 
-def boundary_problem(target: FFNBoundaryTarget, *, perturb_rel: float = 0.005, name: str = "ffn-unit",
-                     description: str = "", info: dict[str, Any] | None = None) -> DiscoveryProblem:
+def boundary_problem(target: FFNBoundaryTarget, *, perturb_rel: float = 0.005, anchor: float = ANCHOR,
+                     name: str = "ffn-unit", description: str = "", info: dict[str, Any] | None = None) -> AnchoredProblem:
     """The discovery problem of an :class:`~paramsym.targets.FFNBoundaryTarget` (protocol block).
 
-    μ: ``θ0 + σ ε``, ``ε ~ N(0, I)``, ``σ = perturb_rel · RMS(θ0)``. ``unit_outputs(θ)`` splits the
+    μ: θ0 with probability ``anchor``, else ``θ0 + σ ε``, ``ε ~ N(0, I)``, ``σ = perturb_rel ·
+    RMS(θ0)`` (:class:`AnchoredProblem`). ``unit_outputs(θ)`` splits the
     boundary output into the moving units' part ``A_M W_Mᵀ`` and the compensators' ``A_B W_Bᵀ``
     (token-major, as ``F``), for the verdict's cancellation measure.
     """
     if not perturb_rel > 0:
         raise ConfigError(f"perturb_rel must be > 0; received {perturb_rel}.")
+    if not 0 <= anchor < 1:
+        raise ConfigError(f"anchor must lie in [0, 1); received {anchor}.")
     nm = target.n_moving
     theta0 = target.theta0
     std = float(perturb_rel * theta0.double().pow(2).mean().sqrt())
@@ -105,8 +132,8 @@ def boundary_problem(target: FFNBoundaryTarget, *, perturb_rel: float = 0.005, n
         mov, comp = torch.func.vmap(split)(flat)
         return {"moving": mov.reshape(*theta.shape[:-1], -1), "compensators": comp.reshape(*theta.shape[:-1], -1)}
 
-    return DiscoveryProblem(name=name, description=description or repr(target), target=target, perturb_std=std,
-                            unit_outputs=unit_outputs, info=dict(info or {}))
+    return AnchoredProblem(name=name, description=description or repr(target), target=target, perturb_std=std,
+                           unit_outputs=unit_outputs, info=dict(info or {}), anchor=float(anchor))
 
 
 def ffn_unit_problem(
@@ -117,8 +144,9 @@ def ffn_unit_problem(
     unit: int | None = None,
     compensators: int | None = None,
     perturb_rel: float = 0.005,
+    anchor: float = ANCHOR,
     name: str = "minilm-ffn-unit",
-) -> DiscoveryProblem:
+) -> AnchoredProblem:
     """The FFN-unit compensation problem on a Hugging Face model with an adapter (see module docstring).
 
     Args:
@@ -129,6 +157,7 @@ def ffn_unit_problem(
         unit: the moving unit j (default: the unit with the largest feature RMS on the prefix).
         compensators: k (default N).
         perturb_rel: σ of μ in units of the block's RMS entry.
+        anchor: share of μ's points at θ0 (:class:`AnchoredProblem`).
         name: the problem's name.
 
     Raises:
@@ -160,7 +189,7 @@ def ffn_unit_problem(
     target = FFNBoundaryTarget.from_layer(model, layer, [unit, *B], {"input_ids": input_ids}, inputs=h,
                                           name=f"{name}:L{layer}u{unit}")
     return boundary_problem(
-        target, perturb_rel=perturb_rel, name=name,
+        target, perturb_rel=perturb_rel, anchor=anchor, name=name,
         description=f"{type(model).__name__} FFN layer {layer}: moving unit {unit} (incoming weights + bias) and "
         f"{k} compensators' outgoing weights (pivoted QR, cond {cond:.3g}); boundary output on a {N}-token prefix",
         info={"layer": layer, "unit": unit, "compensators": B, "feature_condition": cond, "tokens": N,
