@@ -229,7 +229,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     # (AnchoredProblem), network output in units of s_θ and λ_scale = 10 (out_scale=field, or
     # λ_scale = 1 on some seeds, collapse to a zero field: measured), ≤ 15 CPU minutes; docs/discovery.md
     "minilm-ffn-unit": {"objective.beta": 0.01, "train.rho": 0.5, "train.max_factors": 3, "train.steps": 2000,
-                        "train.batch": 16, "objective.gamma_transport": 10.0, "objective.lambda_scale": 10.0,
+                        "train.batch": 16, "objective.gamma_transport": 1.0, "objective.lambda_scale": 3.0,
                         "train.lr": 1e-3,
                         "train.checkpoint_every": 500, "train.log_every": 50, "verdict.samples": 64,
                         "verdict.rhos": [0.5], "verdict.factors": [1, 2], "verdict.curve_points": 4,

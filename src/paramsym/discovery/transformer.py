@@ -32,7 +32,7 @@ from ..targets import FFNBoundaryTarget, capture_inputs
 from .problem import DiscoveryProblem
 
 #: share of μ's points at the real weights θ0 (:class:`AnchoredProblem`)
-ANCHOR = 0.5
+ANCHOR = 0.9
 
 @dataclass
 class AnchoredProblem(DiscoveryProblem):
@@ -41,7 +41,8 @@ class AnchoredProblem(DiscoveryProblem):
     ``μ = anchor · δ_{θ0} + (1 − anchor) · N(θ0, σ² I)``. A pretrained model's symmetry is wanted
     *at its weights*: with a Gaussian μ alone the network only ever sees points on a shell of
     radius ``σ √p`` around θ0 (``√p ≈ 80`` normalised units for p = 6,529) and must extrapolate to
-    θ0 itself, where the edits are made; the anchored points train the field there too.
+    θ0 itself, where the edits are made; the anchored points train the field there too (and the
+    transformed points ``a(g, θ0)`` of a batch then trace the orbit through θ0).
     """
 
     anchor: float = 0.5
