@@ -4,8 +4,8 @@ Part ``speed`` — steps per second of the hybrid ``Trainer.step`` on the ``mini
 (one FFN unit's incoming weights + bias and 16 compensators' outgoing weights, p = 6,529,
 q = 16 × 384 = 6,144) with three targets of the same block and output size, interleaved rounds:
 
-* ``cached``: :class:`paramsym.discovery.transformer.FFNUnitTarget` — the boundary output in
-  closed form from the FFN input cached once (what the preset trains on);
+* ``cached``: :class:`paramsym.targets.FFNBoundaryTarget` — the boundary output in closed form
+  from the FFN input cached once, on compact copies of the units' weights (what the preset trains on);
 * ``boundary``: :class:`paramsym.targets.BoundaryTarget` on the same block — the same function,
   cached FFN input, but the block scattered into the full weight matrices at every call;
 * ``rerun``: :class:`paramsym.targets.Target` of the whole model's last hidden state — the model
@@ -55,9 +55,13 @@ def speed(rounds: int, steps: int) -> None:
 
     pb = _problem()
     t = pb.target
-    boundary = BoundaryTarget(t.model, t.block, t.batch, in_layer=t.in_layer, out_layer=t.out_layer,
-                              units=t.units.tolist(), activation=torch.nn.functional.gelu, name="boundary")
-    rerun = Target(t.model, t.block, t.batch, name="rerun")
+    pre, j, B = f"encoder.layer.{pb.info['layer']}", pb.info["unit"], pb.info["compensators"]
+    mask = torch.zeros(t.model.get_parameter(f"{pre}.output.dense.weight").shape, dtype=torch.bool)
+    mask[:, B] = True
+    full = [f"{pre}.intermediate.dense.weight[{j}]", f"{pre}.intermediate.dense.bias[{j}]", (f"{pre}.output.dense.weight", mask)]
+    boundary = BoundaryTarget(t.model, full, t.batch, in_layer=f"{pre}.intermediate.dense", out_layer=f"{pre}.output.dense",
+                              units=[j, *B], activation=torch.nn.functional.gelu, name="boundary")
+    rerun = Target(t.model, full, t.batch, name="rerun")
     th = t.theta0.double() + 1e-3 * torch.randn(t.p, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     agree = float((t.to(torch.float64)(th) - boundary.to(torch.float64)(th)).abs().max())
     print(f"p = {t.p}, q = {t.q} (rerun q = {rerun.q}); cached vs boundary max |ΔF| (float64) = {agree:.2e}")

@@ -39,12 +39,29 @@ def test_compensate_from_a_saved_directory(tmp_path, capsys):
     (["--layer", "9", "--unit", "0"], "layer 9 is out of range"),
     (["--layer", "0", "--unit", "99999"], "unit 99999 is out of range"),
     (["--layer", "0", "--unit", "0", "--tokens", "8", "--compensators", "4"], "at least 8"),
-    (["--layer", "0", "--unit", "0", "--learned"], "--learned"),
+    (["--layer", "0", "--unit", "0", "--learned", "--steps", "0"], "--steps must be ≥ 1"),
+    (["--layer", "0", "--unit", "0", "--learned", "--rho", "0"], "--rho must be > 0"),
 ])
 def test_compensate_errors(argv, message, capsys):
     assert main(["compensate", "--model", "pythia-tiny", *argv]) == 2
     err = capsys.readouterr().err
     assert "paramsym compensate: error:" in err and message in err and "Traceback" not in err
+
+
+def test_learned_compensation_trains_and_reports_the_closed_form_keys(tmp_path, capsys):
+    """A tiny step budget (pipeline only, no numeric target): train, edit, install, measure."""
+    out = tmp_path / "learned"
+    assert main(["compensate", "--model", "llama-tiny", "--layer", "1", "--unit", "3", "--tokens", "8", "--learned",
+                 "--objective", "finite", "--steps", "3", "--json", "--out", str(out)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    for k in ("motion_median", "drift_relative", "ratio_random", "ratio_uncompensated", "condition_number",
+              "units_changed", "drift_other_inputs", "train_cpu_seconds"):
+        assert k in res and res[k] == res[k], k  # present, not NaN
+    assert res["objective"] == "finite" and res["steps"] == 3 and res["tokens"] == 8
+    assert res["motion_median"] > 0 and res["drift_random"] > 0  # the learned edit moves weights
+    assert res["units_changed"] <= 9  # only the moving unit and its 8 compensators can change
+    assert json.loads((out / "result.json").read_text())["kind"] == "compensate-learned"
+    assert (out / "discovery-finite" / "metrics.json").exists()
 
 
 def test_missing_model_path(tmp_path, capsys):

@@ -9,13 +9,15 @@ whole model rerun with the edit installed.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
 from paramsym.discovery.problem import DiscoveryProblem
-from paramsym.discovery.transformer import FFNUnitTarget, ffn_unit_problem
+from paramsym.discovery.transformer import block_layout, ffn_unit_problem
 from paramsym.errors import AttentionImplementationError, ShapeError, TooLargeError
-from paramsym.targets import BoundaryTarget, Target
+from paramsym.targets import BoundaryTarget, FFNBoundaryTarget, Target
 from paramsym.verdict import output_scale
 
 transformers = pytest.importorskip("transformers")
@@ -41,24 +43,44 @@ def problem() -> DiscoveryProblem:
     return ffn_unit_problem(tiny_bert(), ids(), layer=1, unit=5, name="tiny")
 
 
-def test_block_layout_and_closed_form_target_equal_the_scattering_boundary_target(problem) -> None:
+def _scattering_reference(problem) -> BoundaryTarget:
+    """The parent :class:`BoundaryTarget` (θ scattered into the full weight matrices) in float64, on
+    the same cached FFN input (a float32 forward pass differs in the last bits with the thread count)."""
     t = problem.target
-    assert isinstance(t, FFNUnitTarget)
+    L = "encoder.layer.1"
+    j, B = problem.info["unit"], problem.info["compensators"]
+    model = t.model
+    mask = torch.zeros(16, 32, dtype=torch.bool)
+    mask[:, B] = True
+    block = [f"{L}.intermediate.dense.weight[{j}]", f"{L}.intermediate.dense.bias[{j}]", (f"{L}.output.dense.weight", mask)]
+    ref = BoundaryTarget(model, block, t.batch, in_layer=f"{L}.intermediate.dense", out_layer=f"{L}.output.dense",
+                          units=[j, *B], activation=torch.nn.functional.gelu).to(torch.float64)
+    assert (ref.h.reshape(t.h.shape) - t.h).abs().max() <= 1e-6
+    ref.h = t.h.reshape(ref.h.shape).clone()
+    return ref
+
+
+def test_block_layout_and_cached_target_equal_the_scattering_boundary_target(problem) -> None:
+    t = problem.target
+    assert isinstance(t, FFNBoundaryTarget) and t.units == [5, *problem.info["compensators"]]
     B = problem.info["compensators"]
     assert len(B) == N and 5 not in B and problem.info["feature_condition"] < 1e4
     assert t.p == 16 + 1 + 16 * N and t.q == N * 16
-    t64 = t.to(torch.float64)
-    th = t64.theta0 + 0.05 * torch.randn(t.p, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    ref = BoundaryTarget.__call__(t64, th)  # parent: θ scattered into the full weight matrices
-    assert torch.allclose(t64(th), ref, atol=1e-12, rtol=0)
+    assert block_layout(problem) == {"incoming": 17, "outgoing": 16 * N}
+    ref = _scattering_reference(problem)
+    assert torch.equal(ref.theta0, t.theta0)  # the same coordinates in the same order
+    th = t.theta0 + 0.05 * torch.randn(t.p, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert torch.allclose(t(th), ref(th), atol=1e-12, rtol=0)
     uo = problem.unit_outputs(th)
-    assert torch.allclose(uo["moving"] + uo["compensators"], ref, atol=1e-12, rtol=0)
+    assert torch.allclose(uo["moving"] + uo["compensators"], ref(th), atol=1e-12, rtol=0)
+    both = problem.unit_outputs(torch.stack([th, t.theta0]))  # batched as the verdict calls it
+    assert torch.allclose(both["moving"][0], uo["moving"], atol=1e-12, rtol=0)
 
 
 def test_closed_form_compensation_preserves_boundary_and_whole_model_and_moves_weights(problem) -> None:
     """The known symmetry of the problem (Corollary 4.6), written out independently here."""
-    t = problem.target.to(torch.float64)
-    model = t.model
+    t = problem.target
+    model = copy.deepcopy(t.model).double()
     L = "encoder.layer.1"
     W_in, b_in = model.get_parameter(f"{L}.intermediate.dense.weight"), model.get_parameter(f"{L}.intermediate.dense.bias")
     W_out = model.get_parameter(f"{L}.output.dense.weight")
@@ -69,15 +91,22 @@ def test_closed_form_compensation_preserves_boundary_and_whole_model_and_moves_w
     s_old = torch.nn.functional.gelu(h @ W_in[j] + b_in[j])
     s_new = torch.nn.functional.gelu(h @ (W_in[j] + dw) + b_in[j])
     U_B = W_out[:, B] + torch.outer(W_out[:, j], s_old - s_new) @ torch.linalg.pinv(S_B)
-    theta = torch.cat([W_in[j] + dw, b_in[j:j + 1], U_B.reshape(-1)])
+    theta = torch.cat([W_in[j] + dw, b_in[j:j + 1], U_B.reshape(-1)]).detach()
     assert (theta - t.theta0).norm() > 1e-3 * t.theta0.norm()  # it moves
     assert (t(theta) - t(t.theta0)).norm() <= 1e-10 * t(t.theta0).norm()
-    whole = Target(model, t.block, t.batch)  # the whole model, rerun
-    # float64 round-off amplified by the LayerNorms downstream
-    assert (whole(theta) - whole(t.theta0)).norm() <= 1e-8 * whole(t.theta0).norm()
+
+    def hidden(batch, th=None):
+        old = None if th is None else t.write(model, th)
+        with torch.no_grad():
+            out = model(**batch).last_hidden_state
+        if old is not None:
+            t.restore(model, old)
+        return out
+
+    # the whole model, rerun in float64 with the edit installed (round-off amplified by the LayerNorms)
+    assert (hidden(t.batch, theta) - hidden(t.batch)).norm() <= 1e-8 * hidden(t.batch).norm()
     other = {"input_ids": torch.arange(20, 20 + N)[None]}  # data-dependent: other inputs change
-    w2 = Target(model, t.block, other)
-    assert (w2(theta) - w2(t.theta0)).norm() > 1e-6 * w2(t.theta0).norm()
+    assert (hidden(other, theta) - hidden(other)).norm() > 1e-6 * hidden(other).norm()
 
 
 def test_bad_inputs_are_named_errors() -> None:
@@ -145,3 +174,16 @@ def test_discover_on_a_block_too_large_for_the_budget_refuses_before_writing(tmp
     with pytest.raises(TooLargeError, match=r"needs about .* GiB .*train.memory_gb = 0.001"):
         discover(target, 0.01, overrides={"train.memory_gb": 0.001}, out=out, progress=False)
     assert not out.exists()
+
+
+def test_anchored_mu_keeps_a_share_of_points_at_the_real_weights(problem) -> None:
+    assert problem.anchor == 0.9
+    pts = problem.sample(2000, torch.Generator().manual_seed(4), torch.float64)
+    th0 = problem.target.theta0
+    at = (pts == th0).all(-1)
+    assert 0.87 < float(at.double().mean()) < 0.93  # Binomial(2000, 0.9): ± 3 % is > 4 standard deviations
+    off = pts[~at] - th0
+    assert (off != 0).all()  # the others are Gaussian in every coordinate
+    assert float(off.std()) == pytest.approx(problem.perturb_std, rel=0.02)
+    again = problem.sample(2000, torch.Generator().manual_seed(4), torch.float64)
+    assert torch.equal(pts, again)  # reproducible from the generator

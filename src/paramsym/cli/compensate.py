@@ -4,6 +4,7 @@
 
     paramsym compensate --model minilm|gpt2-tiny|pythia-tiny|llama-tiny|PATH --layer L --unit J
         [--tokens K | --prefix TEXT] [--compensators K] [--motion 0.0015] [--seed N] [--json] [--out DIR]
+        [--learned [--objective hybrid|finite] [--steps N] [--rho R]]
 
 One FFN unit's incoming weights and bias move by a random translation; ``K`` compensators (pivoted
 QR on their features on the prefix) absorb the change in closed form (Corollary 4.6); the edit is
@@ -17,10 +18,9 @@ model's tokenizer. ``--json`` prints ``motion_median``, ``drift_relative``, ``ra
 ``ratio_uncompensated``, ``condition_number``, ``units_changed`` and the rest of the result;
 ``--out`` writes ``result.json``, ``report.md`` and the plots.
 
-``--learned`` / ``--objective``: the learned compensating action (issue 8, item 4) plugs in
-through :func:`_learned` below, which receives the prepared setup
-(:func:`paramsym.compensation.prepare`) and must return the dictionary of
-:func:`paramsym.compensation.evaluate` for the learned edit.
+``--learned [--objective hybrid|finite] [--steps N] [--rho R]``: instead of the closed form, train
+the learned action ([Discovery] §5) on the same unit and compensators with the ``minilm-ffn-unit``
+recipe (:func:`_learned`) and judge its edit ``a(g, θ0)`` with the same protocol and keys.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def register(subparsers) -> None:
     p.add_argument("--max-memory", default="2GiB", help="memory budget for the cached features (e.g. 8GiB)")
     p.add_argument("--learned", action="store_true", help="train the learned compensating action instead")
     p.add_argument("--objective", choices=["hybrid", "finite"], default="hybrid", help="learned objective (--learned)")
+    p.add_argument("--steps", type=int, default=None, help="training steps of --learned (default: the recipe's)")
+    p.add_argument("--rho", type=float, default=0.5, help="group-element radius of the learned edit (--learned)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--out", help="write result.json, report.md and figures/ to this (new or empty) directory")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
@@ -120,11 +122,42 @@ def _prefix(args: argparse.Namespace, model):
 
 
 def _learned(args: argparse.Namespace, setup) -> dict:
-    """Hook for the learned compensating action (``--learned``): train on ``setup.target`` with
-    ``args.objective`` and return :func:`paramsym.compensation.evaluate` of the learned edit."""
-    from ..errors import ConfigError
+    """The learned compensating action (``--learned``): train on ``setup.target`` and evaluate one edit.
 
-    raise ConfigError("--learned is not wired in this build; run without --learned for the closed form.")
+    The discovery problem is the boundary target of the prepared unit and compensators
+    (:func:`paramsym.discovery.transformer.boundary_problem`), trained with the ``minilm-ffn-unit``
+    recipe for ``args.objective`` (``--steps`` overrides the recipe's step count) into
+    ``OUT/discovery-OBJECTIVE`` (``--out``) or a temporary directory. The learned edit is
+    ``θ' = a(g, θ0)`` for one group element with coefficient radius ``--rho``; it is judged by
+    :func:`paramsym.compensation.evaluate` (the same keys as the closed form), with the training
+    numbers added (``objective``, ``steps``, ``train_cpu_seconds``, ``verdict``).
+    """
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    from ..compensation import evaluate
+    from ..discovery.transformer import boundary_problem
+    from ..experiments.transformer_discovery import learned_edit, train_learned
+    from ..runs import RunDir
+
+    problem = boundary_problem(setup.target, name=f"compensate-{setup.model_type}",
+                               info={"layer": setup.layer, "unit": setup.unit, "compensators": setup.compensators,
+                                     "feature_condition": setup.condition_number, "tokens": setup.tokens})
+    with tempfile.TemporaryDirectory(prefix="paramsym-learned-") as tmp:
+        base = Path(args.out) if args.out else Path(tmp)
+        run = RunDir(base / f"discovery-{args.objective}")
+        action, info = train_learned(problem, args.objective, out=run, seed=args.seed, steps=args.steps,
+                                     progress=not args.json)
+        gen = torch.Generator().manual_seed(args.seed)
+        theta, unc = learned_edit(problem, action, rho=args.rho, generator=gen)
+        res = evaluate(setup, theta, unc, generator=gen)
+    res.update(condition_number=setup.condition_number, model_type=setup.model_type, layer=setup.layer,
+               unit=setup.unit, tokens=setup.tokens, compensators=setup.compensators, rho=args.rho,
+               objective=args.objective, steps=info["steps"], train_cpu_seconds=info["cpu_seconds"],
+               verdict=info["verdict"])
+    return res
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -146,10 +179,25 @@ def _run(args: argparse.Namespace) -> int:
     batch = _prefix(args, model)
     budget = _bytes(args.max_memory)
     if args.learned:
+        if args.steps is not None and args.steps < 1:
+            raise ConfigError(f"--steps must be ≥ 1; received {args.steps}.")
+        if not args.rho > 0:
+            raise ConfigError(f"--rho must be > 0; received {args.rho}.")
         setup = prepare(model, layer=args.layer, unit=args.unit, batch=batch, compensators=args.compensators,
                         max_memory=budget)
-        out = _learned(args, setup)
-        print(json.dumps(out, indent=2, default=float))
+        d = _learned(args, setup)
+        if args.out:
+            from ..runs import RunDir
+
+            RunDir(args.out).write_json("result.json", {"kind": "compensate-learned", **d})
+        if args.json:
+            d.pop("per_unit", None)
+            print(json.dumps(d, indent=2, default=float))
+        else:
+            for k in _KEYS + ["drift_random", "drift_uncompensated", "drift_other_inputs", "objective", "steps",
+                              "train_cpu_seconds"]:
+                v = d[k]
+                print(f"{k:24s} {v:.4g}" if isinstance(v, float) else f"{k:24s} {v}")
         return 0
     _, res = run_closed_form(model, layer=args.layer, unit=args.unit, batch=batch, compensators=args.compensators,
                              motion=args.motion, generator=torch.Generator().manual_seed(args.seed),

@@ -11,15 +11,15 @@ and the target is the subnetwork's boundary output on the prefix (Proposition 4.
 
     F_X(θ) = vec( GELU(h W_in[{j} ∪ B]ᵀ + b_in[{j} ∪ B]) W_out[:, {j} ∪ B]ᵀ ),
 
-computed from the FFN input ``h`` captured once (:class:`paramsym.targets.BoundaryTarget`), not
-by rerunning the model. Since the block lies inside these units' weights, preserving F_X
-preserves the whole model's output on X. A known symmetry exists: translate unit j's incoming
+computed from the FFN input ``h`` captured once (:class:`paramsym.targets.FFNBoundaryTarget`, the
+one implementation of the boundary target at real scale), not by rerunning the model. Since the
+block lies inside these units' weights, preserving F_X preserves the whole model's output on X. A known symmetry exists: translate unit j's incoming
 weights and set ``U_B' = U_B + u_j (σ_j − σ_j') S_B⁺`` (Corollary 4.6).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -28,53 +28,32 @@ from torch import Tensor, nn
 from ..actions.compensating import select_compensators
 from ..errors import ConfigError, ShapeError
 from ..models.adapters import require_eager
-from ..targets import BoundaryTarget
+from ..targets import FFNBoundaryTarget, capture_inputs
 from .problem import DiscoveryProblem
 
+#: share of μ's points at the real weights θ0 (:class:`AnchoredProblem`)
+ANCHOR = 0.9
 
-class FFNUnitTarget(BoundaryTarget):
-    """:class:`BoundaryTarget` of one moving unit j and compensators B, evaluated in closed form.
+@dataclass
+class AnchoredProblem(DiscoveryProblem):
+    """A discovery problem whose μ keeps a share of its points at the real weights θ0.
 
-    With the block ``θ = (w_j, b_j, vec_rowmajor(U_B))`` (exactly that order),
-
-        F_X(θ) = vec( GELU(h w_j + b_j) u_jᵀ + S_Bᵀ U_Bᵀ )     (token-major, N × d_out),
-
-    where ``h`` (the cached FFN input on X), ``u_j = W_out[:, j]`` and ``S_B = GELU(W_in[B] hᵀ +
-    b_in[B])`` do not depend on the block. Equal to the parent's value (which scatters θ into the
-    full weight matrices) and much cheaper under ``vmap``/JVP.
+    ``μ = anchor · δ_{θ0} + (1 − anchor) · N(θ0, σ² I)``. A pretrained model's symmetry is wanted
+    *at its weights*: with a Gaussian μ alone the network only ever sees points on a shell of
+    radius ``σ √p`` around θ0 (``√p ≈ 80`` normalised units for p = 6,529) and must extrapolate to
+    θ0 itself, where the edits are made; the anchored points train the field there too (and the
+    transformed points ``a(g, θ0)`` of a batch then trace the orbit through θ0).
     """
 
-    def __init__(self, model: nn.Module, batch: dict, *, layer_prefix: str, unit: int, compensators: Sequence[int],
-                 name: str = ""):
-        in_name, out_name = f"{layer_prefix}.intermediate.dense", f"{layer_prefix}.output.dense"
-        H = model.get_parameter(f"{in_name}.weight").shape[0]
-        d_out = model.get_parameter(f"{out_name}.weight").shape[0]
-        mask = torch.zeros(d_out, H, dtype=torch.bool)
-        mask[:, list(compensators)] = True
-        block = [f"{in_name}.weight[{unit}]", f"{in_name}.bias[{unit}]", (f"{out_name}.weight", mask)]
-        super().__init__(model, block, batch, in_layer=in_name, out_layer=out_name,
-                         units=[unit, *compensators], activation=torch.nn.functional.gelu, name=name)
-        self.unit, self.comp = int(unit), sorted(int(b) for b in compensators)
-        self._cache()
+    anchor: float = 0.5
 
-    def _cache(self) -> None:
-        h = self.h.reshape(-1, self.h.shape[-1])
-        w_in = self.params[f"{self.in_layer}.weight"]
-        b_in = self.params[f"{self.in_layer}.bias"]
-        self.h2 = h
-        self.u_j = self.params[f"{self.out_layer}.weight"][:, self.unit].clone()
-        self.S_B = torch.nn.functional.gelu(w_in[self.comp] @ h.T + b_in[self.comp][:, None])  # (k, N)
+    def sample(self, n: int, generator: torch.Generator, dtype: torch.dtype | None = None) -> Tensor:
+        """``n`` points: each is θ0 with probability ``anchor``, else ``θ0 + σ ε`` (one draw of ε per point)."""
+        base = self.theta_base
+        eps = torch.randn(n, base.numel(), generator=generator, dtype=torch.float64)
+        keep = (torch.rand(n, 1, generator=generator, dtype=torch.float64) >= self.anchor).to(torch.float64)
+        return (base.to(torch.float64) + self.perturb_std * keep * eps).to(dtype or base.dtype).to(base.device)
 
-    def __call__(self, theta: Tensor) -> Tensor:
-        d = self.h2.shape[1]
-        k = len(self.comp)
-        s_j = torch.nn.functional.gelu(self.h2 @ theta[:d] + theta[d])  # (N,)
-        U_B = theta[d + 1:].reshape(-1, k)  # (d_out, k)
-        return (s_j[:, None] * self.u_j[None, :] + self.S_B.T @ U_B.T).reshape(-1)
-
-    def _after_to(self, old, dtype, device) -> None:
-        super()._after_to(old, dtype, device)
-        self._cache()
 
 DEFAULT_TEXT = (
     "The quick brown fox jumps over the lazy dog while the committee reviews the annual budget "
@@ -116,19 +95,46 @@ def prefix_ids(tokenizer: Any, tokens: int, text: str = DEFAULT_TEXT) -> Tensor:
 
 
 def ffn_features(model: nn.Module, input_ids: Tensor, layer: int) -> tuple[Tensor, Tensor]:
-    """``(h, S)``: the FFN input ``h`` (N × d) of ``layer`` on the prefix and the unit features ``S = GELU(h W_inᵀ + b_in)`` (H × N)."""
-    inter = model.encoder.layer[layer].intermediate.dense
-    cap: dict[str, Tensor] = {}
-    handle = inter.register_forward_pre_hook(lambda _m, a: cap.__setitem__("h", a[0].detach()))
-    try:
-        with torch.no_grad():
-            model(input_ids=input_ids)
-    finally:
-        handle.remove()
-    h = cap["h"].reshape(-1, inter.in_features).double()
-    with torch.no_grad():
-        S = torch.nn.functional.gelu(h @ inter.weight.double().T + inter.bias.double()).T
-    return h, S
+    """``(h, S)``: the FFN input ``h`` (N × d, float64) of ``layer`` on the prefix and every unit's
+    feature ``S = act(h W_upᵀ + b_up)`` (H × N), through the model's adapter."""
+    from ..models.adapters import adapt
+
+    ffn = adapt(model).layers[layer].ffn
+    batch = {"input_ids": input_ids}
+    h = capture_inputs(model, ffn.input_module, batch).double()
+    every = FFNBoundaryTarget.from_layer(model, layer, list(range(ffn.hidden)), batch, inputs=h, block=["up.weight"])
+    return h, every.features().T
+
+
+def boundary_problem(target: FFNBoundaryTarget, *, perturb_rel: float = 0.005, anchor: float = ANCHOR,
+                     name: str = "ffn-unit", description: str = "", info: dict[str, Any] | None = None) -> AnchoredProblem:
+    """The discovery problem of an :class:`~paramsym.targets.FFNBoundaryTarget` (protocol block).
+
+    μ: θ0 with probability ``anchor``, else ``θ0 + σ ε``, ``ε ~ N(0, I)``, ``σ = perturb_rel ·
+    RMS(θ0)`` (:class:`AnchoredProblem`). ``unit_outputs(θ)`` splits the
+    boundary output into the moving units' part ``A_M W_Mᵀ`` and the compensators' ``A_B W_Bᵀ``
+    (token-major, as ``F``), for the verdict's cancellation measure.
+    """
+    if not perturb_rel > 0:
+        raise ConfigError(f"perturb_rel must be > 0; received {perturb_rel}.")
+    if not 0 <= anchor < 1:
+        raise ConfigError(f"anchor must lie in [0, 1); received {anchor}.")
+    nm = target.n_moving
+    theta0 = target.theta0
+    std = float(perturb_rel * theta0.double().pow(2).mean().sqrt())
+
+    def split(theta: Tensor) -> tuple[Tensor, Tensor]:
+        c = target.to(theta.dtype).compact(theta) if theta.dtype != target.dtype else target.compact(theta)
+        A, W = target.features_of(c), c["down.weight"]
+        return (A[:, :nm] @ W[:, :nm].T).reshape(-1), (A[:, nm:] @ W[:, nm:].T).reshape(-1)
+
+    def unit_outputs(theta: Tensor) -> dict[str, Tensor]:
+        flat = theta.reshape(-1, theta.shape[-1])
+        mov, comp = torch.func.vmap(split)(flat)
+        return {"moving": mov.reshape(*theta.shape[:-1], -1), "compensators": comp.reshape(*theta.shape[:-1], -1)}
+
+    return AnchoredProblem(name=name, description=description or repr(target), target=target, perturb_std=std,
+                           unit_outputs=unit_outputs, info=dict(info or {}), anchor=float(anchor))
 
 
 def ffn_unit_problem(
@@ -139,34 +145,37 @@ def ffn_unit_problem(
     unit: int | None = None,
     compensators: int | None = None,
     perturb_rel: float = 0.005,
+    anchor: float = ANCHOR,
     name: str = "minilm-ffn-unit",
-) -> DiscoveryProblem:
-    """The FFN-unit compensation problem on a BERT-type HF encoder (see module docstring).
+) -> AnchoredProblem:
+    """The FFN-unit compensation problem on a Hugging Face model with an adapter (see module docstring).
 
     Args:
-        model: a BERT-type ``transformers`` encoder (``encoder.layer[ℓ].intermediate.dense``,
-            ``.output.dense``); switched to eager attention on a copy if needed.
+        model: a ``transformers`` model known to :func:`paramsym.models.adapters.adapt` (BERT such
+            as all-MiniLM-L6-v2, GPT-2, GPT-NeoX, Llama); switched to eager attention on a copy.
         input_ids: ``(1, N)`` prefix token ids.
         layer: FFN layer ℓ.
         unit: the moving unit j (default: the unit with the largest feature RMS on the prefix).
         compensators: k (default N).
         perturb_rel: σ of μ in units of the block's RMS entry.
+        anchor: share of μ's points at θ0 (:class:`AnchoredProblem`).
         name: the problem's name.
 
     Raises:
         ShapeError: layer/unit out of range, or k outside ``N ≤ k < H``.
         ConvergenceError: the compensating features are too ill-conditioned (> 1e4).
+        UnknownArchitectureError: no adapter for the model type.
     """
     import copy
 
-    model = require_eager(copy.deepcopy(model)).eval()
-    layers = getattr(getattr(model, "encoder", None), "layer", None)
-    if layers is None:
-        raise ShapeError(f"{type(model).__name__} has no encoder.layer (expected a BERT-type encoder such as all-MiniLM-L6-v2).")
-    if not 0 <= layer < len(layers):
-        raise ShapeError(f"layer must be in 0..{len(layers) - 1}; received {layer}.")
+    from ..models.adapters import adapt
+
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ShapeError(f"input_ids must have shape (1, N); received {tuple(input_ids.shape)}.")
+    model = require_eager(copy.deepcopy(model)).eval()
+    n_layers = len(adapt(model).layers)
+    if not 0 <= layer < n_layers:
+        raise ShapeError(f"layer must be in 0..{n_layers - 1}; received {layer}.")
     N = input_ids.shape[1]
     k = N if compensators is None else int(compensators)
     h, S = ffn_features(model, input_ids, layer)
@@ -178,37 +187,14 @@ def ffn_unit_problem(
     others = [i for i in range(H) if i != unit]
     sel, cond = select_compensators(S[others], k)
     B = sorted(others[i] for i in sel)
-    out_name = f"encoder.layer.{layer}.output.dense"
-    d_out = model.get_parameter(f"{out_name}.weight").shape[0]
-    target = FFNUnitTarget(model, {"input_ids": input_ids}, layer_prefix=f"encoder.layer.{layer}", unit=unit,
-                           compensators=B, name=f"{name}:L{layer}u{unit}")
-    d_in = h.shape[1]
-    theta0 = target.theta0
-    std = float(perturb_rel * theta0.pow(2).mean().sqrt())
-    u_j = model.get_parameter(f"{out_name}.weight").detach()[:, unit]
-    S_B = S[B]  # (k, N), fixed (compensators' incoming weights are not in the block)
-
-    def unit_outputs(theta: Tensor) -> dict[str, Tensor]:
-        dt = theta.dtype
-        w = theta[..., :d_in]
-        b = theta[..., d_in]
-        U_B = theta[..., d_in + 1:].reshape(*theta.shape[:-1], d_out, k)  # row-major (out, B sorted)
-        s_j = torch.nn.functional.gelu(w @ h.to(dt).T + b[..., None])  # (..., N)
-        Y_c = u_j.to(dt)[:, None] * s_j[..., None, :]
-        Y_B = U_B @ S_B.to(dt)
-        return {"moving": Y_c.transpose(-1, -2).reshape(*theta.shape[:-1], -1),
-                "compensators": Y_B.transpose(-1, -2).reshape(*theta.shape[:-1], -1)}
-
-    return DiscoveryProblem(
-        name=name,
+    target = FFNBoundaryTarget.from_layer(model, layer, [unit, *B], {"input_ids": input_ids}, inputs=h,
+                                          name=f"{name}:L{layer}u{unit}")
+    return boundary_problem(
+        target, perturb_rel=perturb_rel, anchor=anchor, name=name,
         description=f"{type(model).__name__} FFN layer {layer}: moving unit {unit} (incoming weights + bias) and "
         f"{k} compensators' outgoing weights (pivoted QR, cond {cond:.3g}); boundary output on a {N}-token prefix",
-        target=target,
-        perturb_std=std,
-        unit_outputs=unit_outputs,
         info={"layer": layer, "unit": unit, "compensators": B, "feature_condition": cond, "tokens": N,
-              "d_model": d_in, "ffn_width": H},
-    )
+              "d_model": h.shape[1], "ffn_width": H})
 
 
 def minilm_ffn_unit(seed: int = 0, *, layer: int = 3, unit: int | None = None, tokens: int = 16,
@@ -221,7 +207,17 @@ def minilm_ffn_unit(seed: int = 0, *, layer: int = 3, unit: int | None = None, t
     return ffn_unit_problem(model, prefix_ids(tok, tokens, text), layer=layer, unit=unit, compensators=compensators)
 
 
-def block_layout(problem: DiscoveryProblem) -> dict[str, Sequence[int] | int]:
+def incoming_size(target: FFNBoundaryTarget) -> int:
+    """How many leading block coordinates are the moving units' incoming weights and biases.
+
+    The protocol block lists them first (:meth:`FFNBoundaryTarget.protocol_block`), then the
+    compensators' outgoing columns.
+    """
+    incoming = set(target.incoming_names())
+    return sum(int(e.index.numel()) for e in target.block.entries if e.name in incoming)
+
+
+def block_layout(problem: DiscoveryProblem) -> dict[str, int]:
     """``{"incoming": n, "outgoing": n}``: sizes of the two parts of the block (incoming first)."""
-    d = int(problem.info["d_model"])
-    return {"incoming": d + 1, "outgoing": problem.target.p - d - 1}
+    n = incoming_size(problem.target)
+    return {"incoming": n, "outgoing": problem.target.p - n}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ import numpy as np
 import torch
 
 from ..config import to_dict
+from ..discovery.transformer import incoming_size
 from ..errors import ConfigError
 from ..runs import RunDir
 from .configs import resolve_discover_config
@@ -70,26 +72,26 @@ class TransformerDiscoveryConfig:
 
 
 class _Installer:
-    """Writes block values into one float32 copy of the host model in place (and back)."""
+    """Writes block values into one float32 copy of the host model in place (and back).
+
+    ``target`` is an :class:`~paramsym.targets.FFNBoundaryTarget` (:meth:`write` / :meth:`restore`).
+    """
 
     def __init__(self, target):
-        self.block = target.block
+        self.target = target
         self.model = copy.deepcopy(target.model).float().eval()
-        self.params = dict(self.model.named_parameters())
         self.batch = target.batch
         self.theta0 = target.theta0.float().clone()
         self.h0 = self.hidden(self.theta0)
 
     @torch.no_grad()
     def hidden(self, theta: torch.Tensor) -> torch.Tensor:
-        fixed = {n: self.params[n].detach().clone() for n in self.block.names}
+        old = self.target.write(self.model, theta.float())
         try:
-            for n, v in self.block.scatter(theta.float(), fixed).items():
-                self.params[n].copy_(v)
-            return self.model(**self.batch).last_hidden_state.double()
+            out = self.model(**self.batch)
+            return out.last_hidden_state.double() if hasattr(out, "last_hidden_state") else out[0].double()
         finally:
-            for n, v in fixed.items():
-                self.params[n].copy_(v)
+            self.target.restore(self.model, old)
 
     def drift(self, theta: torch.Tensor) -> float:
         return float((self.hidden(theta) - self.h0).norm() / self.h0.norm())
@@ -106,7 +108,7 @@ def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0
     act = copy.deepcopy(action).double().eval()
     grp = act.group
     gen = torch.Generator().manual_seed(seed)
-    n_in = int(problem.info["d_model"]) + 1
+    n_in = incoming_size(problem.target)
     th0 = inst.theta0.double()
     with torch.no_grad():
         g = grp.matrices(grp.sample(samples, rho, exact_factors=1, generator=gen)).double()
@@ -139,13 +141,52 @@ def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0
     }
 
 
+def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int = 0, steps: int | None = None,
+                  overrides: Sequence[str] = (), progress: bool = True) -> tuple[Any, dict[str, Any]]:
+    """Train the learned action on an FFN boundary problem with the ``minilm-ffn-unit`` recipe.
+
+    A finished run in ``out`` is reused; an interrupted one resumes. Returns the trained action
+    (:class:`~paramsym.actions.learned.LearnedAction`, eval mode) and ``{"steps", "train_seconds",
+    "cpu_seconds", "wall_seconds", "verdict"}`` (``cpu_seconds``: process time of this call).
+    """
+    from ..discovery.run import load_learned_action, run_discovery
+
+    dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=list(overrides))
+    cpu0, wall0 = time.process_time(), time.time()
+    m = out.read_json("metrics.json") if out.has("metrics.json") else run_discovery(
+        dcfg, out, resume=out.has("config.json"), progress=progress, problem=problem)
+    timing = out.read_json("timing.json") if out.has("timing.json") else {}
+    declared = m["verdict"]["declared"]
+    info = {"objective": objective, "steps": dcfg.train.steps, "train_seconds": timing.get("train_seconds"),
+            "cpu_seconds": time.process_time() - cpu0, "wall_seconds": time.time() - wall0,
+            "verdict": {k: declared.get(k) for k in ("output_err_p95", "composition_err_p95", "inverse_err_p95",
+                                                      "motion_median")}}
+    return load_learned_action(out, problem.target), info
+
+
+def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generator | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(θ', θ_unc)``: ``θ' = a(g, θ0)`` for one group element ``g = exp(t h)`` (one factor, ``|t| ≤ rho``)
+    in float64, and the same incoming update without compensation (compensators left at θ0)."""
+    act = copy.deepcopy(action).double().eval()
+    grp = act.group
+    th0 = problem.target.theta0.double()
+    with torch.no_grad():
+        g = grp.matrices(grp.sample(1, rho, exact_factors=1, generator=generator)).double()
+        theta = act.act_many(g, th0[None])[0]
+    unc = th0.clone()
+    n_in = incoming_size(problem.target)
+    unc[:n_in] = theta[:n_in]
+    return theta, unc
+
+
 def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None) -> dict[str, Any]:
     """Train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs are reused), evaluate, write the report.
 
     ``problem``: another FFN-unit problem (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
     e.g. on your own BERT-type model) trained with the ``minilm-ffn-unit`` recipe.
     """
-    from ..discovery.run import load_learned_action, resolve_problem, run_discovery
+    from ..discovery.run import resolve_problem
 
     cfg.validate()
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
@@ -154,26 +195,17 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
     for variant in cfg.variants:
         for seed in cfg.seeds:
-            dcfg = resolve_discover_config(PRESET, variant, seed, cfg.steps, device="cpu", overrides=cfg.overrides)
             if problem is None:
-                problem = resolve_problem(dcfg)
+                problem = resolve_problem(resolve_discover_config(PRESET, variant, seed, cfg.steps, device="cpu",
+                                                                  overrides=cfg.overrides))
                 installer = _Installer(problem.target)
-            rd = RunDir(out.path / f"{variant}-seed{seed}")
-            cpu0, wall0 = time.process_time(), time.time()
-            if rd.has("metrics.json"):
-                m = rd.read_json("metrics.json")
-            else:
-                m = run_discovery(dcfg, rd, resume=rd.has("config.json"), progress=progress, problem=problem)
-            timing = rd.read_json("timing.json") if rd.has("timing.json") else {}
-            action = load_learned_action(rd, problem.target)
+            action, info = train_learned(problem, variant, out=RunDir(out.path / f"{variant}-seed{seed}"), seed=seed,
+                                         steps=cfg.steps, overrides=cfg.overrides, progress=progress)
             ev = whole_model_evaluation(problem, action, samples=cfg.samples, rho=cfg.rho, seed=cfg.eval_seed,
                                         installer=installer)
-            declared = m["verdict"]["declared"]
-            per[variant].append({"seed": seed, "steps": dcfg.train.steps, "train_seconds": timing.get("train_seconds"),
-                                 "run_cpu_seconds": time.process_time() - cpu0, "run_wall_seconds": time.time() - wall0,
-                                 "verdict": {k: declared.get(k) for k in ("output_err_p95", "composition_err_p95",
-                                                                          "inverse_err_p95", "motion_median")},
-                                 **ev})
+            per[variant].append({"seed": seed, "steps": info["steps"], "train_seconds": info["train_seconds"],
+                                 "run_cpu_seconds": info["cpu_seconds"], "run_wall_seconds": info["wall_seconds"],
+                                 "verdict": info["verdict"], **ev})
     summary = {v: {k: float(np.median([r[k] for r in rows])) for k in
                    ("ratio_random", "ratio_uncompensated", "motion_median", "drift_relative",
                     "composition_stored_median", "composition_stored_p95")} for v, rows in per.items()}
