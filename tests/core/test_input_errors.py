@@ -119,3 +119,12 @@ def test_negative_seed_in_a_discover_config_is_named(key):
     with pytest.raises(ConfigError, match=f"{key} must be an integer ≥ 0"):
         with_overrides(cfg, [f"{key}=-1"])
     assert with_overrides(cfg, [f"{key}=7"]) is not None
+
+
+@pytest.mark.parametrize("threads", [-1, 4097, 2**31])
+def test_thread_count_out_of_range_is_named(threads):
+    # found by the CLI fuzz test: 2**31 overflowed torch.set_num_threads (a C int)
+    from paramsym.discovery.config import DiscoverConfig, with_overrides
+
+    with pytest.raises(ConfigError, match="threads must be between 0"):
+        with_overrides(DiscoverConfig.for_preset("sigmoid-scalar", "hybrid"), [f"threads={threads}"])

@@ -196,11 +196,14 @@ class DiscoverConfig:
                            ("verdict.eval_seed", self.verdict.eval_seed)):
             if value < 0:
                 raise ConfigError(f"{key} must be an integer ≥ 0 (torch.Generator seeds are unsigned); received {value}.")
-        if self.threads < 0:
-            raise ConfigError(f"threads must be ≥ 0 (0 = auto); received {self.threads}.")
+        if not 0 <= self.threads <= MAX_THREADS:
+            raise ConfigError(f"threads must be between 0 (auto) and {MAX_THREADS}; received {self.threads}.")
         if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ConfigError(f"device must be 'cpu' or 'cuda'; received {self.device!r}.")
 
+
+#: Most CPU threads a configuration may ask for (torch.set_num_threads takes a C int).
+MAX_THREADS = 4096
 
 #: The overrides of :meth:`DiscoverConfig.quick`.
 QUICK: dict[str, Any] = {
