@@ -143,3 +143,8 @@ class AttentionImplementationError(ParamsymError, ValueError):
 class UnsupportedModelError(ParamsymError, ValueError):
     """A model the census cannot analyse: no parameters, or no module it knows (the message lists
     what it knows and what it found)."""
+
+
+class UnknownClaimError(ConfigError):
+    """A ``paramsym reproduce`` claim id that is not in the registry (the message names the
+    closest id and lists the known ones)."""

@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "paramsym.cli.affine",
     "paramsym.cli.census",
     "paramsym.cli.compensate",
+    "paramsym.cli.reproduce",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]
