@@ -94,7 +94,12 @@ def _t1_fits(r):
     n = {v: len(rows) for v, rows in r["per_seed"].items()}
     fits = {v: int(s["fits"]) for v, s in r["median"].items()}
     text = ", ".join(f"{v} {fits[v]}/{n[v]}" for v in fits)
-    return Measured(text, all(fits[v] == n[v] for v in fits), {"fits": fits, "runs": n})
+    table = {v: {**r["median"][v], "n": n[v], "seeds": [row["seed"] for row in r["per_seed"][v]],
+                 "composition_per_seed": [row["composition_err_p95"] for row in r["per_seed"][v]]} for v in fits}
+    return Measured(text, all(fits[v] == n[v] for v in fits),
+                    {"fits": fits, "runs": n, "table": table,
+                     "ratio": r.get("composition_ratio_finite_over_hybrid"),
+                     "motion_ratio": r.get("motion_ratio_finite_over_hybrid")})
 
 
 def _lifting_ratio(r):
@@ -102,7 +107,10 @@ def _lifting_ratio(r):
     if not mt.get("overlap"):
         return Measured("no overlapping displacement range", False, {})
     ratio = float(mt["ratio_median"])
-    return Measured(f"{ratio:.1f}× (geometric mean {mt['ratio_geometric_mean']:.1f}×)", ratio >= 2, {"ratio": ratio})
+    return Measured(f"{ratio:.1f}× (geometric mean {mt['ratio_geometric_mean']:.1f}×)", ratio >= 2,
+                    {"ratio": ratio, "geometric_mean": mt["ratio_geometric_mean"], "ratios": mt["ratios"],
+                     "range": [mt["displacements"][0], mt["displacements"][-1]], "rhos": r["rhos"],
+                     "median": r["median"], "seeds": [row["seed"] for row in r["per_seed"]["relu2881-unit"]]})
 
 
 def _comp_random(r):
@@ -143,8 +151,11 @@ def _td_comp(r):
 def _affine_dims(r):
     rows = {p: (int(v["dimension"]), int(v["expected"])) for p, v in r.items()}
     text = ", ".join(f"{p} {d}" for p, (d, _) in rows.items())
+    detail = {p: {"dimension": v["dimension"], "expected": v["expected"], "gap": v.get("gap"),
+                  "unknowns": v.get("unknowns"),
+                  "residual_max": v.get("max_residual"), "status": v.get("status"), "seconds": v.get("seconds")} for p, v in r.items()}
     return Measured(text, all(d == e for d, e in rows.values()) and max(d for d, _ in rows.values()) >= 8,
-                    {"dimensions": {p: d for p, (d, _) in rows.items()}})
+                    {"dimensions": {p: d for p, (d, _) in rows.items()}, "detail": detail})
 
 
 def _affine_commuting(r):
@@ -216,9 +227,20 @@ def _ham_walk(r):
             f"{rb['delta_end']:.4f} (pred. {rb['delta_predicted']:.4f}); tracking error fixed/resolved "
             f"{fc['tracking_relative_end']:.3g}/{rc['tracking_relative_end']:.3g}")
     holds = off <= 0.02 and boff <= 0.01 and fc["tracking_relative_end"] >= rc["tracking_relative_end"]
-    return Measured(text, holds, {"shift": shift, "shift_predicted": pred, "b_off": boff,
-                                  "tracking_fixed": fc["tracking_relative_end"],
-                                  "tracking_resolved": rc["tracking_relative_end"]})
+    fb = _flow(r, "fixed", "-b")
+    pr = r.get("metrics", {}).get("problem", {})
+    return Measured(text, holds, {
+        "shift": shift, "shift_predicted": pred, "b_off": boff, "tracking_fixed": fc["tracking_relative_end"],
+        "tracking_resolved": rc["tracking_relative_end"], "steps": rc["steps"],
+        "b_start": rb["delta_start"], "b_end": rb["delta_end"], "b_predicted": rb["delta_predicted"],
+        "tracking_fixed_b": fb["tracking_relative_end"], "tracking_resolved_b": rb["tracking_relative_end"],
+        "fixed_shift": fc["phase_shift_end"], "fixed_shift_predicted": fc["phase_shift_predicted_end"],
+        "rotation_error": [rb.get("rotation_error_start"), rb.get("rotation_error_end")],
+        "delta_norm": pr.get("delta_norm"), "f_norm": pr.get("values_norm"),
+        "c_residual": pr.get("c", {}).get("residual"), "b_residual": pr.get("b", {}).get("residual"),
+        "rank": pr.get("c", {}).get("rank"), "params": pr.get("params"), "rows": pr.get("rows"),
+        "c_norm": pr.get("c", {}).get("direction_norm"), "b_norm": pr.get("b", {}).get("direction_norm"),
+        "c_b_cosine": pr.get("c_b_cosine"), "timing_s": r.get("metrics", {}).get("timing_s")})
 
 
 def _reynolds(r):
@@ -256,8 +278,10 @@ def _d4_growth(r):
 def _d4_regular(r):
     reg = r["regular"]["representation"]
     ok = reg["decomposition"] == "A1 ⊕ A2 ⊕ B1 ⊕ B2 ⊕ 2E1" and max(reg["orthogonality_error"], reg["equivariance_error"]) < 1e-12
+    c16 = r["copies16"]["representation"]
     return Measured(f"{reg['decomposition']}; errors {reg['orthogonality_error']:.2g} / {reg['equivariance_error']:.2g}", ok,
-                    {"orthogonality_error": reg["orthogonality_error"], "equivariance_error": reg["equivariance_error"]})
+                    {"orthogonality_error": reg["orthogonality_error"], "equivariance_error": reg["equivariance_error"],
+                     "copies16": {k: c16[k] for k in ("decomposition", "orthogonality_error", "equivariance_error")}})
 
 
 # ------------------------------------------------------------------------------- census
@@ -268,13 +292,24 @@ def _census_minilm(r):
     att = int(c["attention_dimension"])
     expected = 6 * 12 * (32 ** 2 + 32 ** 2)
     return Measured(f"{att:,} attention (total {int(c['total_dimension']):,}; all verified: {c['all_verified']})",
-                    att == expected and bool(c["all_verified"]), {"attention": att, "total": c["total_dimension"]})
+                    att == expected and bool(c["all_verified"]),
+                    {**_census_values(c), "presets": {name: _census_values(v) for name, v in r.items()}})
 
 
 def _census_mha(r):
     c = r["mha-bias"]
     tot = int(c["total_dimension"])
-    return Measured(f"{tot} (all verified: {c['all_verified']})", tot == 80 and bool(c["all_verified"]), {"total": tot})
+    return Measured(f"{tot} (all verified: {c['all_verified']})", tot == 80 and bool(c["all_verified"]), _census_values(c))
+
+
+def _census_values(c: dict[str, Any]) -> dict[str, Any]:
+    errors = [e.get("verified_error") for e in c.get("symmetries", []) if e.get("verified_error") is not None]
+    return {"parameters": c["parameters"], "attention": c["attention_dimension"], "total": c["total_dimension"],
+            "key_bias": c.get("key_bias_dimension"), "by_kind": c.get("dimension_by_kind"),
+            "worst": max(c.get("symmetries", []), key=lambda e: e.get("verified_error") or 0.0, default={}).get("kind"),
+            "fraction": c["symmetric_fraction"], "max_error": max(errors) if errors else None,
+            "entries": len(c.get("symmetries", [])), "dtype": c.get("dtype"), "seconds": c.get("seconds"),
+            "all_verified": c["all_verified"]}
 
 
 D = "[Discovery]"
