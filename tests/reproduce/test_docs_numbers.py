@@ -73,7 +73,7 @@ def test_write_docs_renders_blocks_from_rows_and_keeps_full_rows(tmp_path):
     assert "Not generated yet" in text.split("block annulus")[1]  # no rows: left as it is
     page = (tmp_path / "reproductions.md").read_text()
     assert all(f"`{c}`" in page for c in ("lifting-subnetwork-ratio", "table1-fits", "census-mha-bias"))
-    # a quick row of a trained run never replaces a full one; an exact quick row does
+    # a quick row never replaces a full one; it fills a claim without one
     store = json.loads((tmp_path / "reproductions.json").read_text())["rows"]
     store = merge_rows(store, [_row("lifting-subnetwork-ratio", budget="quick"), _row("groups-d4-regular", "quick", True)])
     assert store["lifting-subnetwork-ratio"]["ours"] == "ours-full" and store["groups-d4-regular"]["ours"] == "ours-quick"

@@ -202,7 +202,8 @@ def _fixed(*which: tuple[str, str]):
 
 def _eta_criterion(r):
     rec = next(x for x in r["lifts"] if x["name"].startswith("c* (τ="))
-    return Measured(f"residual {rec['residual']:.3g} at {rec['name'][3:]}, rank {rec['rank']}", rec["residual"] <= 1e-6,
+    tau = rec["name"].split("τ=")[-1].rstrip(")")
+    return Measured(f"residual {rec['residual']:.3g} at τ = {float(tau):g}, rank {rec['rank']}", rec["residual"] <= 1e-6,
                     {"residual": rec["residual"], "rank": rec["rank"]})
 
 

@@ -8,8 +8,9 @@ re-implements an experiment: trained runs call the experiments' ``run(cfg, out)`
 run the documented ``paramsym`` command with ``--json`` in a subprocess (so the numbers are the
 command's, byte for byte) and keep its output as ``result.json``.
 
-``exact=True`` marks runs whose quick budget is the full one (closed forms, exact solvers,
-counts): their numbers may be written into the documentation from a ``--quick`` run.
+``exact=True`` marks runs whose quick budget computes the full run's numbers (closed forms, exact
+solvers, counts; for ``affine`` and ``census`` on a subset of the presets): their numbers may be
+written into the documentation from a ``--quick`` run.
 ``full_time`` is the documented wall time of the full budget on the 2-core CPU machine of this
 project (one torch thread); where it was not measured the entry says so.
 """
@@ -238,11 +239,12 @@ RUNS: dict[str, RunSpec] = {
               "not yet measured here (training 8 α values, 5+3 walk steps with both modes)"),
         _spec("reynolds", "python -m paramsym.experiments.reproduce.exact_checks", _reynolds, "< 1 s", exact=True),
         _spec("affine", "paramsym affine --preset NAME --json (each preset)", _affine,
-              "≈ 1 min for all 8 presets (relu2881: 7,832 unknowns); --quick skips relu2881 and attention-d8h2-bias",
-              exact=False),
+              "several minutes for all 8 presets (relu2881: 7,832 unknowns; attention-d8h2-bias needs ≈ 12 GB); "
+              "--quick runs the other 6, whose numbers are the full run's", exact=True),
         _spec("attention", "paramsym attention clusterings|table|count ... --json", _attention, "≈ 3 s", exact=True),
         _spec("groups", "paramsym group D4 --rep regular|copies:16 --json", _groups, "≈ 2 s", exact=True),
         _spec("census", "paramsym census --preset NAME --dtype D --json (8 presets)", _census,
-              "≈ 3 min for the 8 presets (BERT-base and GPT-2 ≈ 30–50 s each); --quick skips those two"),
+              "≈ 3 min for the 8 presets (BERT-base and GPT-2 ≈ 30–50 s each); --quick skips those two, the other "
+              "6 are the full run's", exact=True),
     )
 }
