@@ -56,3 +56,15 @@ def test_unknown_claim_is_a_named_error(tmp_path):
     p = _cli("tabel1-fits", cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "UnknownClaimError" in p.stderr and "did you mean 'table1-fits'" in p.stderr
+
+
+def test_bad_out_and_docs_directories_are_named_errors(tmp_path, capsys):
+    from paramsym.cli import main
+
+    f = tmp_path / "a-file"
+    f.write_text("not a directory\n")
+    assert main(["reproduce", "groups-d4-regular", "--out", str(f)]) == 2
+    assert "--out" in capsys.readouterr().err and f.read_text() == "not a directory\n"
+    assert main(["reproduce", "groups-d4-regular", "--write-docs", str(tmp_path / "missing")]) == 2
+    assert "--write-docs" in capsys.readouterr().err
+    assert main(["reproduce"]) == 2 and "name a claim or `all`" in capsys.readouterr().err

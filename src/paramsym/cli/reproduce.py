@@ -57,6 +57,13 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{r['claim']:45s} {r['source']:32s} paper {r['paper']}")
         return 0
     get_claims(args.claims)  # unknown ids fail before anything runs
+    import os
+
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ConfigError(f"--out {args.out!r} is a file; give a directory (new, or one from an earlier "
+                          "`paramsym reproduce --out`, whose finished runs are reused).")
+    if args.write_docs and not os.path.isdir(args.write_docs):
+        raise ConfigError(f"--write-docs {args.write_docs!r} is not a directory; give the docs directory (e.g. docs).")
     import torch
 
     torch.set_num_threads(args.threads)
