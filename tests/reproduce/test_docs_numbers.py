@@ -52,7 +52,7 @@ def test_every_marker_names_a_block_and_placeholders_have_no_numbers():
     for page in OWNED:
         text = (DOCS / page).read_text()
         _, _, left = rewrite_blocks(text, {})
-        assert all(name in BLOCKS for name in left), (page, left)
+        assert all(name in BLOCKS or name == "reproductions" for name in left), (page, left)  # the page itself
     for name in BLOCKS:
         assert not hand_numbers(placeholder(name))
 

@@ -273,8 +273,8 @@ def render_reproductions(store: Rows) -> str:
         when = "—"
         if last:
             r = last[0]
-            when = f"{r['budget']}: {r['seconds']:.0f} / {r['cpu_seconds']:.0f}" if r["seconds"] else f"{r['budget']}: reused"
-        lines.append(f"| `{name}` | {', '.join(f'`{i}`' for i in ids)} | `{spec.command}` | {_cell(spec.full_time)} | "
+            when = f"{r['budget']}: {r['seconds']:.0f} / {r['cpu_seconds']:.0f}"
+        lines.append(f"| `{name}` | {', '.join(f'`{i}`' for i in ids)} | `{_cell(spec.command)}` | {_cell(spec.full_time)} | "
                      f"{when} |")
     lines += ["<!-- end generated -->", ""]
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 A row (``dict``) has at least ``claim``, ``paper``, ``ours`` and ``holds``, and also
 ``source``, ``statement``, ``criterion``, ``budget`` (``quick``/``full``), ``run``,
-``command``, ``seconds`` / ``cpu_seconds`` (of the run, this time; ``0`` when reused),
+``command``, ``seconds`` / ``cpu_seconds`` (of the run; of the earlier run when reused),
 ``full_time`` (documented), ``figures`` (paths under ``out``) and ``error`` (``None``, or the
 one-line error of a run that failed — its claims then do not hold).
 
@@ -74,7 +74,7 @@ def run_one(name: str, out: Path, quick: bool) -> dict[str, Any]:
         try:
             rec = json.loads(rec_path.read_text())
             if rec.get("budget") == budget and rec.get("error") is None:
-                return {**rec, "seconds": 0.0, "cpu_seconds": 0.0, "reused": True}
+                return {**rec, "reused": True}  # seconds: of the run that made it
         except (OSError, json.JSONDecodeError):
             pass
     d.mkdir(parents=True, exist_ok=True)
@@ -145,7 +145,8 @@ def reproduce(names: Iterable[str], *, quick: bool = False, out: str | os.PathLi
             recs[name] = run_one(name, root, quick)
             if log:
                 r = recs[name]
-                state = "reused" if r.get("reused") else f"{r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU"
+                state = f"{r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU"
+                state = f"reused (it took {state})" if r.get("reused") else state
                 log(f"run {name}: {state}" + (f" — {r['error']}" if r.get("error") else ""))
         return [_row(c, recs[c.run], root if keep else None) for c in claims]
     finally:

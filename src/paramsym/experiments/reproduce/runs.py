@@ -216,7 +216,8 @@ RUNS: dict[str, RunSpec] = {
     r.name: r
     for r in (
         _spec("objectives", "paramsym experiment objectives --seeds 1,2,3", _objectives,
-              "≈ 18 min (6 runs × 10,000 steps, ≈ 3 min each; `make run` measured 2 min 55 s for one)"),
+              "≈ 18 min (6 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
+              "took ≈ 5 min at low load, the full run did not finish under load ≈ 10)"),
         _spec("lifting", "paramsym experiment lifting --seeds 0,1,2", _lifting,
               "not yet measured here (6 runs × 5,000 steps; expected ≈ 10–15 min)"),
         _spec("transformer", "paramsym experiment transformer", _transformer,
@@ -229,14 +230,17 @@ RUNS: dict[str, RunSpec] = {
               _attribution("annulus-full", "trained", PAPER_ANNULUS), ANNULUS_TIME),
         _spec("annulus-init", "paramsym attribute --preset annulus-wedge --stage init --set protocol=paper "
               "--set gauge=paper", _attribution("annulus-wedge", "init", PAPER_ANNULUS), ANNULUS_TIME),
-        _spec("annulus-lifts", "paramsym attribute --preset annulus-wedge (lifts only: no flows)",
-              _attribution("annulus-wedge", "trained", flows=()), "≈ 1 min (training 200 epochs, one thin SVD)"),
+        _spec("annulus-lifts", "paramsym reproduce annulus-eta-lifting-criterion",
+              _attribution("annulus-wedge", "trained", flows=()),
+              "measured 32 CPU-s (298 s wall under load): preset annulus-wedge (seed 42) without its flows — training "
+              "200 epochs, one thin SVD"),
         _spec("sanity-trainable", "paramsym attribute --preset lifting-sanity",
               _attribution("lifting-sanity", "trainable"), "≈ 2 s", exact=True),
         _spec("sanity-frozen", "paramsym attribute --preset lifting-sanity --stage frozen",
               _attribution("lifting-sanity", "frozen"), "≈ 2 s", exact=True),
         _spec("hamiltonian", "paramsym attribute --preset hamiltonian", _attribution("hamiltonian", None),
-              "not yet measured here (training 8 α values, 5+3 walk steps with both modes)"),
+              "measured 257 CPU-s (1,613 s wall at load ≈ 10 on the 2 shared cores); docs/attribution.md had 209 s "
+              "unloaded"),
         _spec("reynolds", "python -m paramsym.experiments.reproduce.exact_checks", _reynolds, "< 1 s", exact=True),
         _spec("affine", "paramsym affine --preset NAME --json (each preset)", _affine,
               "several minutes for all 8 presets (relu2881: 7,832 unknowns; attention-d8h2-bias needs ≈ 12 GB); "
