@@ -79,4 +79,9 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
     else:
         print(markdown(rows))
+        figs = {r["run"]: r["figures"] for r in rows if r["figures"]}
+        if figs:
+            print("\nFigures (kept under --out):")
+            for run, paths in figs.items():
+                print(f"- {run}: " + ", ".join(paths))
     return 1 if any(r["error"] for r in rows) else 0
