@@ -168,3 +168,8 @@ class SymmetryNotApplicableError(ActionError):
 class LevelSetError(ParamsymError, RuntimeError):
     """A teleport (``paramsym.teleport``, ``strict=True``) that would leave the loss level set: the
     relative loss change exceeded the tolerance (the message names both)."""
+
+
+class UnknownClaimError(ConfigError):
+    """A ``paramsym reproduce`` claim id that is not in the registry (the message names the
+    closest id and lists the known ones)."""

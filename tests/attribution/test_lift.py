@@ -112,8 +112,9 @@ def test_matrix_free_gram_agrees_with_dense(small_problem, gauge):
     mf = lift_matrix_free(JacobianOperator(fn, params, x), eta, method="gram", gauge=gauge)
     rel = float((mf.direction - dense.direction).norm() / dense.direction.norm())
     assert mf.rank == dense.rank
-    assert rel <= 1e-6, rel
-    assert abs(mf.residual - dense.residual) <= 1e-6
+    # measured 1.5e-12 (none) / 5.3e-13 (column) and 3e-15 on the residual: bounds ≈ 100× that
+    assert rel <= 1e-10, rel
+    assert abs(mf.residual - dense.residual) <= 1e-12
 
 
 def test_lsmr_agrees_with_dense_pinv_when_nothing_is_truncated():
@@ -131,7 +132,7 @@ def test_lsmr_agrees_with_dense_pinv_when_nothing_is_truncated():
     assert dense.rank == J.shape[1]
     mf = lift_matrix_free(JacobianOperator(fn, params, x), eta, method="lsmr", damp=0.0, atol=1e-14, btol=1e-14)
     rel = float((mf.direction - dense.direction).norm() / dense.direction.norm())
-    assert rel <= 1e-6, rel
+    assert rel <= 5e-7, rel  # measured 4.2e-9 (LSMR stops at its atol/btol): ≈ 100× that
 
 
 @pytest.mark.parametrize("gauge", ["none", "column"])
@@ -148,7 +149,7 @@ def test_lsmr_with_damping_is_tikhonov(small_problem, gauge):
     z = np.linalg.solve(A.T @ A + lam**2 * np.eye(A.shape[1]), A.T @ tn)
     ref = z / D
     rel = np.linalg.norm(mf.direction.numpy() - ref) / np.linalg.norm(ref)
-    assert rel <= 1e-6, rel
+    assert rel <= 1e-10, rel  # measured 1.4e-12 (none) / 1.8e-13 (column): ≈ 100× that
 
 
 def test_stacked_conditions_equal_stacked_rows():

@@ -42,6 +42,7 @@ COMMAND_MODULES = [
     "paramsym.cli.sweep",
     "paramsym.cli.align",
     "paramsym.cli.teleport",
+    "paramsym.cli.reproduce",
     "paramsym.attention.cli",
     "paramsym.groups.cli",
 ]
