@@ -23,15 +23,14 @@ def test_regression_mlp_five_seeds_gd_and_adagrad():
         assert out["optimizers"][opt]["grad_norm_factor"] > 1
 
 
-def test_digits_mlp_five_seeds_sgd_and_adam():
-    out = run(TeleportConfig("digits-mlp", seeds=5))
+def test_digits_mlp_ten_seeds_sgd_and_adam():
+    out = run(TeleportConfig("digits-mlp"))  # the preset's 10 seeds
+    assert out["seeds"] == 10
     assert out["max_loss_change"] <= 1e-10
     for opt in ("sgd", "adam"):
         d = out["optimizers"][opt]
         assert d["step_ratio"] > 1, d["step_ratios"]
-        assert d["reached"] == 5
-        # measured (docs/teleport.md): at the target the median validation accuracy is one of the 359
-        # validation images lower with teleports for both optimizers (SGD lower in 4 of 5 seeds, by 1-4
-        # images), so the "must not drop" is NOT met; this pins the measured size of the drop
-        assert d["val_acc_at_target_teleport"] >= d["val_acc_at_target_baseline"] - 2.5 / 359
-        assert d["val_acc_teleport"] >= d["val_acc_baseline"] - 2.5 / 359
+        assert d["reached"] == d["baseline_reached"] == 10
+        # the criterion: the validation accuracy (median over seeds, at the step the target
+        # training loss is first reached) does not drop with teleports
+        assert d["val_acc_at_target_teleport"] >= d["val_acc_at_target_baseline"], d

@@ -36,7 +36,7 @@ __all__ = ["PRESETS", "TeleportConfig", "run", "aggregate", "steps_to", "OPTIMIZ
 PRESETS = ("booth", "rosenbrock", "regression-mlp", "digits-mlp")
 #: accepted optimizers per preset; the first ones are the defaults (run when --optimizer is not given)
 OPTIMIZERS = {"booth": ["gd"], "rosenbrock": ["gd"], "regression-mlp": ["gd", "adagrad"], "digits-mlp": ["sgd", "adam"]}
-DEFAULT_SEEDS = {"booth": 1, "rosenbrock": 5, "regression-mlp": 5, "digits-mlp": 5}
+DEFAULT_SEEDS = {"booth": 1, "rosenbrock": 5, "regression-mlp": 5, "digits-mlp": 10}
 
 
 @dataclass
