@@ -180,17 +180,25 @@ def apply_overrides(cfg: C, overrides: Iterable[str]) -> C:
     return from_dict(type(cfg), data)
 
 
-def load_file(cls: type[C], path: str) -> C:
-    """Load a config dataclass from a YAML or JSON file (safe loaders only)."""
+def read_document(path: str, what: str = "config file", error: type[ConfigError] = ConfigError) -> Any:
+    """The data of a YAML or JSON file (JSON by the ``.json`` suffix; safe loaders only).
+
+    Raises:
+        ConfigError (or ``error``): unreadable file or invalid syntax, naming ``what`` and the path.
+    """
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path!r} ({exc}); expected a readable YAML or JSON file.") from None
+        raise error(f"cannot read {what} {path!r} ({exc}); expected a readable YAML or JSON file.") from None
     try:
-        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+        return json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         msg = " ".join(str(exc).split())
-        raise ConfigError(f"config file {path!r} is not valid {'JSON' if str(path).endswith('.json') else 'YAML'} "
-                          f"({msg}); fix its syntax.") from None
-    return from_dict(cls, data or {})
+        raise error(f"{what} {path!r} is not valid {'JSON' if str(path).endswith('.json') else 'YAML'} "
+                    f"({msg}); fix its syntax.") from None
+
+
+def load_file(cls: type[C], path: str) -> C:
+    """Load a config dataclass from a YAML or JSON file (safe loaders only)."""
+    return from_dict(cls, read_document(path) or {})

@@ -317,17 +317,9 @@ def load_spec(path: str) -> SweepSpec:
         SweepSpecError: unreadable file, invalid YAML, or an invalid spec (the message names
             the file, the key and what to write).
     """
-    import yaml
+    from ...config import read_document
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepSpecError(f"cannot read sweep spec {path!r} ({exc}); pass a readable YAML file.") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SweepSpecError(f"sweep spec {path!r} is not valid YAML ({' '.join(str(exc).split())}); fix its syntax.") from None
+    data = read_document(path, "sweep spec", SweepSpecError)
     try:
         return spec_from_dict(data)
     except SweepSpecError as exc:
