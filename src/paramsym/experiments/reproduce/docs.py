@@ -261,7 +261,8 @@ def render_reproductions(store: Rows) -> str:
         "(`python -m paramsym.experiments.reproduce.docs docs [--quick]` does the same for `all`). A claim *holds* when "
         "our number meets the criterion stated beside it; the budget column says whether our number comes from the "
         "full run or the reduced `--quick` one (trained claims are not expected to hold at the quick budget). "
-        "Paper keys: docs/papers.md.", "",
+        "Paper keys: docs/papers.md. Rows with source `[Measurement]` are our own measurements shown on other docs "
+        "pages (teleportation, alignment, compensation); their paper column holds the aim the page states.", "",
         "| claim | source | paper | ours | holds | budget | criterion |", "|---|---|---|---|---|---|---|",
     ]
     for c in CLAIMS:
