@@ -1,0 +1,86 @@
+"""The measurement claims (teleport, alignment, compensation) read the commands' JSON and render blocks from it.
+
+Synthetic command outputs (the keys `paramsym teleport/align/compensate --json` print) go through
+each claim's ``measure`` and the block renderers: the criteria flip where the stated aim is
+missed, and the rendered tables carry the numbers formatted from the values, nothing else.
+"""
+
+from paramsym.experiments.reproduce.docs import BLOCKS
+from paramsym.experiments.reproduce.measurements import MEASUREMENT_CLAIMS, MEASUREMENT_RUNS
+from paramsym.experiments.reproduce.registry import CLAIMS, RUNS
+from paramsym.experiments.reproduce.scan import hand_numbers
+
+BY_ID = {c.id: c for c in MEASUREMENT_CLAIMS}
+
+
+def _opt(ratios, reached=5, change=1e-16, finals=(1.0, 0.5)):
+    n = len(ratios)
+    return {"step_ratio": sorted(ratios)[n // 2], "step_ratios": ratios, "reached": reached, "seeds": n,
+            "max_loss_change": change, "grad_norm_factor": 3.37, "teleport_time_fraction": 0.09,
+            "final_loss_baseline": [finals[0]] * n, "final_loss_teleport": [finals[1]] * n}
+
+
+def _preset(opts, lr, per_seed, change=1e-16):
+    return {"optimizers": opts, "lr": lr, "per_seed": per_seed, "max_loss_change": change}
+
+
+def _teleport(booth_step=9, gd_ratios=(6.8, 3.9, 20.0, 2.2, 0.99), rosen_final=6e-14):
+    booth_seed = {"optimizer": "gd", "target": 4.9e-3, "steps_to_target": {"baseline": 28, "teleport": booth_step}}
+    reg_seeds = [{"optimizer": "gd", "steps_to_target": {"baseline": 300, "teleport": None if r < 1 else int(300 / r)}}
+                 for r in gd_ratios]
+    return {
+        "booth": _preset({"gd": _opt([28 / booth_step], 1, change=2.6e-14)}, {"gd": 0.08}, [booth_seed], 2.6e-14),
+        "rosenbrock": _preset({"gd": _opt([5.0] * 5, finals=(0.111, rosen_final))}, {"gd": 1e-3}, []),
+        "regression-mlp": _preset({"gd": _opt(list(gd_ratios), 4), "adagrad": _opt([6.25, 17.6, 14.3, 5.9, 2.65])},
+                                  {"gd": 1e-4, "adagrad": 0.1}, reg_seeds),
+    }
+
+
+def test_teleport_claims_apply_their_aims_and_the_block_names_the_missing_preset():
+    r = _teleport()
+    assert all(BY_ID[c].measure(r).holds for c in ("teleport-booth", "teleport-rosenbrock", "teleport-regression-mlp"))
+    assert not BY_ID["teleport-digits-mlp"].measure(r).holds  # not in this (quick) run
+    assert not BY_ID["teleport-booth"].measure(_teleport(booth_step=10)).holds
+    assert not BY_ID["teleport-rosenbrock"].measure(_teleport(rosen_final=2e-6)).holds
+    assert not BY_ID["teleport-regression-mlp"].measure(_teleport(gd_ratios=(6.8, 1.5, 20.0, 1.2, 0.99))).holds
+    rows = {"teleport-booth": {"values": BY_ID["teleport-booth"].measure(r).values}}
+    text = BLOCKS["teleport"].render(rows)
+    assert "| `booth` | gd (0.08) | 1 | 28→9 | 3.11 |" in text and "300→—" in text and "2.6e-14" in text
+    assert "Not in this (`--quick`) run: digits-mlp" in text
+    assert not hand_numbers(BLOCKS["teleport"].marker() + "\n" + text + "\n<!-- end generated -->")
+
+
+def _align(before=0.78, perm=0.0149, err=1.8e-16):
+    ends = {"A": {"test_loss": 0.144, "test_acc": 0.964}, "B": {"test_loss": 0.148, "test_acc": 0.961}}
+    return {"32": {"barrier_before": before, "barrier_before_train": 0.862, "barrier_permutation": perm,
+                   "barrier_permutation_train": 0.0511, "barrier_full": 0.0192, "barrier_full_train": 0.0507,
+                   "function_error": 2.3e-16, "function_error_permutation": err, "endpoints": ends,
+                   "distance": {"before": 206.76, "permutation": 105.43, "full": 100.24}}}
+
+
+def test_alignment_claim_and_block():
+    c = BY_ID["align-digits-mlp"]
+    assert c.measure(_align()).holds
+    assert not c.measure(_align(perm=0.9)).holds and not c.measure(_align(err=1e-6)).holds
+    text = BLOCKS["align-digits"].render({"align-digits-mlp": {"values": c.measure(_align()).values}})
+    assert "| 32 | permutation | 0.0511 | 0.0149 | 105.4 | 1.8e-16 |" in text and "Not in this (`--quick`) run: 16" in text
+
+
+def test_compensation_claim_and_block():
+    c = BY_ID["compensation-models"]
+    case = {"drift_relative": 3.95e-7, "ratio_random": 2500.4, "ratio_uncompensated": 325.2, "condition_number": 32.7,
+            "units_changed": 17}
+    r = {"all-MiniLM-L6-v2, layer 3 unit 7": case}
+    assert c.measure(r).holds and c.measure(r).values["min_ratio"] == 325.2
+    assert not c.measure({"x": {**case, "ratio_uncompensated": 9.0}}).holds
+    text = BLOCKS["compensation-models"].render({"compensation-models": {"values": c.measure(r).values}})
+    assert "| all-MiniLM-L6-v2, layer 3 unit 7 | 3.95e-07 | 2,500 | 325 | 32.7 | 17 |" in text
+    assert "gpt2-tiny" in text.split("Not in this")[1]
+
+
+def test_measurements_are_registered_beside_the_paper_claims():
+    ids = [c.id for c in CLAIMS]
+    assert ids[-len(MEASUREMENT_CLAIMS):] == [c.id for c in MEASUREMENT_CLAIMS]
+    assert all(r.name in RUNS and r.exact and r.command.startswith("paramsym") for r in MEASUREMENT_RUNS)
+    for b in ("teleport", "align-digits", "compensation-models"):
+        assert all(cid in BY_ID for cid in BLOCKS[b].claims)
