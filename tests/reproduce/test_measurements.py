@@ -81,6 +81,17 @@ def test_compensation_claim_and_block():
 def test_measurements_are_registered_beside_the_paper_claims():
     ids = [c.id for c in CLAIMS]
     assert ids[-len(MEASUREMENT_CLAIMS):] == [c.id for c in MEASUREMENT_CLAIMS]
-    assert all(r.name in RUNS and r.exact and r.command.startswith("paramsym") for r in MEASUREMENT_RUNS)
-    for b in ("teleport", "align-digits", "compensation-models"):
+    assert all(r.name in RUNS and r.exact and r.command.startswith(("paramsym", "python")) for r in MEASUREMENT_RUNS)
+    for b in ("teleport", "align-digits", "compensation-models", "action-checks"):
         assert all(cid in BY_ID for cid in BLOCKS[b].claims)
+
+
+def test_action_verdict_claim_and_block():
+    c = BY_ID["actions-verdict"]
+    case = {"output": 2.2e-15, "output2": 2.7e-15, "composition": 2.8e-16, "inverse": 9.5e-16, "motion": 0.132,
+            "passed": True, "discrete": False}
+    assert c.measure({"a": case}).holds
+    assert not c.measure({"a": case, "b": {**case, "motion": 0.0}}).holds  # an action that does not move θ
+    assert not c.measure({"a": {**case, "inverse": 1e-9}}).holds and not c.measure({"a": {**case, "passed": False}}).holds
+    text = BLOCKS["action-checks"].render({"actions-verdict": {"values": c.measure({"a": case}).values}})
+    assert "| a | 2.2e-15 / 2.7e-15 | 2.8e-16 | 9.5e-16 | 0.132 |" in text

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .measurements import render_align, render_compensation, render_teleport
+from .measurements import render_actions, render_align, render_compensation, render_teleport
 from .registry import CLAIMS, RUNS
 from .runs import AFFINE_FULL, CENSUS_FULL
 
@@ -227,6 +227,7 @@ BLOCKS: dict[str, Block] = {
               render_teleport),
         Block("align-digits", ("align-digits-mlp",), render_align),
         Block("compensation-models", ("compensation-models",), render_compensation),
+        Block("action-checks", ("actions-verdict",), render_actions),
     )
 }
 

@@ -18,7 +18,8 @@ from typing import Any
 from .claims import Claim, Measured
 from .runs import RunSpec, run_cli
 
-__all__ = ["MEASUREMENT_CLAIMS", "MEASUREMENT_RUNS", "render_align", "render_compensation", "render_teleport"]
+__all__ = ["MEASUREMENT_CLAIMS", "MEASUREMENT_RUNS", "render_actions", "render_align", "render_compensation",
+           "render_teleport"]
 
 TELEPORT_FULL = ("booth", "rosenbrock", "regression-mlp", "digits-mlp")
 TELEPORT_QUICK = ("booth", "rosenbrock", "regression-mlp")
@@ -61,7 +62,23 @@ def _comp(quick: bool) -> Callable[[Path], dict[str, Any]]:
     return go
 
 
+def _actions(quick: bool) -> Callable[[Path], dict[str, Any]]:
+    def go(out: Path) -> dict[str, Any]:
+        import json
+
+        from .action_checks import action_checks
+
+        res = action_checks()
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(res, indent=1))
+        return res
+
+    return go
+
+
 MEASUREMENT_RUNS: tuple[RunSpec, ...] = (
+    RunSpec("action-checks", "python -m paramsym.experiments.reproduce.action_checks", _actions(False), _actions(True),
+            "≈ 5 s (7 small float64 modules, 64 samples per cell)", exact=True),
     RunSpec("teleport-presets", "paramsym teleport --preset P --json (P = booth, rosenbrock, regression-mlp, digits-mlp)",
             _teleport(False), _teleport(True),
             "≈ 3 min (digits-mlp ≈ 2 min; the others ≈ 20 s each); --quick skips digits-mlp", exact=True),
@@ -145,8 +162,19 @@ def _comp_claim(r):
                                                                        "units_changed")} for k, v in r.items()}})
 
 
+def _actions_claim(r):
+    worst = max(max(v["output"], v["output2"], v["composition"], v["inverse"]) for v in r.values())
+    still = min(v["motion"] for v in r.values())
+    ok = all(v["passed"] for v in r.values()) and worst <= 1e-12 and still > 0.05
+    return Measured(f"{len(r)} actions: worst error {worst:.2g}, smallest median motion {still:.2g} s_θ", ok,
+                    {"cases": r})
+
+
 M = "[Measurement]"
 MEASUREMENT_CLAIMS: tuple[Claim, ...] = (
+    Claim("actions-verdict", f"{M} docs/actions.md", "every exact catalogue action passes the verdict",
+          "aim: float64 rounding on every error, parameters move", "check_action passes; output, composition and inverse "
+          "errors ≤ 1e-12; median motion > 0.05 s_θ in every case", "action-checks", _actions_claim),
     Claim("teleport-booth", f"{M} docs/teleport.md", "teleporting GD on Booth reaches the target sooner",
           "aim: loss ≤ 4.9e-3 by step 9", "teleported run reaches it by step 9; teleports stay on the level set "
           "(≤ 1e-10 relative)", "teleport-presets", _tp_booth),
@@ -231,3 +259,13 @@ def render_compensation(rows: dict[str, dict[str, Any]]) -> str:
         out.append(f"| {label} | {v['drift_relative']:.3g} | {v['ratio_random']:,.0f} | {v['ratio_uncompensated']:,.0f} | "
                    f"{v['condition_number']:.3g} | {v['units_changed']} |")
     return "\n".join(out) + _missing(r, [c[0] for c in COMP_FULL])
+
+
+def render_actions(rows: dict[str, dict[str, Any]]) -> str:
+    """The verdict table of docs/actions.md (block ``action-checks``)."""
+    r = rows["actions-verdict"]["values"]["cases"]
+    out = ["| action, module | output (1 / 2 factors) | composition | inverse | motion (s_θ) |", "|---|---|---|---|---|"]
+    for label, v in r.items():
+        out.append(f"| {label} | {v['output']:.2g} / {v['output2']:.2g} | {v['composition']:.2g} | {v['inverse']:.2g} | "
+                   f"{v['motion']:.3g} |")
+    return "\n".join(out)
