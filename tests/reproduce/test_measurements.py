@@ -39,14 +39,24 @@ def _teleport(booth_step=9, gd_ratios=(6.8, 3.9, 20.0, 2.2, 0.99), rosen_final=6
 def test_teleport_claims_apply_their_aims_and_the_block_names_the_missing_preset():
     r = _teleport()
     assert all(BY_ID[c].measure(r).holds for c in ("teleport-booth", "teleport-rosenbrock", "teleport-regression-mlp"))
-    assert not BY_ID["teleport-digits-mlp"].measure(r).holds  # not in this (quick) run
+    digits = {"digits-mlp": _preset({"sgd": _opt([1.16] * 3, 3), "adam": _opt([1.04] * 3, 3)}, {"sgd": 0.1, "adam": 1e-3},
+                                    [{"optimizer": "sgd", "steps_to_target": {"baseline": 442, "teleport": 387}}])}
+    digits["digits-mlp"]["optimizers"]["sgd"].update(val_acc_at_target_baseline=0.9694, val_acc_at_target_teleport=0.9708,
+                                                     val_acc_baseline=0.9721, val_acc_teleport=0.9735)
+    assert BY_ID["teleport-digits-mlp"].measure(digits).holds
+    slow = {"digits-mlp": {**digits["digits-mlp"], "optimizers": {"adam": _opt([0.98] * 3, 3)}}}
+    assert not BY_ID["teleport-digits-mlp"].measure(slow).holds
     assert not BY_ID["teleport-booth"].measure(_teleport(booth_step=10)).holds
     assert not BY_ID["teleport-rosenbrock"].measure(_teleport(rosen_final=2e-6)).holds
     assert not BY_ID["teleport-regression-mlp"].measure(_teleport(gd_ratios=(6.8, 1.5, 20.0, 1.2, 0.99))).holds
     rows = {"teleport-booth": {"values": BY_ID["teleport-booth"].measure(r).values}}
     text = BLOCKS["teleport"].render(rows)
     assert "| `booth` | gd (0.08) | 1 | 28→9 | 3.11 |" in text and "300→—" in text and "2.6e-14" in text
-    assert "Not in this (`--quick`) run: digits-mlp" in text
+    assert "Not in this (`--quick`) run: digits-mlp" in text  # no digits row
+    rows["teleport-digits-mlp"] = {"values": BY_ID["teleport-digits-mlp"].measure(digits).values}
+    text = BLOCKS["teleport"].render(rows)
+    assert "| `digits-mlp` | sgd (0.1) | 3 | 442→387 | 1.16 |" in text and "| `digits-mlp` | sgd | 0.9694 → 0.9708 |" in text
+    assert "Not in this" not in text
     assert not hand_numbers(BLOCKS["teleport"].marker() + "\n" + text + "\n<!-- end generated -->")
 
 
@@ -81,7 +91,9 @@ def test_compensation_claim_and_block():
 def test_measurements_are_registered_beside_the_paper_claims():
     ids = [c.id for c in CLAIMS]
     assert ids[-len(MEASUREMENT_CLAIMS):] == [c.id for c in MEASUREMENT_CLAIMS]
-    assert all(r.name in RUNS and r.exact and r.command.startswith(("paramsym", "python")) for r in MEASUREMENT_RUNS)
+    assert all(r.name in RUNS and r.command.startswith(("paramsym", "python")) for r in MEASUREMENT_RUNS)
+    # seeded and deterministic, --quick = the full numbers; only the 10-seed digits run is cut to 2 seeds
+    assert [r.name for r in MEASUREMENT_RUNS if not r.exact] == ["teleport-digits"]
     for b in ("teleport", "align-digits", "compensation-models", "action-checks"):
         assert all(cid in BY_ID for cid in BLOCKS[b].claims)
 
