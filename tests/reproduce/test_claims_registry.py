@@ -37,7 +37,7 @@ def test_registry_covers_every_paper_claim():
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
 def test_every_claim_is_complete(claim):
-    assert claim.source.split()[0] in ("[Discovery]", "[Attribution]", "[Attention]")
+    assert claim.source.split()[0] in ("[Discovery]", "[Attribution]", "[Attention]", "[Measurement]")
     assert claim.paper.strip() and claim.criterion.strip() and claim.statement.strip()
     assert claim.run in RUNS and RUNS[claim.run].full_time.strip() and RUNS[claim.run].command.startswith(("paramsym", "python"))
     assert callable(claim.measure)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ParamsymError, UnknownClaimError
-from .claims import CLAIMS, Claim
-from .runs import RUNS
+from .claims import Claim
+from .registry import CLAIMS, RUNS
 
 __all__ = ["claim_ids", "get_claims", "reproduce", "run_one"]
 
