@@ -243,8 +243,9 @@ RUNS: dict[str, RunSpec] = {
               "unloaded"),
         _spec("reynolds", "python -m paramsym.experiments.reproduce.exact_checks", _reynolds, "< 1 s", exact=True),
         _spec("affine", "paramsym affine --preset NAME --json (each preset)", _affine,
-              "several minutes for all 8 presets (relu2881: 7,832 unknowns; attention-d8h2-bias needs ≈ 12 GB); "
-              "--quick runs the other 6, whose numbers are the full run's", exact=True),
+              "≈ 1–2 min for all 8 presets (relu2881: 7,832 unknowns, ≈ 30 s and 1.3 GiB; attention-d8h2-bias ≈ 10 s "
+              "and 0.7 GiB since the bounded commutativity check); --quick runs the other 6, whose numbers are the "
+              "full run's", exact=True),
         _spec("attention", "paramsym attention clusterings|table|count ... --json", _attention, "≈ 3 s", exact=True),
         _spec("groups", "paramsym group D4 --rep regular|copies:16 --json", _groups, "≈ 2 s", exact=True),
         _spec("census", "paramsym census --preset NAME --dtype D --json (8 presets)", _census,
