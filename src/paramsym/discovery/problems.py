@@ -227,12 +227,16 @@ RECIPES: dict[str, dict[str, Any]] = {
     "relu2881-all": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
     # p = 6,529: small fields (β = 0.01), μ anchored at the real weights (AnchoredProblem, 0.9),
     # network output in units of s_θ, λ_scale = 3 (out_scale=field, λ_scale = 1 on some seeds and
-    # β = 0.05 collapse to a zero field: measured), 212 CPU s; numbers in docs/discovery.md
-    "minilm-ffn-unit": {"objective.beta": 0.01, "train.rho": 0.5, "train.max_factors": 3, "train.steps": 2000,
+    # β = 0.05 collapse to a zero field: measured). Trained at the radius it is evaluated at
+    # (ρ = 3.5, the `transformer-discovery` default: the motion target ≥ 0.05 % needs
+    # ρ > 3 at β = 0.01); the warm-up at ρ 0.5 (warmup_rho_factor = 0.5/3.5) avoids the zero-field
+    # collapse measured with a warm-up at 1.5 or 1.25. Numbers in docs/discovery.md.
+    "minilm-ffn-unit": {"objective.beta": 0.01, "train.rho": 3.5, "train.warmup_rho_factor": 0.5 / 3.5,
+                        "train.max_factors": 3, "train.steps": 3000,
                         "train.batch": 16, "objective.gamma_transport": 1.0, "objective.lambda_scale": 3.0,
                         "train.lr": 1e-3,
                         "train.checkpoint_every": 500, "train.log_every": 50, "verdict.samples": 64,
-                        "verdict.rhos": [0.5], "verdict.factors": [1, 2], "verdict.curve_points": 4,
+                        "verdict.rhos": [3.5], "verdict.factors": [1, 2], "verdict.curve_points": 4,
                         "verdict.curve_times": 11},
 }
 
