@@ -232,11 +232,11 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.transformer_discovery import TransformerDiscoveryConfig, run
+    from ..experiments.transformer_discovery import PRESET, TransformerDiscoveryConfig, run
     from ..runs import RunDir, default_run_dir
 
-    cfg = _experiment_config(TransformerDiscoveryConfig, args,
-                             variants=[v.strip() for v in args.variants.split(",") if v.strip()])
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    cfg = _experiment_config(TransformerDiscoveryConfig, args, lambda c: [PRESET], variants, variants=variants)
     cfg.validate()
     out = RunDir(args.out or default_run_dir("transformer", "minilm-ffn-unit"))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
