@@ -55,7 +55,9 @@ def register(subparsers) -> None:
     p.add_argument("--learned", action="store_true", help="train the learned compensating action instead")
     p.add_argument("--objective", choices=["hybrid", "finite"], default="hybrid", help="learned objective (--learned)")
     p.add_argument("--steps", type=int, default=None, help="training steps of --learned (default: the recipe's)")
-    p.add_argument("--rho", type=float, default=0.5, help="group-element radius of the learned edit (--learned)")
+    p.add_argument("--rho", type=float, default=None,
+                   help="group-element radius of the learned edit (--learned; default: the transformer-discovery "
+                        "evaluation radius, chosen for the motion target)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--out", help="write result.json, report.md and figures/ to this (new or empty) directory")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
@@ -181,6 +183,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.learned:
         if args.steps is not None and args.steps < 1:
             raise ConfigError(f"--steps must be ≥ 1; received {args.steps}.")
+        if args.rho is None:
+            from ..experiments.transformer_discovery import TransformerDiscoveryConfig
+
+            args.rho = TransformerDiscoveryConfig().rho
         if not args.rho > 0:
             raise ConfigError(f"--rho must be > 0; received {args.rho}.")
         setup = prepare(model, layer=args.layer, unit=args.unit, batch=batch, compensators=args.compensators,
