@@ -174,12 +174,13 @@ def _scale_terms(a: Mapping[str, Tensor], b: Mapping[str, Tensor], group: UnitGr
     return uu, ua, vw, vv
 
 
-def match_rescaling(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: list[UnitGroup], *,
-                    max_sweeps: int = 50, rtol: float = 1e-10) -> tuple[dict[str, Tensor], int]:
-    """Per-unit positive scales ``c`` for each rescalable group (module docstring).
+def _descend_scales(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: list[UnitGroup], step,
+                    max_sweeps: int, rtol: float) -> tuple[dict[str, Tensor], int]:
+    """Coordinate descent on per-unit scales of ``b``: one ``step(a, cur, group) → c`` per rescalable
+    group and sweep, until ``distance(a, cur)`` decreases by at most ``rtol`` (relative).
 
     Returns:
-        ``({group name: c (float64)}, sweeps)``: apply with :func:`rescale` to ``b`` in group order.
+        ``({group name: accumulated c (float64)}, sweeps)``.
     """
     groups = [g for g in groups if g.rescalable]
     scales = {g.name: torch.ones(g.size, dtype=torch.float64) for g in groups}
@@ -189,7 +190,7 @@ def match_rescaling(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: li
     for sweep in range(1, max_sweeps + 1):
         sweeps = sweep
         for g in groups:
-            c = torch.as_tensor(solve_quartic_scales(*_scale_terms(a, cur, g)))
+            c = step(a, cur, g)
             cur = rescale(cur, g, c)
             scales[g.name] = scales[g.name] * c
         now = distance(a, cur)
@@ -197,6 +198,19 @@ def match_rescaling(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: li
             break
         prev = now
     return scales, sweeps
+
+
+def match_rescaling(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: list[UnitGroup], *,
+                    max_sweeps: int = 50, rtol: float = 1e-10) -> tuple[dict[str, Tensor], int]:
+    """Per-unit positive scales ``c`` for each rescalable group (module docstring).
+
+    Returns:
+        ``({group name: c (float64)}, sweeps)``: apply with :func:`rescale` to ``b`` in group order.
+    """
+    def step(a, cur, g):
+        return torch.as_tensor(solve_quartic_scales(*_scale_terms(a, cur, g)))
+
+    return _descend_scales(a, b, groups, step, max_sweeps, rtol)
 
 
 def balance(params: Mapping[str, Tensor], groups: list[UnitGroup], *, max_sweeps: int = 200,
@@ -212,23 +226,13 @@ def balance(params: Mapping[str, Tensor], groups: list[UnitGroup], *, max_sweeps
     Returns:
         ``{group name: c (float64)}``; apply with :func:`rescale` in group order.
     """
-    groups = [g for g in groups if g.rescalable]
+    def step(zero, cur, g):
+        uu, _, _, vv = _scale_terms(zero, cur, g)
+        ok = (uu > 1e-300) & (vv > 1e-300)
+        return torch.as_tensor(np.where(ok, (np.where(ok, vv, 1.0) / np.where(ok, uu, 1.0)) ** 0.25, 1.0))
+
     zero = {n: torch.zeros_like(t) for n, t in params.items()}
-    scales = {g.name: torch.ones(g.size, dtype=torch.float64) for g in groups}
-    cur = dict(params)
-    prev = distance(zero, cur)
-    for _ in range(max_sweeps):
-        for g in groups:
-            uu, _, _, vv = _scale_terms(zero, cur, g)
-            ok = (uu > 1e-300) & (vv > 1e-300)
-            c = torch.as_tensor(np.where(ok, (np.where(ok, vv, 1.0) / np.where(ok, uu, 1.0)) ** 0.25, 1.0))
-            cur = rescale(cur, g, c)
-            scales[g.name] = scales[g.name] * c
-        now = distance(zero, cur)
-        if prev - now <= rtol * max(prev, 1e-300):
-            break
-        prev = now
-    return scales
+    return _descend_scales(zero, params, groups, step, max_sweeps, rtol)[0]
 
 
 def _head_rows(params: Mapping[str, Tensor], proj, rows: list[int], bias: bool = True) -> Tensor:
