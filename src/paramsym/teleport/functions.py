@@ -16,6 +16,8 @@ invariance holds for orthogonal ones.
 
 from __future__ import annotations
 
+import abc
+
 import torch
 from torch import Tensor
 
@@ -50,11 +52,13 @@ class _Rotation(ExactAction):
     def _basis(self, dtype: torch.dtype) -> Tensor:
         return so2_basis(dtype)
 
+    @abc.abstractmethod
     def u(self, p: Tensor) -> Tensor:
-        raise NotImplementedError
+        """The chart ``u(p)`` in which the loss is ``‖u‖²`` (rotations of ``u`` keep it)."""
 
+    @abc.abstractmethod
     def u_inv(self, w: Tensor) -> Tensor:
-        raise NotImplementedError
+        """The inverse chart ``p = u⁻¹(w)``."""
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
         return self.u_inv(g.to(theta.dtype) @ self.u(theta))
