@@ -1,0 +1,47 @@
+"""paramsym.provenance: config hashes are data equality; stale records are refused with a reason."""
+
+from dataclasses import dataclass, field
+
+from paramsym import provenance as pv
+
+
+@dataclass(frozen=True)
+class Inner:
+    lr: float = 1e-3
+    steps: int = 10
+
+
+@dataclass(frozen=True)
+class Cfg:
+    name: str = "x"
+    inner: Inner = field(default_factory=Inner)
+    rhos: tuple[float, ...] = (0.5, 1.0)
+
+
+def test_config_hash_is_equality_of_resolved_data():
+    assert pv.config_hash(Cfg()) == pv.config_hash(Cfg())
+    assert pv.config_hash(Cfg()) == pv.config_hash({"name": "x", "inner": {"steps": 10, "lr": 1e-3}, "rhos": [0.5, 1.0]})
+    # a nested recipe value changes the hash
+    assert pv.config_hash(Cfg()) != pv.config_hash(Cfg(inner=Inner(lr=2e-3)))
+    assert pv.config_hash(Cfg()) != pv.config_hash(Cfg(rhos=(0.5,)))
+    assert len(pv.config_hash(Cfg())) == 16
+
+
+def test_non_finite_values_hash_without_error():
+    assert pv.config_hash({"a": float("nan")}) != pv.config_hash({"a": float("inf")})
+
+
+def test_stale_reason(monkeypatch):
+    monkeypatch.setattr(pv, "code_version", lambda: "abc123")
+    rec = pv.provenance(Cfg(), command="paramsym x", budget="full")
+    assert rec["code_version"] == "abc123" and rec["budget"] == "full" and rec["command"] == "paramsym x"
+    assert pv.stale_reason(rec, Cfg()) is None
+    assert "config_hash" in pv.stale_reason(rec, Cfg(name="y"))
+    assert "made by code" in pv.stale_reason({**rec, "code_version": "def456"}, Cfg())
+    assert "does not identify" in pv.stale_reason({**rec, "code_version": "def456-dirty"}, Cfg())
+    assert "no provenance" in pv.stale_reason(None, Cfg())
+
+
+def test_code_version_names_this_checkout():
+    v = pv.code_version()
+    assert v.startswith("paramsym-") or len(v.split("-")[0]) == 40
