@@ -51,7 +51,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ..errors import ConfigError, UnknownArchitectureError, UnsupportedModelError
+from ..errors import ConfigError, UnknownArchitectureError, UnsupportedModelError, check_seed
 from ..models.adapters import adapt, known_model_types, require_eager
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
 
@@ -205,7 +205,7 @@ def census(
                                     "Pass a model with weights.")
     if tolerance is not None and not (0 < tolerance < 1):
         raise ConfigError(f"tolerance must be in (0, 1); received {tolerance!r}.")
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator().manual_seed(check_seed(seed))
     layout, arch_error = None, None
     if hasattr(model, "config") and getattr(model.config, "model_type", None) is not None:
         try:

@@ -119,7 +119,7 @@ def _prefix(args: argparse.Namespace, model):
     limit = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
     if limit is not None and k > limit:
         raise ConfigError(f"--tokens {k} exceeds the model's {limit} positions; use at most {limit}.")
-    gen = torch.Generator().manual_seed(args.seed + 1)
+    gen = torch.Generator().manual_seed((args.seed + 1) % 2**64)
     return {"input_ids": torch.randint(min(1000, vocab // 2), vocab, (1, k), generator=gen)}
 
 
