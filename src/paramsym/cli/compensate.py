@@ -170,6 +170,9 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.threads < 1:
         raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
+    if args.prefix is not None and not args.prefix.strip():
+        raise ConfigError(f"--prefix must be non-empty text (its tokens are the prefix; the special tokens alone "
+                          f"are not a prefix); received {args.prefix!r}. Give some text, or --tokens K.")
     torch.set_num_threads(args.threads)
     from ..compensation import prepare, run_closed_form, write_report
 
