@@ -235,6 +235,11 @@ class ParameterBlock:
                     f"parameters: {avail}."
                 )
             return cls.from_params(params, names)
+        if isinstance(selections, (list, tuple)) and all(isinstance(s, str) for s in selections):
+            twice = sorted({s for s in selections if selections.count(s) > 1})
+            if twice:
+                raise MaskError(f"the block selection names {twice} more than once; name each parameter (or entry "
+                                "selection) once.")
         if isinstance(selections, (list, tuple)) and selections and len(set(selections)) == len(selections) and all(
             isinstance(s, str) and "[" not in s for s in selections
         ):

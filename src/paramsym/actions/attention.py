@@ -47,6 +47,7 @@ from ..groups.lie import MatrixLieGroup
 from ..models.adapters import AttentionLayout, Projection
 from ..params import ParameterBlock
 from .base import GroupAction
+from .layout import require_block
 
 __all__ = ["QueryKeyAction", "ValueOutputAction", "rotary_commutant_basis", "rotary_commutant_dimension"]
 
@@ -138,6 +139,7 @@ class _Positions:
     """Maps (parameter, flat positions) to positions in the block's θ."""
 
     def __init__(self, block: ParameterBlock):
+        require_block(block, type(self).__name__)
         self.block = block
         self._lookup: dict[str, tuple[int, Tensor | None]] = {}
         for e in block.entries:

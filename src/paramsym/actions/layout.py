@@ -26,12 +26,27 @@ from ..params import ParameterBlock
 Loc = slice | Tensor
 
 
+def require_block(block: object, cls: str = "action") -> ParameterBlock:
+    """``block`` itself when it is a :class:`~paramsym.params.ParameterBlock`.
+
+    Raises:
+        ActionError: anything else (a Target is named: pass ``target.block``).
+    """
+    if isinstance(block, ParameterBlock):
+        return block
+    hint = (" It is a target: pass its parameter block, target.block." if hasattr(block, "block")
+            and isinstance(getattr(block, "block", None), ParameterBlock) else "")
+    raise ActionError(f"{cls}: the first argument must be a ParameterBlock; received {type(block).__name__}.{hint}")
+
+
 def entry(block: ParameterBlock, name: str, cls: str = "action"):
     """The block entry of tensor ``name``.
 
     Raises:
         ShapeError: ``name`` is not in the block (the block's tensors are listed).
+        ActionError: ``block`` is not a ParameterBlock (e.g. the Target instead of its block).
     """
+    require_block(block, cls)
     for e in block.entries:
         if e.name == name:
             return e

@@ -38,7 +38,7 @@ from ..errors import ActionError, ShapeError
 from ..groups.lie import MatrixLieGroup
 from ..params import ParameterBlock
 from .exact import DiagonalScalingAction, ExactAction, gl_basis, random_exp
-from .layout import entry, replace
+from .layout import entry, replace, require_block
 
 
 def _slices(block: ParameterBlock, name: str, cls: str = "action") -> tuple[slice, tuple[int, ...]]:
@@ -64,6 +64,7 @@ def _layer_pair(
 ) -> tuple[slice, tuple[int, ...], slice | None, slice, tuple[int, ...]]:
     """Resolve ``(earlier, later)`` (accepting deprecated keywords), the earlier bias, and refuse
     block entries the action would not move. Returns the slices and shapes of V, b, U."""
+    require_block(block, cls)
     renamed = {"v_name": "earlier", "u_name": "later", "in_name": "earlier", "out_name": "later"}
     for key, value in old.items():
         if key not in renamed:

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ..errors import MaskError, ShapeError, check_finite
+from ..errors import ConfigError, MaskError, ParamsymError, ShapeError, check_finite
 from ..params import ParameterBlock, Selection, detached_params, install
 
 Batch = Tensor | tuple | Mapping[str, Any]
@@ -62,6 +62,38 @@ def _convert(obj: Any, dtype: torch.dtype | None, device: torch.device | str | N
     return obj
 
 
+def _check_batch(batch: Batch, params: Mapping[str, Tensor]) -> None:
+    """Refuse a batch that cannot be the fixed input of a target: tensors on the meta device or
+    on another device than the parameters, floating inputs of another dtype than the floating
+    parameters, or no rows (then finite entries, :func:`_check_batch_finite`).
+
+    Raises:
+        ConfigError: a meta tensor or a device mismatch.
+        ShapeError: a floating dtype mismatch or an input with 0 rows.
+    """
+    args, kwargs = _split_batch(batch)
+    floats = {v.dtype for v in params.values() if v.is_floating_point()}
+    devices = {v.device for v in params.values()}
+    named = [(f"batch input {i}", a) for i, a in enumerate(args)] + [(f"batch input {k!r}", a) for k, a in kwargs.items()]
+    for name, a in named:
+        if not isinstance(a, Tensor):
+            continue
+        if a.is_meta:
+            raise ConfigError(f"{name} is on the 'meta' device (no values); expected a tensor on "
+                              f"{sorted(map(str, devices)) or ['cpu']}. Pass real data.")
+        if devices and a.device not in devices:
+            raise ConfigError(f"{name} is on {a.device} but the model's parameters are on "
+                              f"{', '.join(sorted(map(str, devices)))}; move one of them (X.to(device)).")
+        if a.dim() >= 1 and a.shape[0] == 0:
+            raise ShapeError(f"{name} has 0 rows (shape {tuple(a.shape)}); expected at least one input row. Pass a "
+                             "non-empty batch.")
+        if a.is_floating_point() and len(floats) == 1 and a.dtype not in floats:
+            want = next(iter(floats))
+            raise ShapeError(f"{name} is {str(a.dtype).removeprefix('torch.')} but the model's parameters are "
+                             f"{str(want).removeprefix('torch.')}; convert the batch (X.to({want})) or the model.")
+    _check_batch_finite(batch)
+
+
 def _check_batch_finite(batch: Batch) -> None:
     args, kwargs = _split_batch(batch)
     for i, a in enumerate(args):
@@ -105,6 +137,11 @@ class ModuleFunction:
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.params = detached_params(self.model)
+        meta = [k for k, v in self.params.items() if v.is_meta]
+        if meta:
+            raise ConfigError(f"the model's parameters are on the 'meta' device (no values), e.g. {meta[0]!r}; expected "
+                              "real weights on cpu or cuda. Load or initialise the weights (model.to_empty(...) and "
+                              "load_state_dict) first.")
         for k, v in self.params.items():
             if v.is_floating_point():
                 check_finite(f"parameter {k!r}", v, "Fix the model's weights before analysing them.")
@@ -186,14 +223,23 @@ class Target(ModuleFunction):
         name: str = "",
     ):
         super().__init__(model, block)
-        _check_batch_finite(batch)
+        _check_batch(batch, self.params)
         self.batch = batch
         self._args, self._kwargs = _split_batch(batch)
         self.output = output
         self.name = name or type(model).__name__
         self.theta0 = self.block.gather(self.params).clone()
         with torch.no_grad():
-            self.out_shape = tuple(self._forward(self.params).shape)
+            try:
+                out = self._forward(self.params)
+            except ParamsymError:
+                raise
+            except (RuntimeError, IndexError, TypeError, ValueError) as exc:
+                shapes = [tuple(a.shape) for a in (*self._args, *self._kwargs.values()) if isinstance(a, Tensor)]
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                raise ShapeError(f"the model cannot be evaluated on the batch (input shapes {shapes}): {first}. "
+                                 "Check the batch's width and dtype against the model's first layer.") from None
+            self.out_shape = tuple(out.shape)
 
     # -- evaluation ------------------------------------------------------------------------
     def _forward(self, params: Mapping[str, Tensor]) -> Tensor:
