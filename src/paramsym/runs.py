@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import RunDirError, RunFileError
+from .errors import InputFileError, RunDirError, RunFileError
 
 if TYPE_CHECKING:
     import torch
@@ -175,8 +175,14 @@ def save_tensors(path: str | os.PathLike, tensors: Mapping[str, torch.Tensor], m
     atomic_write_bytes(path, tensors_to_bytes(tensors, metadata))
 
 
-def load_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+def load_tensors(path: str | os.PathLike, user_file: str | None = None) -> dict[str, torch.Tensor]:
     """Load a safetensors file (never unpickles).
+
+    Args:
+        path: the file.
+        user_file: for a file the user supplied (not one a paramsym run wrote), what it should
+            hold, e.g. ``"--weights: a safetensors state dict"``; the error then advises checking
+            the file instead of restoring a run.
 
     Raises:
         RunFileError: missing, unreadable, truncated or not a safetensors file (names the path).
@@ -188,6 +194,11 @@ def load_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     try:
         return _st_load(data)
     except Exception as exc:  # SafetensorError, or anything a corrupt header provokes
+        if user_file:
+            raise InputFileError(
+                f"{str(path)!r} is truncated or not a safetensors file ({type(exc).__name__}: {exc}); expected "
+                f"{user_file}. Check the file, or save it again with safetensors (safetensors.torch.save_file)."
+            ) from None
         raise RunFileError(
             f"{str(path)!r} is truncated or not a safetensors file ({type(exc).__name__}: {exc}); "
             "expected the tensors a paramsym run saved. Restore it, or start the run again."
@@ -272,10 +283,14 @@ class RunDir:
 
     Raises:
         RunFileError: ``path`` exists and is not a directory.
+        RunDirError: ``path`` contains a control character (newline, tab, ...).
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        if any(not c.isprintable() for c in str(path)):
+            raise RunDirError(f"the run directory path {str(path)[:120]!r} contains a control character (a newline, tab, "
+                              "...); expected a printable path. Choose another output directory (--out).")
         if os.path.lexists(self.path) and not os.path.isdir(self.path):
             raise RunFileError(
                 f"{str(self.path)!r} exists and is not a directory; expected a run directory path. "
@@ -391,7 +406,9 @@ class RunDir:
         """Atomically save a checkpoint: tensors (safetensors) and JSON state.
 
         The JSON state names the tensor file it belongs to, and is written after it, so a crash
-        between the two writes leaves the previous consistent checkpoint in place.
+        between the two writes leaves the previous consistent checkpoint in place. The previous
+        checkpoint (``tensors-*`` and its ``state-*.json``) is kept beside the new one, so a newest
+        checkpoint damaged later still leaves an intact one to resume from (:meth:`load_checkpoint`).
         """
         ck = self.checkpoint_dir
         step = int(state.get("step", 0))
@@ -399,9 +416,14 @@ class RunDir:
         save_tensors(ck / tensor_name, tensors)
         full_state = dict(state)
         full_state["tensor_file"] = tensor_name
+        write_json(ck / f"state-{step:08d}.json", full_state)
         write_json(ck / "state.json", full_state)
-        for old in ck.glob("tensors-*.safetensors"):
-            if old.name != tensor_name:
+        keep = {tensor_name, f"state-{step:08d}.json"}
+        older = sorted(p.name for p in ck.glob("tensors-*.safetensors") if p.name != tensor_name)
+        if older:  # the newest older checkpoint stays as the fallback
+            keep |= {older[-1], "state-" + older[-1][len("tensors-"):-len(".safetensors")] + ".json"}
+        for old in [*ck.glob("tensors-*.safetensors"), *ck.glob("state-*.json")]:
+            if old.name not in keep:
                 try:
                     old.unlink(missing_ok=True)
                 except OSError:  # a stale file left behind costs only disk space
@@ -410,13 +432,33 @@ class RunDir:
     def load_checkpoint(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
         """Return ``(tensors, state)`` of the last complete checkpoint, or ``None``.
 
+        When the newest checkpoint (``state.json`` or its tensor file) is truncated or corrupt and
+        an older intact one is kept beside it (``state-NNNNNNNN.json`` + its tensors), that one is
+        returned and a line on stderr says so (the run redoes the steps in between).
+
         Raises:
-            RunFileError: ``state.json`` or the tensor file it names is truncated or corrupt.
+            RunFileError: ``state.json`` or the tensor file it names is truncated or corrupt, and
+                no older checkpoint is intact.
         """
         ck = self.checkpoint_dir
         if not os.path.exists(ck / "state.json"):
             return None
-        path = ck / "state.json"
+        try:
+            return self._load_state(ck / "state.json")
+        except RunFileError as exc:
+            for older in sorted(ck.glob("state-*.json"), reverse=True):
+                try:
+                    tensors, state = self._load_state(older)
+                except RunFileError:
+                    continue
+                why = "state.json" if "state" in str(exc).split(";")[0] else "its tensor file"
+                print(f"paramsym: the newest checkpoint in {str(ck)!r} is unreadable ({why} is truncated or corrupt); "
+                      f"resuming from the intact checkpoint of step {state['step']} ({older.name}).", file=sys.stderr)
+                return tensors, state
+            raise
+
+    def _load_state(self, path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        ck = self.checkpoint_dir
         state = read_json(path, "the checkpoint state (JSON)")
         ok = (isinstance(state, dict) and isinstance(state.get("step"), int) and not isinstance(state["step"], bool)
               and state["step"] >= 0 and isinstance(state.get("tensor_file"), str)

@@ -114,6 +114,8 @@ def test_checkpoint_state_of_the_wrong_form(tmp_path: Path, state) -> None:
     run = RunDir(tmp_path)
     run.save_checkpoint({"w": torch.ones(2)}, {"step": 3})
     write_json(run.checkpoint_dir / "state.json", state)
+    for kept in run.checkpoint_dir.glob("state-*.json"):  # no intact copy to fall back to
+        kept.unlink()
     with pytest.raises(RunFileError, match="checkpoint state"):
         run.load_checkpoint()
 
@@ -124,5 +126,11 @@ def test_checkpoint_round_trip_and_replacement(tmp_path: Path) -> None:
     run.save_checkpoint({"w": torch.full((2,), 2.0)}, {"step": 5, "history": [{"a": 1.0}]})
     tensors, state = run.load_checkpoint()
     assert torch.equal(tensors["w"], torch.full((2,), 2.0)) and state["step"] == 5
-    assert [p.name for p in run.checkpoint_dir.glob("tensors-*")] == ["tensors-00000005.safetensors"]
+    # the previous checkpoint is kept beside the newest as a fallback; older ones are removed
+    assert sorted(p.name for p in run.checkpoint_dir.glob("tensors-*")) == ["tensors-00000003.safetensors",
+                                                                           "tensors-00000005.safetensors"]
+    run.save_checkpoint({"w": torch.full((2,), 3.0)}, {"step": 7, "history": []})
+    assert sorted(p.name for p in run.checkpoint_dir.glob("tensors-*")) == ["tensors-00000005.safetensors",
+                                                                           "tensors-00000007.safetensors"]
+    assert sorted(p.name for p in run.checkpoint_dir.glob("state-*")) == ["state-00000005.json", "state-00000007.json"]
     assert issubclass(RunFileError, RunDirError) and issubclass(RunFileError, ParamsymError)

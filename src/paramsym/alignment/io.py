@@ -19,7 +19,7 @@ from pathlib import Path
 
 from torch import Tensor
 
-from ..errors import ConfigError, InputFileError, ParamsymError
+from ..errors import ConfigError, InputFileError
 from ..models.datasets import Split, digits, modular_addition
 from ..runs import RunDir, save_tensors
 from .align import AlignmentResult
@@ -44,10 +44,7 @@ def load_side(path: str | os.PathLike):
         raise InputFileError(f"model file {str(p)!r} does not exist; give a .safetensors file or a save_pretrained directory.")
     from ..runs import load_tensors
 
-    try:
-        params = load_tensors(p)
-    except ParamsymError as exc:
-        raise InputFileError(f"cannot read model {str(p)!r} as safetensors: {exc}") from None
+    params = load_tensors(p, user_file="a model's parameters (A or B)")
     if not params:
         raise InputFileError(f"{str(p)!r} holds no tensors; expected the parameters of a model.")
     return "mlp", params

@@ -179,6 +179,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..runs import RunDir
 
     run = RunDir.open_existing(args.run_dir)
+    run.starts()  # a corrupt env.json is named (RunFileError), not skipped
+    from ..runs import load_tensors
+
+    for tensors in sorted(run.path.glob("*.safetensors")):  # e.g. a truncated action.safetensors
+        load_tensors(tensors)
     path = regenerate(run)
     if args.json:
         print(json.dumps(run.read_json("metrics.json"), indent=2))

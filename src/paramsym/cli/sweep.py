@@ -44,6 +44,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from .options import int_option
 
     workers = int_option(args.workers, "--workers", 1)
+    if args.address and args.backend != "ray":
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--address is for --backend ray (a Ray cluster's head node); received --address "
+                          f"{args.address[:80]!r} with --backend {args.backend}. Drop --address, or add --backend ray.")
     spec = load_spec(args.spec)
     if args.plan:
         plan = budget(spec)

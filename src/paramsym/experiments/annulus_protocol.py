@@ -85,7 +85,12 @@ def load_mlp_state(path: str | Path, widths: Sequence[int], activation: str) -> 
         ShapeError: a different number of layers or different layer shapes than ``widths``.
         NonFiniteError: NaN or inf in any tensor.
     """
-    state = load_tensors(path)
+    state = load_tensors(path, user_file="--weights: a safetensors state dict of the preset's MLP")
+    ints = sorted(k for k, v in state.items() if not v.is_floating_point())
+    if ints:
+        dtypes = sorted({str(state[k].dtype).removeprefix("torch.") for k in ints})
+        raise ShapeError(f"--weights {str(path)!r}: tensors {ints[:6]} are {'/'.join(dtypes)}, not floating point; expected "
+                         "the trained float weights (float32 or float64). Save the model's float state dict.")
     expected = [(f"fc{i + 1}", (widths[i + 1], widths[i])) for i in range(len(widths) - 1)]
     want = ", ".join(f"{n}.weight {list(s)} + {n}.bias [{s[0]}]" for n, s in expected)
     hint = (f"expected the state dict of an MLP {_arch(widths)} ({activation}): {want} — as saved by "

@@ -60,6 +60,27 @@ def _target_of(run, model: nn.Module | None, batch):
     return Target(model, names, batch, name=type(model).__name__)
 
 
+def _finished_discovery(run_dir):
+    """The finished ``paramsym discover`` run at ``run_dir``, else a named :class:`RunDirError`."""
+    import os
+
+    from ..errors import RunDirError
+    from ..runs import RunDir
+
+    if not os.path.isfile(os.path.join(run_dir, "config.json")):
+        raise RunDirError(f"--action {str(run_dir)!r} is not a run directory (no config.json); pass the directory of a "
+                          "finished `paramsym discover` run (its --out).")
+    run = RunDir.open_existing(run_dir)
+    kind = run.kind()
+    if kind != "discovery":
+        raise RunDirError(f"--action {str(run_dir)!r} holds a {kind!r} run; expected a `paramsym discover` run (kind "
+                          "'discovery'), whose learned action is teleported.")
+    if not run.has("metrics.json"):
+        raise RunDirError(f"--action {str(run_dir)!r} is an unfinished discovery run (no metrics.json: it was stopped "
+                          f"before the end); finish it with `paramsym discover --resume {run_dir}` first.")
+    return run
+
+
 def learned_teleport(run_dir: str | os.PathLike, *, model: nn.Module | None = None, batch=None,
                      targets: torch.Tensor | None = None, tol: float = LEARNED_TOL, steps: int = 10,
                      step_size: float = 0.1, objective=None, seed: int = 0, keep_theta: bool = False) -> dict:
@@ -88,10 +109,9 @@ def learned_teleport(run_dir: str | os.PathLike, *, model: nn.Module | None = No
         model, or bad targets.
     """
     from ..discovery import load_action
-    from ..runs import RunDir
     from ..teleport import teleport
 
-    run = RunDir.open_existing(run_dir)
+    run = _finished_discovery(run_dir)
     target = _target_of(run, model, batch)
     action = load_action(run, target=target).double()
     target = target.to(torch.float64)
