@@ -387,6 +387,13 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
     config = {"kind": "attribution", "preset": cfg.preset, "stage": cfg.stage, "flows": list(cfg.flows),
               "config": _cfg_dict(cfg)}
     _check_resumable(out, config)
+    if cfg.weights or cfg.probes:  # user files are checked before the run directory is written
+        from .annulus_protocol import load_mlp_state, load_probes
+
+        if cfg.weights:
+            load_mlp_state(cfg.weights, [2] + [cfg.hidden] * cfg.depth + [1], cfg.activation)
+        if cfg.probes:
+            load_probes(cfg.probes)
     # config.json first, so an interrupted run can be recognised and resumed
     out.write_json("config.json", config)
     problem, extra = build_problem(cfg, progress)
