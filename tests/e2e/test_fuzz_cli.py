@@ -1,7 +1,8 @@
 """Property-based: random and malformed command lines never give a traceback.
 
-Hypothesis feeds every sub-command (discover, list, report, experiment objectives|lifting,
-attribute, attention count|table|clusterings|classify|build, group) random tokens, ``--set``
+Hypothesis feeds every sub-command (discover, list, report, experiment objectives|lifting|transformer,
+attribute, affine, census, compensate, teleport, align, sweep, reproduce, attention
+count|table|clusterings|classify|build, group) random tokens, ``--set``
 overrides (valid keys with malformed values, unknown keys), group specs (random text, huge orders
 such as S12, C0, D-1, products, random permutation generators), numeric options (negative, zero,
 huge, NaN, inf, text) and corrupted run directories (``report``, ``discover --resume``). The
@@ -10,15 +11,22 @@ input), never raise out of :func:`paramsym.cli.main` (a traceback), and never re
 run directory's files when it refuses.
 
 No generated command can start a real training run: the training commands (discover,
-experiment, attribute) always end with ``--out`` naming an existing *file*, which is refused
-after every option and the configuration have been validated but before any work; groups that
+experiment, attribute) and the model commands (census, compensate, teleport, align, reproduce)
+always end with ``--out`` naming an existing *file*, which is refused after every option and the
+configuration have been validated but before any work; ``affine`` ends with ``--max-memory 1``
+(its solver's estimate is refused before allocating) and ``sweep`` with ``--plan``; groups that
 are computed have order <= 24 (larger names are refused by the enumeration limit at once).
+Every command line tried is counted per command and outcome (exit 0, or the named error);
+:func:`test_every_command_was_fuzzed` checks that each command was tried and prints the counts
+(``pytest -s``; also written to ``$PARAMSYM_FUZZ_COUNTS`` when set).
 Commands run in-process (:func:`paramsym.cli.main` with ``capsys``) in a scratch working
 directory; :func:`test_a_few_malformed_commands_in_a_subprocess` checks the real stderr.
 """
 
 from __future__ import annotations
 
+import collections
+import json
 import os
 import shutil
 import subprocess
@@ -49,6 +57,17 @@ def scratch(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
+#: (command, outcome) -> number of command lines tried; outcome "exit 0", "usage error" or the error's name
+COUNTS: collections.Counter = collections.Counter()
+_SUBCOMMANDS = {"attention", "experiment"}
+
+
+def _command_of(argv: list[str]) -> str:
+    if argv and argv[0] in _SUBCOMMANDS and len(argv) > 1 and not argv[1].startswith("-"):
+        return f"{argv[0]} {argv[1]}"
+    return argv[0] if argv else "(none)"
+
+
 def _cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     """Run ``paramsym argv`` in-process; check the exit status and stderr contract; return them."""
     capsys.readouterr()
@@ -59,10 +78,15 @@ def _cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     out, err = capsys.readouterr()
     assert rc in (0, 2), (argv, rc, err)
     assert "Traceback" not in err, (argv, err)
+    outcome = "exit 0"
     if rc == 2:
         lines = [ln for ln in err.splitlines() if ln.strip()]
         assert len(lines) == 1, (argv, err)
         assert "error:" in lines[0], (argv, err)
+        tail = lines[0].split("error: ", 1)[1]
+        name = tail.split(":", 1)[0]
+        outcome = name if name.isidentifier() and name[:1].isupper() else "usage error"
+    COUNTS[(_command_of(argv), outcome)] += 1
     return rc, out, err
 
 
@@ -113,8 +137,22 @@ COMMANDS: dict[str, tuple[list[str], list[str]]] = {
     "attention build": (["--heads", "--index", "--rep", "--copies", "--seed", "--perturb"],
                         ["--group", "C2", "--heads", "1", "--index", "0", "--out", "layer.safetensors"]),
     "group": (["--rep", "--max-memory"], ["C2"]),
+    "experiment transformer": (["--variants", "--seeds", "--steps", "--set"], []),
+    "affine": (["--preset", "--tol", "--rule", "--samples", "--seed", "--threads"], ["--preset", "linear2x2"]),
+    "census": (["--dtype", "--seed", "--tokens", "--threads", "--model"], ["--preset", "mlp-relu"]),
+    "compensate": (["--layer", "--unit", "--tokens", "--prefix", "--compensators", "--motion", "--seed", "--max-memory",
+                    "--objective", "--steps", "--rho", "--threads"],
+                   ["--model", "pythia-tiny", "--layer", "0", "--unit", "0"]),
+    "teleport": (["--every", "--seeds", "--optimizer", "--steps", "--threads", "--action"], ["--preset", "booth"]),
+    "align": (["--symmetries", "--data", "--activation", "--width", "--points", "--seed", "--threads", "--max-memory",
+               "--preset"], ["a.safetensors", "b.safetensors"]),
+    "sweep": (["--backend", "--address", "--workers", "--out"], [str(Path(__file__).resolve().parents[2] / "examples"
+                                                                    / "sweeps" / "tiny.yaml")]),
+    "reproduce": (["--threads", "--write-docs"], []),
 }
-TRAINING = ("discover", "experiment", "attribute")
+TRAINING = ("discover", "experiment", "attribute", "census", "compensate", "teleport", "align", "reproduce")
+#: the last tokens of a command line that keep it from starting long work (see module docstring)
+GUARDS = {"affine": ["--max-memory", "1"], "sweep": ["--plan"]}
 FLAGS = ["--json", "--quiet", "--quick", "--list", "--count-only", "--overwrite", "--help", "-h", "--subgroups"]
 
 
@@ -122,7 +160,7 @@ def _safe(prefix: str, argv: list[str]) -> list[str]:
     """Make a generated command safe to run: training commands end with the refused ``--out``."""
     if prefix.startswith(TRAINING):
         return [*argv, *GUARD]
-    return argv
+    return [*argv, *GUARDS.get(prefix, [])]
 
 
 def _too_big(argv: list[str]) -> bool:
@@ -136,8 +174,14 @@ def _too_big(argv: list[str]) -> bool:
     return False
 
 
-@FUZZ
-@given(prefix=st.sampled_from(sorted(COMMANDS)), data=st.data())
+#: examples per command of the per-command tests (the whole module stays within about 2 minutes)
+EACH = settings(FUZZ, max_examples=int(os.environ.get("PARAMSYM_FUZZ_EACH", "4")))
+MODEL = settings(FUZZ, max_examples=int(os.environ.get("PARAMSYM_FUZZ_MODEL", "25")))
+
+
+@EACH
+@given(data=st.data())
+@pytest.mark.parametrize("prefix", sorted(COMMANDS))
 def test_random_tokens_for_every_command(scratch, capsys, prefix: str, data) -> None:
     flags, fixed = COMMANDS[prefix]
     extra = data.draw(st.lists(st.one_of(st.sampled_from(FLAGS), junk, numbers), max_size=3))
@@ -354,6 +398,43 @@ def test_corrupted_run_directories(templates, capsys, kind: str, command: str, u
             assert set(before) <= set(after)  # success may rewrite files, never remove one
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@MODEL
+@given(data=st.data())
+@pytest.mark.parametrize("prefix", ["affine", "census", "compensate", "teleport", "align", "sweep", "reproduce",
+                                    "experiment transformer"])
+def test_model_commands(scratch, capsys, prefix: str, data) -> None:
+    """The commands added by issue 20, each with its own examples: options with edge values (negative,
+    2**64, NaN, inf, text) and random tokens, ending with the guard; nothing is created."""
+    flags, fixed = COMMANDS[prefix]
+    edge = st.sampled_from(["-1", str(2**64), str(2**64 - 1), "nan", "inf", "-inf", "0", "1e400", "", "x", "\n"])
+    opts = data.draw(_options(flags, st.one_of(edge, numbers, junk)))
+    extra = data.draw(st.lists(st.one_of(st.sampled_from(FLAGS), junk), max_size=2))
+    argv = _safe(prefix, [*prefix.split(), *fixed, *opts, *extra])
+    if _too_big(argv):
+        return
+    rc, _, _ = _cli(capsys, argv)
+    if "--help" not in argv and "-h" not in argv and "--list" not in argv:
+        assert sorted(p.name for p in scratch.iterdir()) == ["blocker"], argv  # refused or planned: nothing written
+
+
+def test_every_command_was_fuzzed() -> None:
+    """Every command was tried (by the tests above, in this module); print the counts per command and outcome."""
+    if not COUNTS:
+        pytest.skip("run with the fuzz tests above (this test reports their counts)")
+    tried = collections.Counter()
+    for (command, _), n in COUNTS.items():
+        tried[command] += n
+    expected = {p for p in COMMANDS}
+    missing = sorted(c for c in expected if not any(t == c for t in tried))
+    assert not missing, f"commands never fuzzed: {missing}"
+    table = {c: {o: n for (cc, o), n in sorted(COUNTS.items()) if cc == c} for c in sorted(tried)}
+    print(f"\nfuzzed command lines: {sum(tried.values())}")
+    for command, outcomes in table.items():
+        print(f"  {command:24s} {sum(outcomes.values()):5d}  " + ", ".join(f"{o} {n}" for o, n in outcomes.items()))
+    if os.environ.get("PARAMSYM_FUZZ_COUNTS"):
+        Path(os.environ["PARAMSYM_FUZZ_COUNTS"]).write_text(json.dumps(table, indent=1))
 
 
 # ----------------------------------------------------------------------------- the real stderr

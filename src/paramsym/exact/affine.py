@@ -270,6 +270,17 @@ def solve_affine(
     if L * L * 8 > MAX_GRAM_BYTES:
         raise TooLargeError(f"{L} unknowns need a {L * L * 8 / 2**30:.1f} GiB Gram matrix (limit 4 GiB); "
                             "use a structured ansatz (RowMaps/Translations) to reduce the unknowns.")
+    import numbers
+
+    def _int_ok(v):
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
+
+    if samples is not None and not _int_ok(samples):
+        raise ConfigError(f"samples must be an integer >= 1, or None (automatic); received {samples!r}.")
+    if max_memory is not None and not _int_ok(max_memory):
+        raise ConfigError(f"max_memory must be a number of bytes >= 1, or None (2 GiB); received {max_memory!r}.")
+    if not (isinstance(radius, numbers.Real) and not isinstance(radius, bool) and math.isfinite(radius) and radius > 0):
+        raise ConfigError(f"radius must be a finite number > 0; received {radius!r}.")
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     f64 = target if target.dtype == torch.float64 else target.to(torch.float64)
     q = f64.q

@@ -128,6 +128,11 @@ class ModuleFunction:
     ):
         if not isinstance(model, nn.Module):
             raise ShapeError(f"model must be a torch.nn.Module, received {type(model).__name__}.")
+        meta = [k for k, v in [*model.named_parameters(), *model.named_buffers()] if v.is_meta]
+        if meta:
+            raise ConfigError(f"the model's parameters are on the 'meta' device (no values), e.g. {meta[0]!r}; expected "
+                              "real weights on cpu or cuda. Load or initialise the weights (model.to_empty(...) and "
+                              "load_state_dict) first.")
         # select on the caller's model (``None`` reads its requires_grad flags), then copy
         self.block = block if isinstance(block, ParameterBlock) else ParameterBlock.from_module(model, block)
         self.model = copy.deepcopy(model)
@@ -137,11 +142,6 @@ class ModuleFunction:
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.params = detached_params(self.model)
-        meta = [k for k, v in self.params.items() if v.is_meta]
-        if meta:
-            raise ConfigError(f"the model's parameters are on the 'meta' device (no values), e.g. {meta[0]!r}; expected "
-                              "real weights on cpu or cuda. Load or initialise the weights (model.to_empty(...) and "
-                              "load_state_dict) first.")
         for k, v in self.params.items():
             if v.is_floating_point():
                 check_finite(f"parameter {k!r}", v, "Fix the model's weights before analysing them.")

@@ -196,6 +196,22 @@ def teleport(
         LevelSetError: ``strict`` and an accepted step left the level set.
     """
     start = time.perf_counter()
+    import numbers
+
+    if not isinstance(theta, Tensor) or not theta.is_floating_point() or theta.is_meta:
+        what = type(theta).__name__ if not isinstance(theta, Tensor) else f"a {theta.dtype} tensor on {theta.device}"
+        raise ShapeError(f"teleport: θ must be a floating-point tensor with values (not on the meta device); received "
+                         f"{what}. Pass the flat float block vector, e.g. target.theta0.")
+
+    def _real(v, integral=False):
+        kinds = numbers.Integral if integral else numbers.Real
+        return isinstance(v, kinds) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not (_real(steps, True) and _real(step_size) and _real(tol) and (max_factor is None or _real(max_factor))
+            and (radius is None or _real(radius))):
+        raise ConfigError(f"teleport: steps must be an integer and step_size, tol, max_factor, radius finite numbers; "
+                          f"received steps={steps!r}, step_size={step_size!r}, tol={tol!r}, max_factor={max_factor!r}, "
+                          f"radius={radius!r}.")
     if theta.ndim != 1 or theta.numel() != int(getattr(action, "p", theta.numel())):
         raise ShapeError(f"teleport: θ has shape {tuple(theta.shape)} but {type(action).__name__} acts on p = "
                          f"{getattr(action, 'p', '?')} parameters; pass the flat block vector the action was built on.")

@@ -262,13 +262,19 @@ def check_action(
     """
     _check_order("check_action", action, target)
     check_seed(seed)
+    import numbers
+
+    if isinstance(factors, (str, bytes)) or not all(isinstance(k, numbers.Integral) and not isinstance(k, bool)
+                                                    for k in factors):
+        raise ConfigError(f"factors must be a sequence of integers ≥ 1 including 1, e.g. (1, 2); received {factors!r}.")
     factors = [int(k) for k in factors]
     if 1 not in factors or any(k < 1 for k in factors):
         raise ConfigError(f"factors must be integers ≥ 1 and include 1 (motion is judged on one-factor elements); received {factors}.")
     if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
         raise ConfigError(f"rho must be a finite number > 0; received {rho!r}.")
-    if int(samples) < 20:
-        raise ConfigError(f"samples must be ≥ 20 (the errors are 95th percentiles); received {samples}.")
+    if not isinstance(samples, numbers.Integral) or isinstance(samples, bool) or not 20 <= samples <= 10**7:
+        raise ConfigError(f"samples must be an integer ≥ 20 (the errors are 95th percentiles) and ≤ 10**7 (samples per "
+                          f"cell are held in memory); received {samples!r}.")
     for nm, val in (("s_F", s_F), ("s_theta", s_theta)):
         if val is not None and not (math.isfinite(val) and val > 0):
             raise ConfigError(f"{nm} must be a finite number > 0; received {val!r}.")
