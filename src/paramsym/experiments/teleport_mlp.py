@@ -88,7 +88,11 @@ def _optimizer(name: str, model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.Adam(model.parameters(), lr=LR[name])
 
 
-def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, every: int | None) -> dict:
+def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, every: int | None,
+           objective: str = "lookahead") -> dict:
+    """One training run; ``objective="grad-norm"`` teleports ``regression-mlp`` by the paper's ``‖∇L‖²``
+    (:func:`~paramsym.teleport.core.grad_norm_objective`) instead of the lookahead (the measurement
+    ``teleport-grad-norm`` of docs/teleport.md: why the preset uses the lookahead)."""
     from ..teleport import Teleporter, descent_objective, mlp_rescaling
     from ..teleport.objectives import LinearizedLookahead
 
@@ -145,7 +149,10 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
             t_obj = time.perf_counter()  # building the objective counts as teleport time
             base = {n: p.detach() for n, p in model.named_parameters()}
             theta = tele.block.gather(base)
-            if preset == "regression-mlp":
+            if preset == "regression-mlp" and objective == "grad-norm":
+                tele.kwargs.pop("objective", None)  # the teleport's default: ‖∇L‖² of the loss
+                tele.teleport(loss_params)
+            elif preset == "regression-mlp":
                 sm = None
                 if opt_name == "adagrad":
                     sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
