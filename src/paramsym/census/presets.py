@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, InputFileError
+from ..errors import ConfigError, InputFileError, check_seed
 from ..models.adapters import load_pretrained
 
 __all__ = ["PRESETS", "build_preset", "load_model", "preset_inputs"]
@@ -141,7 +141,7 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
     if name not in PRESETS:
         raise ConfigError(f"unknown census preset {name!r}; known: {sorted(PRESETS)}.")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(check_seed(seed))
         return PRESETS[name].build()
 
 
