@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import torch
 
@@ -25,7 +26,8 @@ def main() -> None:
     torch.set_num_threads(1)
     from paramsym.experiments.rebasin_compare import compare
 
-    res = compare([int(w) for w in args.widths.split(",")], cache_dir=args.cache_dir, points=args.points)
+    res = compare([int(w) for w in args.widths.split(",")], cache_dir=args.cache_dir or os.environ.get("PARAMSYM_CACHE"),
+                  points=args.points)
     if args.json:
         print(json.dumps(res, indent=1))
         return

@@ -36,7 +36,6 @@ class DiscoveryProblem:
     host: Target | None = None
     host_index: Tensor | None = None
     unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None
-    recipe: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -106,7 +106,8 @@ def _teleport_grad_norm(quick: bool) -> Callable[[Path], dict[str, Any]]:
         import json
         import math
 
-        from ..teleport_mlp import STEPS, _train
+        from ..teleport_mlp import _train
+        from ..teleport_presets import DEFAULT_STEPS, TeleportConfig
 
         def fin(x: float) -> float | None:
             return x if math.isfinite(x) else None
@@ -115,8 +116,9 @@ def _teleport_grad_norm(quick: bool) -> Callable[[Path], dict[str, Any]]:
         for opt in ("gd", "adagrad"):
             rows = []
             for seed in range(GRAD_NORM_SEEDS):
-                r = _train("regression-mlp", opt, seed, STEPS["regression-mlp"], True, None, objective="grad-norm")
-                base = _train("regression-mlp", opt, seed, STEPS["regression-mlp"], False, None)
+                cfg, steps = TeleportConfig("regression-mlp"), DEFAULT_STEPS["regression-mlp"]
+                r = _train(cfg, opt, seed, steps, True, objective="grad-norm")
+                base = _train(cfg, opt, seed, steps, False)
                 tp = r["teleports"][0] if r["teleports"] else {}
                 final = r["losses"][-1]
                 rows.append({"seed": seed, "loss_start": r["losses"][0], "loss_final": fin(final),
