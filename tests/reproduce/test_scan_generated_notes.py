@@ -123,3 +123,14 @@ def test_learned_transformer_block_reads_the_paper_claim_rows_and_says_their_pro
 def test_new_blocks_name_registered_claims_and_their_placeholders_hold_no_number(name):
     assert all(cid in {c.id for c in MEASUREMENT_CLAIMS} or cid.startswith("transformer-") for cid in BLOCKS[name].claims)
     assert not hand_numbers(placeholder(name)) and strip_generated(placeholder(name)).strip() == ""
+
+
+def test_rebasin_comparison_without_the_package_is_a_named_error(monkeypatch):
+    import sys
+
+    from paramsym.errors import InputFileError
+    from paramsym.experiments.rebasin_compare import compare
+
+    monkeypatch.setitem(sys.modules, "rebasin", None)  # as if not installed (import raises ImportError)
+    with pytest.raises(InputFileError, match=r"rebasin 0\.0\.47.*pip install 'paramsym\[compare\]'"):
+        compare((32,))
