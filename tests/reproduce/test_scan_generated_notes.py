@@ -118,8 +118,24 @@ def test_learned_transformer_block_reads_the_paper_claim_rows_and_says_their_pro
         BLOCKS["transformer-learned"].render(rows)
 
 
-@pytest.mark.parametrize("name", ["align-rebasin", "align-modadd", "teleport-grad-norm", "transformer-learned",
-                                  "transformer-objectives"])
+def _learned(steps=0, status="left_level_set", refused=1.5e-4):
+    return {"discovery_steps": 3000, "discover_status": {}, "teleport": {
+        "status": status, "steps": steps, "refused_change": refused, "tol": 1e-6, "rel_loss_change": 0.0,
+        "param_change": 0.0, "loss_before": 1.0, "loss_after": 1.0}}
+
+
+def test_learned_teleport_negative_result_holds_only_when_no_step_is_accepted():
+    c = BY_ID["teleport-learned"]
+    assert c.measure(_learned()).holds
+    assert not c.measure(_learned(steps=1)).holds  # a step was accepted: the field teleports
+    assert not c.measure(_learned(status="converged", refused=None)).holds
+    assert not c.measure(_learned(refused=1e-6)).holds  # the refused change must exceed the tolerance
+    text = BLOCKS["teleport-learned"].render({"teleport-learned": _row("teleport-learned", c.measure(_learned()).values)})
+    assert "| 3000 | `left_level_set` | 0 | 0.00015 | 1e-06 | 0 | 0 |" in text
+
+
+@pytest.mark.parametrize("name", ["align-rebasin", "align-modadd", "teleport-grad-norm", "teleport-learned",
+                                  "transformer-learned", "transformer-objectives"])
 def test_new_blocks_name_registered_claims_and_their_placeholders_hold_no_number(name):
     assert all(cid in {c.id for c in MEASUREMENT_CLAIMS} or cid.startswith("transformer-") for cid in BLOCKS[name].claims)
     assert not hand_numbers(placeholder(name)) and strip_generated(placeholder(name)).strip() == ""

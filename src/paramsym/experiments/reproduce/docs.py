@@ -35,6 +35,7 @@ from .measurements import (
     render_compensation,
     render_teleport,
     render_teleport_grad_norm,
+    render_teleport_learned,
     render_transformer_learned,
     render_transformer_objectives,
 )
@@ -241,6 +242,7 @@ BLOCKS: dict[str, Block] = {
         Block("align-rebasin", ("align-rebasin",), render_align_rebasin),
         Block("align-modadd", ("align-modadd-transformer",), render_align_modadd),
         Block("teleport-grad-norm", ("teleport-grad-norm",), render_teleport_grad_norm),
+        Block("teleport-learned", ("teleport-learned",), render_teleport_learned),
         Block("transformer-learned", ("transformer-drift-random-learned", "transformer-drift-uncompensated-learned",
                                       "transformer-motion", "transformer-composition"), render_transformer_learned),
         Block("transformer-objectives", ("transformer-learned-objectives",), render_transformer_objectives),

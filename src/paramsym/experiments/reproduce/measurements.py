@@ -20,6 +20,7 @@ from .runs import RunSpec, run_cli
 
 __all__ = ["MEASUREMENT_CLAIMS", "MEASUREMENT_RUNS", "render_actions", "render_align", "render_align_rebasin",
            "render_align_modadd", "render_compensation", "render_teleport", "render_teleport_grad_norm",
+           "render_teleport_learned",
            "render_transformer_learned",
            "render_transformer_objectives"]
 
@@ -159,12 +160,31 @@ def _modadd(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 MODADD_QUICK_STEPS = 200
+def _teleport_learned(quick: bool) -> Callable[[Path], dict[str, Any]]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
+        import shutil
+
+        steps = LEARNED_QUICK_STEPS if quick else LEARNED_STEPS
+        run_dir = out / "relu242"
+        shutil.rmtree(run_dir, ignore_errors=True)  # a fresh discovery run each time (seeded, deterministic)
+        disc = run_cli(["discover", "--preset", "relu242", "--steps", str(steps), "--device", "cpu", "--out",
+                        str(run_dir), "--quiet", "--json"], out, "discover.json")
+        tele = run_cli(["teleport", "--action", str(run_dir), "--json"], out, "teleport.json")
+        return {"discovery_steps": steps, "teleport": tele,
+                "discover_status": {k: disc[k] for k in ("status", "passed") if k in disc}}
+
+    return go
+
+
+LEARNED_STEPS = 3000
+LEARNED_QUICK_STEPS = 300
 GRAD_NORM_SEEDS = 5
 REBASIN_FULL = (32, 16)
 REBASIN_QUICK = (32,)
 #: measured here (see the docs page's generated block and the report of issue 16)
 REBASIN_TIME = ("measured 17 CPU-s (97 s wall under load ≈ 8 on the 2 shared cores), both widths, including "
                 "training the four digits models on first use")
+LEARNED_TIME = "not yet measured"
 GRAD_NORM_TIME = "measured 10 CPU-s (63 s wall under load) for the 10 teleported runs; ≈ 20 CPU-s with the baselines"
 
 MEASUREMENT_RUNS: tuple[RunSpec, ...] = (
@@ -188,6 +208,8 @@ MEASUREMENT_RUNS: tuple[RunSpec, ...] = (
             "not regenerated on this 2-core machine: training the two models (2 × 3,000 full-batch AdamW steps) "
             "measured 13 CPU-s per 100 steps here, ≈ 13 CPU minutes, before the alignment; --quick trains 200 steps "
             "(models that have not generalised: not the documented numbers)"),
+    RunSpec("teleport-learned", "paramsym discover --preset relu242 --steps 3000 --out RUN; paramsym teleport --action "
+            "RUN --json", _teleport_learned(False), _teleport_learned(True), LEARNED_TIME),
     RunSpec("align-rebasin", "python benchmarks/rebasin_compare.py --json (needs pip install 'paramsym[compare]')", _rebasin(False), _rebasin(True),
             REBASIN_TIME, exact=True),
 )
@@ -283,6 +305,15 @@ def _modadd_claim(r):
                     f"{al['barrier_full']:.3g} after + attention GL ({r['steps']} training steps)", ok, r)
 
 
+def _learned_claim(r):
+    """The negative result: a learned relu242 rescaling field does not teleport within 1e-6."""
+    t = r["teleport"]
+    ok = t["steps"] == 0 and t["status"] == "left_level_set" and (t["refused_change"] or 0) > t["tol"]
+    return Measured(f"{t['steps']} steps accepted, status {t['status']}; the first refused step changed the loss by "
+                    f"{t['refused_change']:.2g} (tolerance {t['tol']:g})" if t["refused_change"] is not None else
+                    f"{t['steps']} steps accepted, status {t['status']}", ok, r)
+
+
 def _grad_norm_claim(r):
     """The paper's objective on regression-mlp: how many teleported runs diverge."""
     n = {o: sum(x["diverged"] for x in rows) for o, rows in r.items()}
@@ -344,6 +375,10 @@ MEASUREMENT_CLAIMS: tuple[Claim, ...] = (
           "result and its cause", "permutation and full stages' test barriers not below the unaligned one; B's function "
           "unchanged to ≤ 1e-10; the best orthogonal map leaves less than half the permutation's embedding residual",
           "align-modadd", _modadd_claim),
+    Claim("teleport-learned", f"{M} docs/teleport.md", "a learned rescaling field (relu242, 3000 discovery steps) "
+          "is not accurate enough to teleport within the 1e-6 level-set tolerance (a negative result)",
+          "aim: the negative result", "`paramsym teleport --action RUN` accepts no ascent step: status left_level_set "
+          "with the refused step's relative loss change above 1e-6", "teleport-learned", _learned_claim),
     Claim("align-rebasin", f"{M} docs/alignment.md", "our permutation alignment against rebasin 0.0.47's "
           "PermutationCoordinateDescent on the digits pair", "aim: a test barrier as low as the peer's",
           "our permutation stage's test barrier ≤ 1.1 × rebasin's at widths 32 and 16; both leave B's function "
@@ -525,3 +560,15 @@ def render_align_modadd(rows: dict[str, dict[str, Any]]) -> str:
             f"against A's: identity {e['identity']:.3g}, our permutation {e['permutation']:.3g}, best orthogonal map "
             f"{e['orthogonal']:.3g}."]
     return "\n".join(out)
+
+
+def render_teleport_learned(rows: dict[str, dict[str, Any]]) -> str:
+    """The learned-action teleport (block ``teleport-learned``)."""
+    r = rows["teleport-learned"]["values"]
+    t = r["teleport"]
+    refused = "—" if t.get("refused_change") is None else f"{t['refused_change']:.2g}"
+    return "\n".join([
+        "| discovery steps | teleport status | ascent steps accepted | refused step's relative loss change | tolerance | "
+        "kept relative loss change | parameter change |", "|---|---|---|---|---|---|---|",
+        f"| {r['discovery_steps']} | `{t['status']}` | {t['steps']} | {refused} | {t['tol']:g} | {t['rel_loss_change']:.2g} | "
+        f"{t['param_change']:.2g} |"])
