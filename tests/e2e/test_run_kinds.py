@@ -213,3 +213,27 @@ def test_compensate_learned_killed_at_a_checkpoint_resumes_byte_identical(tmp_pa
     sub_starts = json.loads((killed / "discovery-finite" / "env.json").read_text())["starts"]
     assert [s.get("resumed_from_step") for s in sub_starts] == [None, step]  # training continued, not restarted
     assert [s["resumed"] for s in json.loads((killed / "env.json").read_text())["starts"]] == [False, True]
+
+
+def test_every_listed_preset_command_parses_and_names_a_known_preset(capsys) -> None:
+    """``paramsym list --json``: each row's command is a valid command line of its command, and the
+    name resolves in that command's own table (one vocabulary, no stale rows)."""
+    import shlex
+
+    from paramsym.cli import build_parser
+    from paramsym.experiments.registry import KINDS, all_presets
+
+    parser = build_parser()
+    rows = all_presets()
+    assert len({(r.kind, r.name) for r in rows}) == len(rows)
+    for r in rows:
+        args = parser.parse_args(shlex.split(r.command)[1:])
+        assert getattr(args, "preset", None) == r.name or getattr(args, "model", None) == r.name, r
+        assert r.kind in KINDS or r.kind in ("teleport", "align"), r  # teleport/align become kinds next
+    from paramsym.presets import Preset, PresetTable
+
+    table = PresetTable("demo preset", [Preset("a", "affine", "paramsym affine --preset a", "one")])
+    with pytest.raises(ConfigError, match=r"--preset 'b' is not a known demo preset; valid: \['a'\]"):
+        table.get_preset("b")
+    with pytest.raises(ValueError, match="duplicate"):
+        PresetTable("demo preset", [table["a"], table["a"]])
