@@ -90,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.preset:
         from ..experiments.align_presets import load_preset
 
-        arch, a, b, data, info = load_preset(args.preset, cache_dir=args.cache_dir, width=args.width)
+        arch, a, b, data, info = load_preset(args.preset, cache_dir=args.cache_dir or os.environ.get("PARAMSYM_CACHE"),
+                                                width=args.width)
         title = f"Alignment: preset {args.preset}"
     else:
         arch, a, b, info = load_pair(args.models[0], args.models[1], args.activation)
