@@ -197,7 +197,7 @@ def _align() -> KindSpec:
 def _sweep() -> KindSpec:
     from .sweep import kind
 
-    return KindSpec(kind.SweepSpec, kind.run, kind.render, managed=True)
+    return KindSpec(kind.SweepConfig, kind.run, kind.render, managed=True)
 
 
 KINDS: dict[str, RunKind] = {
@@ -285,8 +285,8 @@ def all_presets() -> list[Preset]:
     attribution, affine, census, compensate, teleport, align)."""
     from ..census.presets import PRESETS as CENSUS_PRESETS
     from ..exact.presets import AFFINE_PRESETS
+    from .kind_align import ALIGN_PRESETS
     from .kind_compensate import MODELS as COMPENSATE_MODELS
-    from .align_presets import ALIGN_PRESETS
     from .teleport_presets import TELEPORT_PRESETS
 
     rows = _discovery_presets()
@@ -448,7 +448,8 @@ def _discard(out) -> None:
 
 
 def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | None = None, progress: bool = True,
-            seed: int | None = None) -> Outcome:
+            seed: int | None = None, options: dict[str, Any] | None = None, env: dict[str, Any] | None = None
+            ) -> Outcome:
     """Run a managed kind: the one place its run directory's common files are written.
 
     A fresh run writes ``config.json`` = ``{"kind": kind, <fields of cfg>, "provenance": {...}}``
@@ -468,6 +469,9 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
         command: the command line, recorded in the provenance.
         progress: show progress bars.
         seed: the seed recorded in ``env.json``.
+        options: run-time options passed on to ``run`` that are not configuration (they do not
+            change the metrics: e.g. the sweep's backend and worker count).
+        env: extra entries of this start in ``env.json`` (e.g. those options).
 
     Raises:
         RunDirError: ``kind`` is not a managed kind, or ``out`` holds another kind's run.
@@ -486,9 +490,9 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
             return Outcome(out.read_json("metrics.json"), out, already_finished=True)
     else:
         out.write_json("config.json", {"kind": kind, **canonical(cfg), "provenance": provenance(cfg, command=command)})
-    out.write_env(seed, resumed=resume)
+    out.write_env(seed, **{"resumed": resume, **(env or {})})
     try:
-        metrics = spec.run(cfg, out, progress=progress)
+        metrics = spec.run(cfg, out, progress=progress, **(options or {}))
     except ParamsymError:
         if not resume:  # bad input found late (e.g. a layer the model lacks): leave no half-made run behind
             _discard(out)

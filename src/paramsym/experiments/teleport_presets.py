@@ -32,11 +32,13 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..presets import Preset, PresetTable
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["DEFAULT_SEEDS", "PRESETS", "TELEPORT_PRESETS", "TeleportConfig", "run", "aggregate", "steps_to",
            "OPTIMIZERS", "Job"]
@@ -130,6 +132,8 @@ def gd_run(f: Callable, p0: torch.Tensor, lr: float, steps: int, due: Callable[[
 
     ``losses[k]`` is the loss after ``k`` updates; a teleport on step ``k`` happens before update ``k``.
     """
+    import torch
+
     from ..teleport import teleport
 
     p, losses, summaries, t_tele = p0.clone(), [], [], 0.0
@@ -150,6 +154,8 @@ def gd_run(f: Callable, p0: torch.Tensor, lr: float, steps: int, due: Callable[[
 
 
 def _two_d(cfg: TeleportConfig, progress: bool, job: Job = _no_checkpoint) -> dict:
+    import torch
+
     from ..teleport import descent_objective
     from ..teleport.functions import BoothRotation, RosenbrockRotation, booth, rosenbrock
 
