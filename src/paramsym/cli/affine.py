@@ -86,7 +86,7 @@ def cmd_affine(args: argparse.Namespace) -> int:
     from .options import command_line
 
     torch.set_num_threads(threads)
-    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(),
+    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(args),
                       progress=not args.quiet and not args.json, seed=cfg.seed)
     out = dict(outcome.metrics)
     if run.has("timing.json"):

@@ -31,6 +31,7 @@ import sys
 
 __all__ = ["register"]
 
+
 def register(subparsers) -> None:
     from ..experiments.kind_align import ALIGN_PRESETS
     from .options import add_run_options
@@ -51,17 +52,21 @@ def register(subparsers) -> None:
     p.add_argument("--points", default=None, help="points on the path, both ends included (default 25)")
     add_run_options(p, out="keep the run directory here (new or empty; default: a temporary one): result.json, "
                     "report.md, path_loss.png, merged.safetensors", json="print the summary as JSON")
+    p.add_argument("--max-memory", default=None, help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
+                   "a larger estimate stops with TooLargeError before any work")
     p.set_defaults(func=_run)
 
 
 #: the configuration flags (field → validator); refused with --resume
 def _flags() -> dict:
+    from ..groups.memory import parse_memory
     from .options import int_option, seed_option
 
     return {"models": None, "preset": None, "symmetries": lambda raw, flag: tuple(
                 s.strip() for s in raw.split(",") if s.strip()),
-            "data": None, "activation": None, "width": lambda raw, flag: int_option(raw, flag, 1),
-            "cache_dir": None, "points": lambda raw, flag: int_option(raw, flag, 2), "seed": seed_option}
+            "data": None, "activation": None, "width": lambda raw, flag: int_option(raw, flag, 2),
+            "cache_dir": None, "points": lambda raw, flag: int_option(raw, flag, 2), "seed": seed_option,
+            "max_memory": lambda raw, flag: parse_memory(raw)}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -84,7 +89,8 @@ def _run(args: argparse.Namespace) -> int:
         if cfg.preset:
             from ..experiments.align_presets import cache_root
 
-            cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(cfg.cache_dir).parent.resolve()))
+            base = cfg.cache_dir or os.environ.get("PARAMSYM_CACHE")
+            cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(base).parent.resolve()))
         cfg.validate()
     run, resuming = open_run(args, kind=KIND, config_flags=flags)
     if resuming:

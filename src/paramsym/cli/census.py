@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(threads)
-    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(), progress=not args.json and not args.quiet,
+    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(args), progress=not args.json and not args.quiet,
                       seed=cfg.seed)
     result = dict(outcome.metrics)
     timing = run.read_json("timing.json") if run.has("timing.json") else {}

@@ -100,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(threads)
-    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(), progress=not args.json and not args.quiet,
+    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(args), progress=not args.json and not args.quiet,
                       seed=cfg.seed)
     if outcome.already_finished:
         print(f"{run.path} is already finished; `paramsym report {run.path}` regenerates its report.", file=sys.stderr)

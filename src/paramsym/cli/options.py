@@ -69,11 +69,13 @@ def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, seeds: boo
         p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def command_line() -> str:
-    """The command line as typed (``paramsym ...``), recorded in a run's provenance."""
+def command_line(args: argparse.Namespace | None = None) -> str:
+    """The command line as given to :func:`paramsym.cli.main` (``paramsym ...``; ``sys.argv`` without
+    ``args``), recorded in a run's provenance."""
     import shlex
 
-    return shlex.join(["paramsym", *sys.argv[1:]])
+    argv = getattr(args, "argv", None)
+    return shlex.join(["paramsym", *(sys.argv[1:] if argv is None else argv)])
 
 
 def given_flags(args: argparse.Namespace, flags: Mapping[str, Any]) -> list[str]:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import torch
 
+from ..errors import check_seed
 from ..models.reference import attention_layer, reference_mlp
 from ..presets import Preset, PresetTable
 from ..targets import Target
@@ -108,4 +109,4 @@ def preset_samples(name: str) -> int | None:
 
 def build_preset(name: str, seed: int = 0) -> tuple[Target, Ansatz]:
     """The target and ansatz of preset ``name`` (seeded)."""
-    return AFFINE_PRESETS.get_preset(name).load()(torch.Generator().manual_seed(seed))
+    return AFFINE_PRESETS.get_preset(name).load()(torch.Generator().manual_seed(check_seed(seed)))

@@ -57,6 +57,7 @@ class AlignConfig:
             ``~/.cache/paramsym``; the command records the resolved directory).
         points: points on the path, both ends included.
         seed: seed of the coordinate-descent order.
+        max_memory: memory budget of the path curves, in bytes (checked before any work).
     """
 
     models: tuple[str, ...] = ()
@@ -68,6 +69,7 @@ class AlignConfig:
     cache_dir: str | None = None
     points: int = 25
     seed: int = 0
+    max_memory: int = 2 * 2**30
 
     @classmethod
     def quick(cls) -> AlignConfig:
@@ -82,10 +84,12 @@ class AlignConfig:
             raise ConfigError(f"give exactly two models A B; received {len(self.models)}: {list(self.models)}.")
         if self.preset is not None:
             ALIGN_PRESETS.get_preset(self.preset)
-        if self.points < 2:
-            raise ConfigError(f"--points must be an integer >= 2 (α = 0 and 1); received {self.points}.")
-        if self.width is not None and self.width < 1:
-            raise ConfigError(f"--width must be an integer >= 1; received {self.width}.")
+        if self.width is not None and self.width < 2:
+            raise ConfigError(f"--width must be an integer >= 2 (the hidden width / n_embd of the preset); received "
+                              f"{self.width}.")
+        from ..alignment.align import check_points
+
+        check_points(self.points, self.max_memory)
 
 
 def _title(cfg: dict[str, Any]) -> str:
@@ -112,7 +116,7 @@ def run(cfg: AlignConfig, out, *, progress: bool = False) -> dict[str, Any]:
         if arch.kind == "hf":
             arch.info["n_classes"] = data.num_classes
         info = dict(info) | {"A": cfg.models[0], "B": cfg.models[1], "data": name}
-    result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen)
+    result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen, max_memory=cfg.max_memory)
     summary = result.summary() | {"points": cfg.points, "model": info}
     write_outputs(out, result, a, summary, _title({"preset": cfg.preset}))
     out.write_json("timing.json", {"seconds": summary.pop("seconds")})
