@@ -163,4 +163,4 @@ def test_sweep_directory_is_a_run_of_kind_sweep(finished, tiny_spec, capsys) -> 
     (out / "report.md").unlink()
     assert main(["report", str(out)]) == 0
     text = (out / "report.md").read_text()
-    assert text.startswith("# Sweep tiny on sigmoid-scalar") and "| candidates | 2 |" in text and "| hybrid |" in text
+    assert text.startswith("# Sweep `tiny` on `sigmoid-scalar`") and "## Stages" in text and "| candidates | 2 |" in text and "| hybrid |" in text

@@ -55,14 +55,13 @@ def run(cfg: SweepConfig, out, *, progress: bool = False, engine: Any = None,
 
 
 def render(run_dir) -> str:
-    """``report.md`` of a sweep: the spec's name and preset, the stages' counts, the table."""
+    """``report.md`` of a sweep: the table (``table.md``), then the stages' trial counts."""
     from .table import render_table
 
-    table = run_dir.read_json("metrics.json")
-    lines = [f"# Sweep {table['name']} on {table['preset']}", ""]
+    lines = [render_table(run_dir.read_json("metrics.json")).rstrip("\n"), ""]
     if run_dir.has("stages.json"):
-        lines += ["| stage | trials | run | reused | failed |", "|---|---|---|---|---|"]
+        lines += ["## Stages", "", "| stage | trials | run | reused | failed |", "|---|---|---|---|---|"]
         lines += [f"| {s['stage']} | {s['trials']} | {s['run']} | {s['reused']} | {s['failed']} |"
                   for s in run_dir.read_json("stages.json")]
         lines += [""]
-    return "\n".join(lines) + render_table(table)
+    return "\n".join(lines)
