@@ -176,6 +176,25 @@ def validate_tree(cfg: Any) -> None:
     _validate(cfg)
 
 
+def _normalized(cfg: C, prefix: str = "") -> C:
+    """``cfg`` with every field coerced to its annotation (e.g. an int where a float is declared,
+    a list where a tuple is) and every nested configuration validated, inner ones first: what
+    :func:`from_dict` guarantees for a configuration read from a file, for one built in Python."""
+    hints = _field_types(type(cfg))
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            new = _normalized(value, prefix + f.name + ".")
+        else:
+            new = _coerce(prefix + f.name, value if isinstance(value, (str, Overrides)) else to_dict(value), hints[f.name])
+        if new is not value:
+            changes[f.name] = new
+    cfg = dataclasses.replace(cfg, **changes) if changes else cfg
+    _validate(cfg)
+    return cfg
+
+
 def _leaf_types(cls: type, prefix: str = "") -> dict[str, Any]:
     """Dotted leaf key → annotation of config class ``cls`` (nested dataclasses expanded)."""
     out: dict[str, Any] = {}
@@ -265,7 +284,8 @@ class Overrides(Mapping[str, Any]):
         return cls.parse(overrides, config=config)
 
     def apply(self, cfg: C) -> C:
-        """A copy of ``cfg`` with these values set, every nested configuration validated.
+        """A copy of ``cfg`` with these values set, every field checked against its type and every
+        nested configuration validated (as :func:`from_dict` does for a file).
 
         Raises:
             ConfigError: ``cfg`` is not of the configuration class, or a ``validate`` hook refuses the result.
@@ -274,8 +294,7 @@ class Overrides(Mapping[str, Any]):
             raise ConfigError(f"overrides of {self._config.__name__} cannot apply to a {type(cfg).__name__}.")
         for key, value in self._values.items():
             cfg = _replace_path(cfg, key.split("."), value)
-        validate_tree(cfg)
-        return cfg
+        return _normalized(cfg)
 
     def __or__(self, other: Overrides | Mapping[str, Any] | Iterable[str]) -> Overrides:
         other = type(self).of(other, config=self._config)
