@@ -208,12 +208,15 @@ def _leaf_types(cls: type, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _flatten(data: Mapping[str, Any], leaves: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Dotted ``(key, value)`` pairs of a dotted or nested mapping (a mapping under a leaf key,
+    e.g. a ``dict`` field, is that leaf's value)."""
     for k, v in data.items():
-        if isinstance(v, Mapping) and not isinstance(v, Overrides):
-            yield from _flatten(v, f"{prefix}{k}.")
+        key = prefix + str(k)
+        if isinstance(v, Mapping) and not isinstance(v, Overrides) and key not in leaves:
+            yield from _flatten(v, leaves, key + ".")
         else:
-            yield prefix + str(k), v
+            yield key, v
 
 
 def _replace_path(obj: Any, parts: list[str], value: Any) -> Any:
@@ -247,7 +250,7 @@ class Overrides(Mapping[str, Any]):
         self._config = cls
         types_ = _leaf_types(cls)
         self._values: dict[str, Any] = {}
-        for key, raw in _flatten(values or {}):
+        for key, raw in _flatten(values or {}, types_):
             if key not in types_:
                 valid = list(types_)
                 close = [k for k in valid if k.split(".")[-1] == key.split(".")[-1]]

@@ -61,3 +61,12 @@ def test_experiment_overrides_round_trip_and_read_the_older_string_lists() -> No
     assert from_dict(ObjectivesConfig, old) == cfg
     with pytest.raises(ConfigError, match="unknown config key"):
         from_dict(ObjectivesConfig, {**saved, "overrides": {"train.nope": 1}})
+
+
+def test_a_mapping_under_a_dict_field_is_its_value() -> None:
+    from paramsym.config import Overrides
+    from paramsym.experiments.teleport_presets import TeleportConfig
+
+    o = Overrides({"lr": {"sgd": 0.2, "adam": 1e-3}, "radius": 3}, config=TeleportConfig)
+    cfg = o.apply(TeleportConfig("digits-mlp"))
+    assert cfg.lr == {"sgd": 0.2, "adam": 1e-3} and cfg.radius == 3.0 and type(cfg.radius) is float
