@@ -14,7 +14,14 @@ from torch.func import vmap
 
 from .. import verdict as V
 from ..actions.base import GroupAction
-from ..errors import ActionError, ConfigError, DegenerateTargetError, ShapeError, check_finite, check_seed
+from ..errors import (
+    ActionError,
+    ConfigError,
+    DegenerateTargetError,
+    ShapeError,
+    check_finite,
+    check_seed,
+)
 from ..params import Selection
 from ..targets import Batch, FunctionTarget, Target
 from .results import (
