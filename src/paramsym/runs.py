@@ -176,7 +176,10 @@ def save_tensors(path: str | os.PathLike, tensors: Mapping[str, torch.Tensor], m
 
 
 def load_tensors(path: str | os.PathLike, user_file: str | None = None) -> dict[str, torch.Tensor]:
-    """Load a safetensors file (never unpickles).
+    """Load a safetensors file (never unpickles), its tensors in name order.
+
+    (``safetensors`` returns them in no fixed order; sums over a dict of tensors would then round
+    differently from one load to the next.)
 
     Args:
         path: the file.
@@ -192,7 +195,7 @@ def load_tensors(path: str | os.PathLike, user_file: str | None = None) -> dict[
     path = Path(path)
     data = _read_bytes(path, "a safetensors file")
     try:
-        return _st_load(data)
+        tensors = _st_load(data)
     except Exception as exc:  # SafetensorError, or anything a corrupt header provokes
         if user_file:
             raise InputFileError(
@@ -203,6 +206,7 @@ def load_tensors(path: str | os.PathLike, user_file: str | None = None) -> dict[
             f"{str(path)!r} is truncated or not a safetensors file ({type(exc).__name__}: {exc}); "
             "expected the tensors a paramsym run saved. Restore it, or start the run again."
         ) from None
+    return dict(sorted(tensors.items()))
 
 
 def git_sha(start: str | os.PathLike | None = None) -> str | None:

@@ -75,6 +75,9 @@ def _flags() -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the command line, not the library, sets the environment
     from ..errors import ConfigError
     from ..experiments.kind_compensate import KIND, MODELS, CompensateConfig
     from ..experiments.registry import execute, load_run_config

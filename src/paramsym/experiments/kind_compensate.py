@@ -22,7 +22,6 @@ a ``save_pretrained`` directory (never downloading).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,7 +113,6 @@ def load_model(name: str, seed: int = 0):
     from ..census.presets import build_preset
     from ..census.presets import load_model as load_path
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if name in MODELS:
         return build_preset(name, seed)
     return load_path(name)
