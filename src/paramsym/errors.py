@@ -173,3 +173,17 @@ class LevelSetError(ParamsymError, RuntimeError):
 class UnknownClaimError(ConfigError):
     """A ``paramsym reproduce`` claim id that is not in the registry (the message names the
     closest id and lists the known ones)."""
+
+
+class TraceError(UnsupportedModelError):
+    """The census's tracer cannot follow a model without an adapter: the message names the module,
+    why it could not be followed, and what was found before it."""
+
+
+class PickleWeightsError(InputFileError):
+    """A model directory whose weights are only in pickle files (``*.bin``, ``*.pt``, ``*.pth``,
+    ``*.ckpt``); refused without unpickling anything (pickle can run code). Convert to safetensors."""
+
+
+class ExportPathExistsError(OutputFileError):
+    """An export path that already exists; nothing is overwritten (choose a new path or delete it)."""

@@ -175,6 +175,7 @@ def census(
     name: str = "",
     copy_model: bool = True,
     progress: bool = False,
+    layout: str = "auto",
 ) -> CensusResult:
     """List and verify the symmetries of ``model`` (see module docstring).
 
@@ -190,11 +191,17 @@ def census(
         seed: seed of the ``torch.Generator`` drawing inputs and group elements.
         copy_model: work on a copy (``False`` converts ``model`` itself to ``dtype``; saves memory).
         progress: show a tqdm bar on stderr.
+        layout: where an HF model's spaces come from: ``"auto"`` (the architecture adapter where one
+            is registered, else traced by :func:`paramsym.census.spaces.derive_spaces`; the
+            residual stream is always traced), ``"derived"`` (traced even where an adapter exists),
+            ``"adapter"`` (adapters only, no tracing: no residual-stream entry).
 
     Raises:
         UnsupportedModelError: no parameters, or no module the finders know (lists what they know and what was found).
         UnknownArchitectureError: an HF model with an unknown ``model_type`` and no known modules.
-        ConfigError: no ``inputs`` for a model that is not an HF model, or a bad tolerance.
+        ConfigError: no ``inputs`` for a model that is not an HF model, or a bad tolerance or layout.
+        TraceError: an HF model without an adapter whose spaces the tracer cannot follow (names the
+            module and why, and what was found).
     """
     t0 = time.perf_counter()
     if not isinstance(model, nn.Module):
@@ -205,15 +212,18 @@ def census(
                                     "Pass a model with weights.")
     if tolerance is not None and not (0 < tolerance < 1):
         raise ConfigError(f"tolerance must be in (0, 1); received {tolerance!r}.")
+    if layout not in ("auto", "derived", "adapter"):
+        raise ConfigError(f"layout must be 'auto', 'derived' or 'adapter'; received {layout!r}.")
     gen = torch.Generator().manual_seed(int(seed))
-    layout, arch_error = None, None
-    if hasattr(model, "config") and getattr(model.config, "model_type", None) is not None:
+    mode, layout, arch_error = layout, None, None
+    is_hf = hasattr(model, "config") and getattr(model.config, "model_type", None) is not None
+    if is_hf and mode != "derived":
         try:
             layout = adapt(model)
         except UnknownArchitectureError as exc:
             arch_error = exc
     work = copy.deepcopy(model) if copy_model else model
-    if layout is not None:
+    if is_hf:
         require_eager(work)
     work.eval()
     try:
@@ -223,7 +233,21 @@ def census(
         work.to(dtype)
     tol = float(tolerance) if tolerance is not None else (1e-9 if dtype == torch.float64 else 1e-5)
     params = {k: v.detach() for k, v in work.named_parameters()}
-    ctx = CensusContext(work, layout, params)
+    spaces = None
+    if is_hf and mode != "adapter":
+        from ..errors import TraceError
+        from .spaces import derive_spaces
+
+        trace_inputs = dict(inputs) if isinstance(inputs, Mapping) else default_inputs(work, torch.Generator().manual_seed(int(seed)))
+        try:
+            with torch.no_grad():
+                spaces = derive_spaces(work, trace_inputs, _output)
+        except TraceError:
+            if layout is None:
+                raise
+        if spaces is not None and layout is None:
+            layout = spaces.layout
+    ctx = CensusContext(work, layout, params, spaces)
     candidates = [c for f in (DEFAULT_FINDERS if finders is None else finders) for c in f.find(ctx)]
     covered = {n for c in candidates for n in c.moved}
     unrecognised = _unrecognised(work, covered)
@@ -259,7 +283,8 @@ def census(
         with torch.no_grad():
             new = c.transform(params, gen)
         out = forward(new)
-        err = float((out - base).norm() / base.norm())
+        ref = base if c.expected is None else c.expected(base)
+        err = float((out - ref).norm() / base.norm())
         num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
         den = sum(float(params[n].pow(2).sum()) for n in c.moved)
         motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
