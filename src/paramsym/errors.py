@@ -180,10 +180,6 @@ class TraceError(UnsupportedModelError):
     why it could not be followed, and what was found before it."""
 
 
-class PickleWeightsError(InputFileError):
-    """A model directory whose weights are only in pickle files (``*.bin``, ``*.pt``, ``*.pth``,
-    ``*.ckpt``); refused without unpickling anything (pickle can run code). Convert to safetensors."""
-
 
 class ExportPathExistsError(OutputFileError):
     """An export path that already exists; nothing is overwritten (choose a new path or delete it)."""
