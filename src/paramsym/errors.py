@@ -175,10 +175,16 @@ class UnknownClaimError(ConfigError):
     closest id and lists the known ones)."""
 
 
+# -- grammar / loading (issue 19 item 3, issue 20 item 2) -------------------------------------
+class PickleWeightsError(InputFileError):
+    """A model directory whose only weights are pickles (``pytorch_model.bin``, ``*.pt``): never
+    unpickled (it could run code); the message names the file and how to convert it to safetensors."""
+
+
+# -- census (issue 18) -------------------------------------------------------------------------
 class TraceError(UnsupportedModelError):
     """The census's tracer cannot follow a model without an adapter: the message names the module,
     why it could not be followed, and what was found before it."""
-
 
 
 class ExportPathExistsError(OutputFileError):
