@@ -41,6 +41,12 @@ def register(subparsers) -> None:
     p.add_argument("--tokens", type=int, default=8, help="tokens per verification sequence (2 sequences)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: on a shared machine more threads spin-wait and run slower)")
+    # -- issue 18: adapter-free spaces and verified exports (census helper) --
+    p.add_argument("--layout", choices=["auto", "derived", "adapter"], default="auto",
+                   help="spaces from the adapters where registered, else traced (auto); always traced (derived); "
+                        "adapters only (adapter)")
+    p.add_argument("--export", choices=["permutation-spec", "mergekit"],
+                   help="write the model's verified permutation group to --out FILE (a new file) instead of the census")
     p.set_defaults(func=_run)
 
 
@@ -75,6 +81,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
     torch.set_num_threads(args.threads)
+    if args.export:
+        return _export(args)
     from ..census import census, default_inputs
     from ..census.presets import PRESETS, build_preset, preset_inputs
     from ..errors import InputFileError
@@ -96,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     elif hasattr(model, "config"):
         inputs = default_inputs(model, gen, tokens=args.tokens)
     result = census(model, inputs, dtype=dtype, seed=args.seed, name=args.preset or args.model, copy_model=False,
-                    progress=not args.json).to_json()
+                    progress=not args.json, layout=args.layout).to_json()
     if run is not None:
         run.write_json("config.json", {"kind": "census", "preset": args.preset, "model": args.model, "dtype": args.dtype,
                                        "seed": args.seed, "tokens": args.tokens})
@@ -110,3 +118,45 @@ def _run(args: argparse.Namespace) -> int:
         if run is not None:
             print(f"wrote {run.path}/census.json and report.md", file=sys.stderr)
     return 0 if result["all_verified"] else 1
+
+
+def _export(args: argparse.Namespace) -> int:
+    """``--export FORMAT --out FILE``: trace the spaces, verify the export through the file's data, write it."""
+    from pathlib import Path
+
+    import torch
+
+    from ..census import default_inputs
+    from ..census.export import export
+    from ..census.presets import build_preset
+    from ..census.spaces import derive_spaces
+    from ..census.walk import _output
+    from ..errors import ConfigError, ExportPathExistsError
+    from ..models.adapters import require_eager
+    from ..models.loading import load_model
+
+    if not args.out:
+        raise ConfigError("--export needs --out FILE (the JSON file to write; it must not exist).")
+    if Path(args.out).exists():
+        raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
+                                    "or remove the file.")
+    model = build_preset(args.preset, args.seed) if args.preset else load_model(
+        args.model, head="auto", quiet=True, argument="--model")
+    if not hasattr(model, "config"):
+        raise ConfigError(f"--export needs a Hugging Face model; {args.preset or args.model!r} is a "
+                          f"{type(model).__name__}.")
+    require_eager(model)
+    dtype = torch.float64 if args.dtype == "float64" else torch.float32
+    model = model.to(dtype).eval()
+    inputs = default_inputs(model, torch.Generator().manual_seed(args.seed), tokens=args.tokens)
+    with torch.no_grad():
+        spaces = derive_spaces(model, inputs, _output)
+    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=args.seed)
+    ver = rep["verification"]
+    if args.json:
+        print(json.dumps(rep, indent=1))
+    else:
+        print(f"wrote {rep['path']} ({rep['format']}): {len(rep['perms'])} permutation groups, log10 order "
+              f"{rep['log10_order']:.1f}; verified through the file: max relative output change {ver['max_error']:.1e} "
+              f"≤ {ver['tolerance']:.0e}" + (f"; not expressible: {rep['omitted']}" if rep["omitted"] else ""))
+    return 0
