@@ -41,7 +41,7 @@ from ..models.adapters import AttentionLayout, Projection, mha_layout
 from .base import Candidate, CensusContext, Piece, View, catalogue_candidate
 
 __all__ = ["FFNPermutationFinder", "NormScaleFinder", "KeyBiasFinder", "ValueBiasFinder", "HeadPermutationFinder",
-           "SequentialMLPFinder", "ResidualPermutationFinder", "attention_layouts", "FLOAT32_INTERNAL"]
+           "SequentialMLPFinder", "ResidualPermutationFinder", "attention_layouts"]
 
 #: elementwise activations that commute with permutations of the hidden units
 ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.PReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.ELU, nn.CELU, nn.SELU,
@@ -54,10 +54,6 @@ TRANSPARENT = (nn.Identity, nn.Dropout)
 #: invariant only to float32 precision (and so is a value shift: the weights sum to 1 in float32),
 #: so their verification tolerance is at least 1e-6.
 FLOAT32_SOFTMAX = {"gpt_neox", "llama", "qwen2", "mistral", "opt"}
-#: model types whose RMSNorm computes its mean square in float32 even for float64 inputs
-#: (``hidden_states.to(torch.float32)``): a residual-stream permutation reorders that float32 sum,
-#: so it is verified to the float32 tolerance 1e-5 (measured ~3e-7 on the tiny configs).
-FLOAT32_INTERNAL = {"llama", "mistral", "qwen2", "gemma", "phi3"}
 
 
 def attention_layouts(ctx: CensusContext) -> list[AttentionLayout]:
@@ -297,7 +293,7 @@ class ResidualPermutationFinder:
                       log10_order=math.lgamma(D + 1) / math.log(10), note=note,
                       extra={"width": D, "tensors": len(axes), "equivariant_output": sp.output_in_stream},
                       expected=expected)
-        if sp.layout.model_type in FLOAT32_INTERNAL:
+        if sp.float32_inside:
             c.tolerance = 1e-5
-            c.note += "; the model's RMSNorm sums in float32, so verified to 1e-5"
+            c.note += "; the model's norms compute in float32 (probed), so verified to 1e-5"
         return [c]

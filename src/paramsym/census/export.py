@@ -44,10 +44,9 @@ _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
 
 
 def export_tolerance(spaces: Spaces, dtype: torch.dtype) -> float:
-    """1e-10 in float64, 1e-5 in float32 or where the model sums its norms in float32."""
-    from .catalogue_finders import FLOAT32_INTERNAL
-
-    if dtype != torch.float64 or spaces.layout.model_type in FLOAT32_INTERNAL:
+    """1e-10 in float64, 1e-5 in float32 or where the model's norms compute in float32 inside
+    (probed: :attr:`~paramsym.census.spaces.Spaces.float32_inside`; HF's RMSNorm upcasts)."""
+    if dtype != torch.float64 or spaces.float32_inside:
         return 1e-5
     return 1e-10
 

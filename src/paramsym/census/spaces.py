@@ -72,6 +72,7 @@ class NormInfo:
     bias: str | None
     centred: bool
     size: int
+    float32_inside: bool = False  # computes in float32 even for float64 inputs (HF's RMSNorm upcast)
 
 
 @dataclass
@@ -101,6 +102,12 @@ class Spaces:
     layouts: dict[str, str]
     unfollowed: list[dict[str, Any]] = field(default_factory=list)
     output_in_stream: bool = False
+
+    @property
+    def float32_inside(self) -> bool:
+        """Some norm on the stream computes in float32 even in a float64 run (so permutations of
+        the stream are exact only to float32 rounding)."""
+        return any(n.float32_inside for n in self.norms.values())
 
     def stream_axes(self) -> dict[str, list[int]]:
         """Parameter name → its axes indexed by the residual stream."""
@@ -149,7 +156,25 @@ def _out_tensor(out: Any) -> Tensor | None:
 
 
 def _close(a: Tensor, b: Tensor) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-9, atol=1e-9 * (1 + float(b.abs().max()))))
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-9, atol=1e-9 * (1 + float(b.detach().abs().max()))))
+
+
+def _float32_inside(mod: nn.Module, w: Tensor, b: Tensor | None, centred: bool) -> bool:
+    """Whether a float64 norm's output misses the float64 reference by more than 1e-11 for every
+    scale parametrisation (``w`` or ``1 + w``): the module computes in float32 inside."""
+    g = torch.Generator().manual_seed(0)
+    x = 1e3 * torch.randn(4, w.numel(), generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        y = _out_tensor(mod(x))
+    if y is None:
+        return False
+    xc = x - x.mean(-1, keepdim=True) if centred else x
+    n = xc / xc.pow(2).mean(-1, keepdim=True).sqrt()
+    for gamma in (w, 1 + w):
+        ref = n * gamma.detach() + (0 if b is None else b.detach())
+        if float((y - ref).norm() / ref.norm()) < 1e-11:
+            return False
+    return True
 
 
 def derive_spaces(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[Any], Tensor]) -> Spaces:
@@ -226,7 +251,9 @@ def derive_spaces(model: nn.Module, inputs: Mapping[str, Any], output: Callable[
                 y2 = mod(x + 1.5)
             y2 = _out_tensor(y2)
             centred = y2 is not None and _close(y2, y)
-            norms[name] = (NormInfo(name, canon["weight"], canon.get("bias"), centred, W.shape[0]), y)
+            info = NormInfo(name, canon["weight"], canon.get("bias"), centred, W.shape[0],
+                            x.dtype == torch.float64 and _float32_inside(mod, W, b, centred))
+            norms[name] = (info, y)
             continue
         unfollowed.append({"module": name, "type": type(mod).__name__,
                            "why": "neither an embedding, a linear map (output ≠ x Wᵀ + b) nor a norm over the last axis"})
@@ -288,8 +315,10 @@ def derive_spaces(model: nn.Module, inputs: Mapping[str, Any], output: Callable[
         lr = [n for n in readers if n.startswith(pfx(i))]
         lw = [n for n in writers if n.startswith(pfx(i))]
         if len(lw) != 2:
+            odd = [u for u in unfollowed if u["module"].startswith(pfx(i))]
             raise TraceError(f"layer {pfx(i)[:-1]}: expected two modules writing the residual stream (attention output, "
-                             f"FFN output); found {lw} (readers {lr}). Found so far: {found}.")
+                             f"FFN output); found {lw} (readers {lr}); cannot follow {odd or 'no other module'}. "
+                             f"Found so far: {found}.")
         cross = {w: any(bool(flow[w]["cross"][r].any()) for r in lr if r in flow[w]["cross"]) for w in lw}
         att_w = [w for w in lw if cross[w] and set(flow[w]["uses"]) <= set(lr)]
         att_w = sorted(att_w, key=lambda w: len(flow[w]["uses"]))[:1]
