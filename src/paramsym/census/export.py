@@ -37,7 +37,7 @@ from ..errors import ConfigError, ExportPathExistsError, ToleranceError
 from .permspec import PermutationSpec, spec_from_spaces, verify_spec
 from .spaces import Spaces
 
-__all__ = ["FORMATS", "export", "mergekit_architecture", "mergekit_as_spec", "export_tolerance"]
+__all__ = ["FORMATS", "export", "mergekit_architecture", "mergekit_as_spec", "export_tolerance", "spec_for_model"]
 
 FORMATS = ("permutation-spec", "mergekit")
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
@@ -256,3 +256,22 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
         fh.write("\n")
     return {"path": str(path), "format": fmt, "verification": rep, "omitted": spec.omitted,
             "perms": dict(check_spec.perms), "log10_order": check_spec.log10_order()}
+
+
+def spec_for_model(model: nn.Module, seed: int = 0) -> PermutationSpec:
+    """The permutation spec of an HF model, traced on a float64 copy (the model is not changed).
+
+    Raises:
+        TraceError: the tracer cannot follow the model.
+    """
+    import copy
+
+    from ..models.adapters import require_eager
+    from .spaces import derive_spaces
+    from .walk import _output, default_inputs
+
+    work = require_eager(copy.deepcopy(model)).double().eval()
+    inputs = default_inputs(work, torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        spaces = derive_spaces(work, inputs, _output)
+    return spec_from_spaces(spaces, {k: v.detach() for k, v in model.named_parameters()})

@@ -49,6 +49,11 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write result.json, report.md, path_loss.png, merged.safetensors to this new directory")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    # -- issue 18: any traced HF architecture through the census's permutation group (census helper) --
+    p.add_argument("--census-groups", action="store_true",
+                   help="A and B are HF checkpoints of any architecture the census traces: weight-match over its whole "
+                        "permutation group (residual stream, FFN units, heads) and write aligned_b/ and merged/ "
+                        "(from_pretrained-loadable) plus alignment.json to --out DIR")
     p.set_defaults(func=_run)
 
 
@@ -67,6 +72,27 @@ def _run(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.census_groups:
+        from pathlib import Path
+
+        from ..alignment.checkpoints import align_checkpoints
+        from ..census.export import spec_for_model
+        from ..errors import OutputFileError
+        from ..models.loading import load_model
+
+        if not args.out or len(args.models) != 2:
+            raise ConfigError("--census-groups needs two checkpoints A B and --out DIR (a new directory).")
+        if Path(args.out).exists() and any(Path(args.out).iterdir()):
+            raise OutputFileError(f"--out {args.out!r} exists and is not empty; alignment writes into a new directory.")
+        ma, mb = (load_model(m, head="auto", quiet=True, argument=w) for m, w in zip(args.models, "AB"))
+        spec = spec_for_model(ma, args.seed)
+        info = align_checkpoints(ma, mb, spec, args.out, seed=args.seed)
+        info |= {"A": args.models[0], "B": args.models[1], "log10_order": spec.log10_order(), "omitted": spec.omitted}
+        print(json.dumps(info, indent=1) if args.json else
+              f"aligned B to A over {len(info['perms'])} permutation groups (log10 order {info['log10_order']:.1f}): "
+              f"distance {info['distance_before']:.4g} -> {info['distance_after']:.4g}; wrote {info['aligned_b']} and "
+              f"{info['merged']}")
+        return 0
     from ..alignment.align import align
     from ..alignment.io import data_for, load_pair, write_outputs
     from ..runs import RunDir
