@@ -87,6 +87,7 @@ class CensusResult:
     unrecognised: list[dict[str, Any]]
     seconds: float
     tolerance: float
+    residual_rotation: dict[str, Any] | None = None  # O(D) after folding norm scales (RMSNorm models)
 
     @property
     def total_dimension(self) -> int:
@@ -103,6 +104,15 @@ class CensusResult:
             if e.verified:
                 out[e.kind] = out.get(e.kind, 0) + e.dimension
         return out
+
+    def group(self) -> dict[str, Any]:
+        """The whole verified group: continuous dimension, discrete order (``log10`` of the product
+        of the verified discrete entries' orders, and their count), per kind."""
+        disc = [e for e in self.entries if e.verified and e.log10_order is not None]
+        return {"continuous_dimension": self.total_dimension,
+                "log10_discrete_order": sum(e.log10_order for e in disc),
+                "discrete_factors": {k: sum(1 for e in disc if e.kind == k) for k in sorted({e.kind for e in disc})},
+                **({"residual_rotation": self.residual_rotation} if self.residual_rotation else {})}
 
     @property
     def symmetric_fraction(self) -> float:
@@ -127,6 +137,7 @@ class CensusResult:
             "tolerance": self.tolerance,
             "unrecognised_modules": self.unrecognised,
             "seconds": self.seconds,
+            "group": self.group(),
             "counting": "total_dimension sums verified continuous dimensions; their tangent directions are "
                         "independent (disjoint coordinates; the key-bias translation moves only b_k while query/key "
                         "GL also moves W_q; the value shift moves b_o while value/output GL does not; norm scales "
@@ -233,7 +244,7 @@ def census(
         work.to(dtype)
     tol = float(tolerance) if tolerance is not None else (1e-9 if dtype == torch.float64 else 1e-5)
     params = {k: v.detach() for k, v in work.named_parameters()}
-    spaces = None
+    spaces, trace_inputs = None, None
     if is_hf and mode != "adapter":
         from ..errors import TraceError
         from .spaces import derive_spaces
@@ -291,6 +302,31 @@ def census(
         tol_c = max(tol, c.tolerance or 0.0)
         entries.append(CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
                                    sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra))
+    rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, base, tol, gen)
     return CensusResult(name or type(model).__name__, getattr(getattr(model, "config", None), "model_type", None),
                         str(dtype).replace("torch.", ""), n_params, entries, unrecognised,
-                        time.perf_counter() - t0, tol)
+                        time.perf_counter() - t0, tol, rotation)
+
+
+def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, base: Tensor, tol: float,
+                       gen: torch.Generator) -> dict[str, Any] | None:
+    """The residual stream's orthogonal group of an RMSNorm model (``None`` elsewhere), verified
+    on the model returned by :func:`paramsym.census.rotation.rotate_residual`; not a symmetry of
+    the given weights (their norm scales must be folded first), so not in ``total_dimension``."""
+    if spaces is None or not spaces.norms or any(n.centred or n.bias for n in spaces.norms.values()):
+        return None
+    from .rotation import rotate_residual, rotation_dimension
+
+    out: dict[str, Any] = {"dimension": rotation_dimension(spaces.hidden_size), "group": f"O({spaces.hidden_size})",
+                           "requires": "norm scales folded into the next linear maps "
+                                       "(paramsym.census.rotation.rotate_residual returns the equivalent model)"}
+    if spaces.output_in_stream:
+        return out | {"verified": False, "note": "not verified: the output is the final norm's output (a base model); "
+                                                 "take the census of the model with its LM head"}
+    new, _ = rotate_residual(work, inputs, _output, gen, spaces=spaces)
+    with torch.no_grad():
+        got = _output(new(**inputs))
+    ref = _output(work(**inputs))
+    err = float((got - ref).norm() / ref.norm())
+    t = max(tol, 1e-5) if spaces.float32_inside else tol
+    return out | {"verified_error": err, "verified": err <= t, "tolerance": t}
