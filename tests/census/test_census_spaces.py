@@ -300,3 +300,10 @@ def test_census_reports_the_whole_group():
     base = census(tiny_model("llama")).to_json()["group"]["residual_rotation"]
     assert base["verified"] is False and "LM head" in base["note"]
     assert "residual_rotation" not in census(tiny_model("gpt2")).to_json()["group"]  # LayerNorm: permutations only
+
+
+@pytest.mark.parametrize("name", ["bert", "qwen2", "falcon"])
+def test_tracing_in_float32(name):
+    r = census(tiny_model(name), dtype=torch.float32)
+    res = [e for e in r.entries if e.kind == "residual_permutation"]
+    assert r.all_verified and len(res) == 1 and res[0].verified_error <= 1e-5 and res[0].motion > 0.1
