@@ -33,8 +33,8 @@ Params = dict[str, Tensor]
 
 #: module kinds the built-in finders recognise (for messages)
 KNOWN_MODULES = ["nn.MultiheadAttention", "HF models through the architecture adapters (model_type: see "
-                 "paramsym.models.adapters.known_model_types())", "nn.Sequential of nn.Linear and elementwise "
-                 "activations (MLPs)"]
+                 "paramsym.models.adapters.known_model_types()) or traced (paramsym.census.spaces)",
+                 "nn.Sequential of nn.Linear and elementwise activations (MLPs)"]
 
 
 @dataclass

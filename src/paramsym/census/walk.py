@@ -1,7 +1,9 @@
 """The census: every symmetry a model has (that the finders know), each verified numerically.
 
 ``census(model, inputs)`` (1) finds the architecture (HF ``config.model_type`` through
-:mod:`paramsym.models.adapters`, otherwise a walk over module types), (2) asks each
+:mod:`paramsym.models.adapters`; for an HF model without an adapter, and for every HF model's
+residual stream, traced by :mod:`paramsym.census.spaces`; otherwise a walk over module types),
+(2) asks each
 :class:`~paramsym.census.finders.SymmetryFinder` for candidates, (3) **verifies each candidate on
 the actual weights**: a random group element ``g`` is applied to the parameters and
 
