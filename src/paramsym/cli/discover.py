@@ -1,5 +1,9 @@
 """``paramsym discover``, ``paramsym list``, ``paramsym report`` and ``paramsym experiment``.
 
+``paramsym list [--json]`` prints every command's presets (:func:`paramsym.experiments.registry.all_presets`,
+one :class:`~paramsym.presets.Preset` row each); ``paramsym report DIR`` re-renders the report of a
+run directory of any kind (:func:`paramsym.experiments.registry.regenerate`).
+
 Only the standard library at the top level (see :mod:`paramsym.cli`); the configuration is
 resolved by :func:`paramsym.experiments.configs.resolve_discover_config` from plain values.
 """
@@ -35,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_discover)
 
-    ls = sub.add_parser("list", help="list presets (discovery and attribution) with their kind")
+    ls = sub.add_parser("list", help="list every command's presets with their run kind")
     ls.add_argument("--json", action="store_true", help="print a JSON list of {name, kind, summary, default, "
                     "stages, command}")
     ls.set_defaults(func=cmd_list)
@@ -53,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     et.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
     _experiment_arguments(et, cmd_experiment_transformer)
 
-    rp = sub.add_parser("report", help="regenerate report.md (and figures) of a run directory")
+    rp = sub.add_parser("report", help="regenerate report.md (and figures) of any run directory")
     rp.add_argument("run_dir")
     rp.add_argument("--json", action="store_true", help="print the run's metrics.json")
     rp.set_defaults(func=cmd_report)
@@ -72,14 +76,15 @@ def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
     parser.set_defaults(func=func)
 
 
-def _set_threads(cfg) -> None:
-    """The command line (never the library) chooses torch's CPU thread count for a run."""
+def _set_threads(cfg, problem) -> None:
+    """The command line (never the library) chooses torch's CPU thread count for a run (from the
+    already built ``problem``: it is built once per command)."""
     if cfg.device == "cpu":
         import torch
 
-        from ..discovery.run import choose_threads
+        from ..discovery.threads import choose_threads
 
-        torch.set_num_threads(choose_threads(cfg))
+        torch.set_num_threads(choose_threads(cfg, problem.target.p))
 
 
 def _check_device(device: str, flag: str = "--device") -> None:
@@ -104,31 +109,40 @@ def cmd_discover(args: argparse.Namespace) -> int:
     steps = None if args.steps is None else int_option(args.steps, "--steps", 1)
     seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
     device = None if args.device is None else device_option(args.device)
-    from ..discovery.run import load_config, resume_run, start_run
+    from ..discovery.config import DiscoverOverrides
+    from ..discovery.files import load_config
+    from ..discovery.problems import PRESETS, resolve_problem
+    from ..discovery.run import resume_run, start_run
     from ..experiments.configs import resolve_discover_config
     from ..runs import RunDir
     if args.resume:
         if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
             raise ConfigError("--resume continues a run with its saved configuration; do not pass --preset, "
                               "--objective, --seed, --steps or --set with it.")
-        cfg = load_config(RunDir.open_existing(args.resume))
+        run = RunDir.open_existing(args.resume)
+        cfg = load_config(run)
         if device:
-            from ..discovery.config import with_overrides
-
-            cfg = with_overrides(cfg, {"device": device})
+            cfg = DiscoverOverrides({"device": device}).apply(cfg)
         _check_device(cfg.device, "--device" if device else "the run's device")
-        _set_threads(cfg)
-        res = resume_run(args.resume, device=device, progress=not args.quiet)
+        # a finished run is reported without building its problem; otherwise the problem is built
+        # once, here, and used both for the thread count and for training
+        # (a custom-target run is refused by resume_run with its own message)
+        problem = None if run.has("metrics.json") or cfg.problem.preset not in PRESETS else resolve_problem(cfg)
+        if problem is not None:
+            _set_threads(cfg, problem)
+        res = resume_run(args.resume, device=device, progress=not args.quiet, problem=problem)
         if res.already_finished:
             print(f"{res.run.path} is already finished; `paramsym report {res.run.path}` regenerates its report.",
                   file=sys.stderr)
             return 0
     else:
-        cfg = resolve_discover_config(args.preset, args.objective, seed, steps, device, args.overrides)
+        cfg = resolve_discover_config(args.preset, args.objective, seed, steps, device,
+                                      DiscoverOverrides.parse(args.overrides))
         int_option(cfg.seed, "seed (--set seed=...)", 0, MAX_SEED)
         _check_device(cfg.device, "--device" if device else "device (--set device=...)")
-        _set_threads(cfg)
-        res = start_run(cfg, args.out, progress=not args.quiet)
+        problem = resolve_problem(cfg)  # built once: the thread count and the run use the same problem
+        _set_threads(cfg, problem)
+        res = start_run(cfg, args.out, progress=not args.quiet, problem=problem)
     if args.json:
         print(json.dumps(res.metrics, indent=2))
     else:
@@ -164,13 +178,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2))
         return 0
-    for kind, command in (("discovery", "paramsym discover --preset NAME"),
-                          ("attribution", "paramsym attribute --preset NAME")):
-        print(f"{kind} presets ({command}):")
-        for r in rows:
-            if r.kind == kind:
-                stages = f"  [stages: {'|'.join(r.stages)}]" if r.stages else ""
-                print(f"  {r.name:<18} {r.summary}{'  [default]' if r.default else ''}{stages}")
+    groups: dict[str, list] = {}
+    for r in rows:
+        groups.setdefault(r.kind, []).append(r)
+    for kind, members in groups.items():
+        usage = members[0].command.rsplit(" ", 1)[0] + " NAME"
+        print(f"{kind} presets ({usage}):")
+        for r in members:
+            stages = f"  [stages: {'|'.join(r.stages)}]" if r.stages else ""
+            print(f"  {r.name:<20} {r.summary}{'  [default]' if r.default else ''}{stages}")
     return 0
 
 
@@ -190,8 +206,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,), **values):
     """``cls.quick()`` or ``cls()``, with the explicit values; ``--steps`` and ``--set`` added on top.
 
-    The discovery configuration of every sub-run (``presets(cfg)`` × ``objectives``) is resolved
-    here, so a bad ``--set`` is refused before the output directory is created.
+    ``--set`` is parsed once into typed :class:`~paramsym.discovery.config.DiscoverOverrides`
+    (merged over the quick budget's); the discovery configuration of every sub-run
+    (``presets(cfg)`` × ``objectives``) is resolved here, so a bad ``--set`` is refused before the
+    output directory is created.
     """
     import dataclasses
 
@@ -200,7 +218,7 @@ def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,
 
     seeds = seeds_option(args.seeds)
     base = cls.quick() if args.quick else cls()
-    overrides = list(base.overrides) + list(args.overrides)
+    overrides = base.overrides | args.overrides
     steps = int_option(args.steps, "--steps", 1) if args.steps is not None else base.steps
     cfg = dataclasses.replace(base, seeds=seeds, steps=steps, overrides=overrides, **values)
     if hasattr(cfg, "validate"):

@@ -26,9 +26,10 @@ from .align_presets import load_preset
 __all__ = ["modadd_diagnostics"]
 
 
-def modadd_diagnostics(cache_dir: str | None = None, points: int = 13) -> dict:
-    """The numbers of the module docstring (float64)."""
-    arch, a, b, data, info = load_preset("modadd-transformer", cache_dir=cache_dir)
+def modadd_diagnostics(cache_dir: str | None = None, points: int = 13, modadd=None) -> dict:
+    """The numbers of the module docstring (float64); ``modadd``: another training configuration
+    (:class:`~paramsym.experiments.align_presets.ModAddConfig`)."""
+    arch, a, b, data, info = load_preset("modadd-transformer", cache_dir=cache_dir, modadd=modadd)
     p = info["config"]["p"]
     out: dict = {}
     for name, ps in (("A", a), ("B", b)):
@@ -55,5 +56,7 @@ def modadd_diagnostics(cache_dir: str | None = None, points: int = 13) -> dict:
     return out
 
 
-if __name__ == "__main__":  # the cache directory comes from $PARAMSYM_CACHE (see align_presets.cache_root)
-    print(json.dumps(modadd_diagnostics(), indent=1))
+if __name__ == "__main__":  # a script: the cache directory comes from $PARAMSYM_CACHE, as in the command line
+    import os
+
+    print(json.dumps(modadd_diagnostics(os.environ.get("PARAMSYM_CACHE")), indent=1))
