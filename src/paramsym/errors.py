@@ -197,3 +197,19 @@ def check_seed(seed: object, name: str = "seed") -> int:
         shown = repr(seed) if len(repr(seed)) <= 60 else repr(seed)[:57] + "..."
         raise ConfigError(f"{name} must be an integer >= 0 and < 2**64; received {shown}. Give a seed such as 0.")
     return int(seed)
+
+
+# -- grammar / loading (issue 19 item 3, issue 20 item 2) -------------------------------------
+class PickleWeightsError(InputFileError):
+    """A model directory whose only weights are pickles (``pytorch_model.bin``, ``*.pt``): never
+    unpickled (it could run code); the message names the file and how to convert it to safetensors."""
+
+
+# -- census (issue 18) -------------------------------------------------------------------------
+class TraceError(UnsupportedModelError):
+    """The census's tracer cannot follow a model without an adapter: the message names the module,
+    why it could not be followed, and what was found before it."""
+
+
+class ExportPathExistsError(OutputFileError):
+    """An export path that already exists; nothing is overwritten (choose a new path or delete it)."""
