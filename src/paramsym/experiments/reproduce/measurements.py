@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ COMP_QUICK = COMP_FULL[:1] + COMP_FULL[3:4]
 
 
 def _teleport(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {p: run_cli(["teleport", "--preset", p, "--json", "--threads", "1"], out, f"{p}.json")
                 for p in TELEPORT_PRESETS}
 
@@ -42,7 +43,7 @@ def _teleport(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _teleport_digits(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         seeds = ["--seeds", "2"] if quick else []
         return {"digits-mlp": run_cli(["teleport", "--preset", "digits-mlp", *seeds, "--json", "--threads", "1"], out,
                                       "digits-mlp.json")}
@@ -51,7 +52,7 @@ def _teleport_digits(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _align(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {str(w): run_cli(["align", "--preset", "digits-mlp", "--width", str(w), "--json", "--threads", "1"],
                                 out, f"digits-width{w}.json") for w in (ALIGN_QUICK if quick else ALIGN_FULL)}
 
@@ -59,7 +60,7 @@ def _align(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _comp(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         res = {}
         for label, model, layer, unit in (COMP_QUICK if quick else COMP_FULL):
             r = run_cli(["compensate", "--model", model, "--layer", str(layer), "--unit", str(unit), "--tokens", "16",
@@ -72,7 +73,7 @@ def _comp(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _actions(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         import json
 
         from .action_checks import action_checks
@@ -182,7 +183,7 @@ def _actions_claim(r):
 
 
 M = "[Measurement]"
-MEASUREMENT_CLAIMS: tuple[Claim, ...] = (
+MEASUREMENT_CLAIMS: tuple[Claim, ...] = tuple(replace(c, kind="measurement") for c in (
     Claim("actions-verdict", f"{M} docs/actions.md", "every exact catalogue action passes the verdict",
           "aim: float64 rounding on every error, parameters move", "check_action passes; output, composition and inverse "
           "errors ≤ 1e-12; median motion > 0.05 s_θ in every case", "action-checks", _actions_claim),
@@ -204,7 +205,7 @@ MEASUREMENT_CLAIMS: tuple[Claim, ...] = (
     Claim("compensation-models", f"{M} docs/compensation.md", "closed-form compensation beats both controls",
           "aim: compensated drift far below the controls", "ratio to the random and to the uncompensated control ≥ 10 "
           "in every case", "compensation-models", _comp_claim),
-)
+))
 
 
 # ------------------------------------------------------------------------------- renderers
