@@ -296,7 +296,8 @@ def render_reproductions(store: Rows) -> str:
         "source `[Measurement]` are our own measurements shown on other pages; their paper column holds the aim the "
         "page states. *holds* is yes, no or — (not evaluated: a trained claim at the `--quick` budget, or a run that "
         "failed).", "",
-        "**Provenance.** Every row carries the `code_version` (git SHA, `-dirty.<diff hash>` for a modified tree) and "
+        "**Provenance.** Every row carries the `code_version` (git SHA, `-dirty.<diff hash>` when the package source "
+        "`src/paramsym` is modified) and "
         "`config_hash` (of the run's resolved configuration, recipe and budget included) of the run that produced it, "
         "its command, wall and CPU seconds (a run that reused sub-runs counts their recorded seconds) and date. A run "
         "in `--out` is reused only when both match; a stale one is refused unless `--rerun` or `--reuse-stale` "
