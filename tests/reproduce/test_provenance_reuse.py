@@ -65,6 +65,18 @@ def test_editing_a_run_config_refuses_reruns_or_marks_stale(tmp_path, monkeypatc
     assert reused["reused"] and not reused["stale"]
 
 
+def test_a_record_made_before_provenance_is_stale_but_may_be_reused_marked(tmp_path):
+    reproduce([CHEAP], quick=True, out=tmp_path)
+    path = tmp_path / "reynolds" / RECORD
+    rec = json.loads(path.read_text())
+    old = {k: rec[k] for k in ("run", "budget", "command", "seconds", "cpu_seconds", "error", "result")}  # format 1
+    path.write_text(json.dumps(old))
+    with pytest.raises(StaleRunError, match="no provenance"):
+        reproduce([CHEAP], quick=True, out=tmp_path)
+    [row] = reproduce([CHEAP], quick=True, out=tmp_path, reuse="stale")
+    assert row["stale"] and row["reused"] and row["code_version"] is None and row["seconds"] == old["seconds"]
+
+
 def test_other_code_is_stale(tmp_path, monkeypatch):
     reproduce([CHEAP], quick=True, out=tmp_path)
     monkeypatch.setattr(pv, "code_version", lambda: "0123456789abcdef0123456789abcdef01234567")

@@ -141,7 +141,8 @@ def plan_run(name: str, out: Path, quick: bool, reuse: str = "refuse") -> dict[s
     reason = stale_reason(rec if rec.get("format") == FORMAT else None, cfg)
     if reason is not None and rec.get("budget") != cfg["budget"]:
         reason = f"it is the {rec.get('budget')} budget, not the {cfg['budget']} one"
-    finished = rec.get("status") == "finished" and rec.get("error") is None
+    # records of the first format were written only when a run had finished (no status field)
+    finished = rec.get("status", "finished") == "finished" and rec.get("error") is None
     if reason is None:
         return {"action": "reuse" if finished else "resume", "stale": False, "reason": None, "record": rec}
     if reuse == "stale" and finished:
