@@ -84,9 +84,21 @@ def test_other_code_is_stale(tmp_path, monkeypatch):
         reproduce([CHEAP], quick=True, out=tmp_path)
 
 
+def _edit_finite_recipe(monkeypatch, lr=5e-3):
+    """Edit one value of the ``sigmoid-scalar`` finite-objective recipe (``train.lr``), as a maintainer would."""
+    from paramsym.discovery import problems
+
+    orig = problems.RECIPES["sigmoid-scalar"]
+
+    def edited(preset, variant):
+        cfg = orig(preset, variant)
+        return dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, lr=lr)) if variant == "finite" else cfg
+
+    monkeypatch.setitem(problems.RECIPES, "sigmoid-scalar", edited)
+
+
 def test_a_recipe_edit_makes_a_finished_subrun_stale(tmp_path, monkeypatch):
     """The discovery sub-runs of objectives/lifting/transformer: provenance of the resolved config, recipe included."""
-    from paramsym.discovery import problems
     from paramsym.experiments import objectives
     from paramsym.experiments.reuse import PROVENANCE, plan_subrun
 
@@ -97,7 +109,7 @@ def test_a_recipe_edit_makes_a_finished_subrun_stale(tmp_path, monkeypatch):
     (sub / "metrics.json").write_text("{}")
     (sub / PROVENANCE).write_text(json.dumps(pv.provenance(to_dict(dcfg))))
     assert plan_subrun(sub, dcfg)["action"] == "reuse"
-    monkeypatch.setitem(problems.OBJECTIVE_RECIPES, ("sigmoid-scalar", "finite"), {"train.lr": 5e-3})
+    _edit_finite_recipe(monkeypatch)
     edited = objectives.subrun_configs(cfg)[name]
     assert edited.train.lr == 5e-3 != dcfg.train.lr
     with pytest.raises(StaleRunError, match="finite-seed0.*config_hash"):
@@ -109,21 +121,20 @@ def test_a_recipe_edit_makes_a_finished_subrun_stale(tmp_path, monkeypatch):
     # the reproduce-level hash of the objectives run covers every sub-run's recipe
     monkeypatch.undo()
     h = pv.config_hash(run_config("objectives", True))
-    monkeypatch.setitem(problems.OBJECTIVE_RECIPES, ("sigmoid-scalar", "finite"), {"train.lr": 5e-3})
+    _edit_finite_recipe(monkeypatch)
     assert pv.config_hash(run_config("objectives", True)) != h
 
 
 @pytest.mark.slow
 def test_recipe_edit_end_to_end_on_the_quick_objectives_run(tmp_path, monkeypatch):
     """Train the quick Table 1 run, edit a recipe value, rerun into the same --out: refused, then rerun."""
-    from paramsym.discovery import problems
     from paramsym.experiments import objectives
     from paramsym.runs import RunDir
 
     rows = reproduce(["table1-fits"], quick=True, out=tmp_path)
     assert rows[0]["holds"] is None and rows[0]["error"] is None  # a trained claim at --quick: not evaluated
     before = _tree(tmp_path)
-    monkeypatch.setitem(problems.OBJECTIVE_RECIPES, ("sigmoid-scalar", "finite"), {"train.lr": 5e-3})
+    _edit_finite_recipe(monkeypatch)
     with pytest.raises(StaleRunError):
         reproduce(["table1-fits"], quick=True, out=tmp_path)
     with pytest.raises(StaleRunError, match="finite-seed0"):  # the experiment itself checks its sub-runs

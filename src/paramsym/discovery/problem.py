@@ -36,7 +36,6 @@ class DiscoveryProblem:
     host: Target | None = None
     host_index: Tensor | None = None
     unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None
-    recipe: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -84,8 +83,10 @@ class DiscoveryProblem:
 
         ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ;
         :func:`paramsym.verdict.output_scale`) and ``s_θ = sqrt(E‖θ‖²)``. When all ``n`` points
-        fit the budget they are drawn at once; otherwise in chunks of as many as fit, with
-        ``E‖F − E F‖² = E‖F − F(θ0)‖² − ‖E(F − F(θ0))‖²`` accumulated (shifted for accuracy).
+        fit the budget they are drawn at once; otherwise in chunks of as many as fit, each chunk's
+        centered sum of squares merged pairwise (``M₂ = M₂ᵃ + M₂ᵇ + ‖μᵇ − μᵃ‖² nₐn_b/(nₐ + n_b)``),
+        so ``s_F`` is accurate relative to itself even when the output's mean is far from ``F(θ0)``
+        (a difference ``E‖F − F(θ0)‖² − ‖E(F − F(θ0))‖²`` would lose it to cancellation).
 
         Raises:
             DegenerateTargetError: the output does not vary with the block (s_F = 0).
@@ -111,24 +112,28 @@ class DiscoveryProblem:
             s_theta = float(theta.pow(2).sum(-1).mean().sqrt())
             return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
         with torch.no_grad():
-            F0 = target(self.theta_base.to(torch.float64))
-            sum_c = torch.zeros_like(F0)
-            sum_c2 = sum_f2 = sum_t2 = 0.0
+            mean: Tensor | None = None
+            m2 = sum_f2 = sum_t2 = 0.0
             done = 0
             while done < n:
                 m = min(chunk, n - done)
                 theta = self.sample(m, generator, torch.float64)
                 F = torch.func.vmap(target)(theta).reshape(m, -1)
                 check_finite(what, F, "The model produced NaN/inf at the parameter points.")
-                c = F - F0
-                sum_c += c.sum(0)
-                sum_c2 += float(c.pow(2).sum())
+                # pairwise merge of centered sums (Chan et al.): m2 = Σ‖F − mean‖², never E‖F‖² − ‖E F‖²
+                mb = F.mean(0)
+                m2b = float((F - mb).pow(2).sum())
+                if mean is None:
+                    mean, m2 = mb, m2b
+                else:
+                    delta = mb - mean
+                    m2 += m2b + float(delta.pow(2).sum()) * done * m / (done + m)
+                    mean = mean + delta * (m / (done + m))
                 sum_f2 += float(F.pow(2).sum())
                 sum_t2 += float(theta.pow(2).sum())
                 done += m
-                del theta, F, c
-        var = sum_c2 / n - float((sum_c / n).pow(2).sum())
-        s_F = max(var, 0.0) ** 0.5
+                del theta, F
+        s_F = (m2 / n) ** 0.5
         rms = (sum_f2 / n) ** 0.5
         if not s_F > 1e-10 * rms or s_F == 0.0:
             raise DegenerateTargetError(

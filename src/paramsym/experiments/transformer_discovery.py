@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ..config import to_dict
+from ..discovery.config import DiscoverOverrides
 from ..discovery.transformer import incoming_size
 from ..errors import ConfigError
 from ..runs import RunDir
@@ -56,14 +57,18 @@ class TransformerDiscoveryConfig:
     #: (measured 624 / 19.6 at 3.5, 480 / 14.9 at 7; docs/discovery.md)
     rho: float = 7.0
     eval_seed: int = 2024
-    overrides: list[str] = field(default_factory=list)
+    #: typed overrides of every sub-run's DiscoverConfig (after the recipe, seed and steps)
+    overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
+
+    def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
+        self.overrides = DiscoverOverrides.of(self.overrides)
 
     @classmethod
     def quick(cls) -> TransformerDiscoveryConfig:
         """A tiny budget (tests): 3 steps of a narrow network, 4 samples, a one-cell verdict."""
-        return cls(steps=3, samples=4, overrides=["action.width=16", "train.batch=4", "verdict.samples=20",
-                                                   "verdict.rhos=[0.5]", "verdict.factors=[1]", "verdict.curve_points=2",
-                                                   "verdict.curve_times=3", "train.log_every=1"])
+        return cls(steps=3, samples=4, overrides=DiscoverOverrides({
+            "action": {"width": 16}, "train": {"batch": 4, "log_every": 1},
+            "verdict": {"samples": 20, "rhos": [0.5], "factors": [1], "curve_points": 2, "curve_times": 3}}))
 
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
@@ -144,7 +149,7 @@ def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0
 
 
 def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int = 0, steps: int | None = None,
-                  overrides: Sequence[str] = (), progress: bool = True, reuse: str = "refuse"
+                  overrides: DiscoverOverrides | Sequence[str] = (), progress: bool = True, reuse: str = "refuse"
                   ) -> tuple[Any, dict[str, Any]]:
     """Train the learned action on an FFN boundary problem with the ``minilm-ffn-unit`` recipe.
 
@@ -158,7 +163,7 @@ def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int 
     from ..discovery.run import load_learned_action, run_discovery
     from .reuse import run_subrun
 
-    dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=list(overrides))
+    dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
     m, sub = run_subrun(out.path, dcfg, lambda resume: run_discovery(dcfg, out, resume=resume, progress=progress,
                                                                    problem=problem), reuse)
     timing = out.read_json("timing.json") if out.has("timing.json") else {}

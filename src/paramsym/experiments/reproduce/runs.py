@@ -136,8 +136,6 @@ def _experiment(module: str, make_cfg: Callable[[bool], Any]) -> Callable[[bool]
 
             from ...runs import RunDir
 
-            if module == "transformer_discovery":
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
             mod = importlib.import_module(f"paramsym.experiments.{module}")
             return mod.run(make_cfg(quick), RunDir(out), progress=False, reuse=reuse)
 
