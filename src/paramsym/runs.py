@@ -283,8 +283,13 @@ class RunDir:
             )
 
     @classmethod
-    def fresh(cls, path: str | os.PathLike) -> RunDir:
+    def fresh(cls, path: str | os.PathLike, command: str | None = None) -> RunDir:
         """A run directory for a new run: ``path`` must be missing or an empty directory.
+
+        A non-empty directory is refused, never reused: a new run's files beside an old run's
+        would mix two results. The message names the remedy: continue the old run with
+        ``COMMAND --resume PATH`` (``command``, e.g. ``"paramsym census"``), or pass a fresh
+        directory.
 
         Raises:
             RunFileError: ``path`` is a file or cannot be listed.
@@ -297,7 +302,9 @@ class RunDir:
             raise RunFileError(f"cannot list {str(run.path)!r} ({_why(exc)}); expected a readable directory. "
                                "Choose another output directory.") from None
         if nonempty:
-            raise RunDirError(f"output directory {str(run.path)!r} is not empty; choose another --out or --resume it.")
+            how = f"`{command} --resume {run.path}`" if command else "the command's --resume"
+            raise RunDirError(f"output directory {str(run.path)!r} is not empty; pass a new (or empty) --out "
+                              f"directory, or continue the run in it with {how}.")
         return run
 
     @classmethod
@@ -312,7 +319,7 @@ class RunDir:
         if not os.path.isdir(p) or not os.path.isfile(p / "config.json"):
             raise RunDirError(
                 f"{str(p)!r} is not a paramsym run directory (no config.json); pass the directory "
-                "that a `paramsym discover` / `attribute` run created."
+                "that a paramsym command created (its --out DIR, e.g. `paramsym discover` / `attribute` / `census`)."
             )
         run = cls(p)
         run.kind()

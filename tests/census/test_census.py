@@ -94,7 +94,8 @@ def test_cli_on_saved_models(kind, tmp_path, capsys):
     else:
         h, d = (4, 8)
         assert j["attention_dimension"] == 2 * h * 2 * d * d
-    assert (tmp_path / "run" / "census.json").exists() and (tmp_path / "run" / "report.md").exists()
+    assert (tmp_path / "run" / "metrics.json").exists() and (tmp_path / "run" / "report.md").exists()
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["kind"] == "census"
 
 
 def test_mha_module_and_unknown_modules_listed():

@@ -112,6 +112,33 @@ def _actions(err=1e-12, motion=0.051, passed=True):
                   "passed": passed}}
 
 
+def _rebasin(ours, peer=0.02, err=1e-10):
+    return {"32": {"permutation": {"test_barrier": ours, "function_error": err},
+                   "rebasin": {"test_barrier": peer, "function_error": 0.0}}}
+
+
+def _modadd(perm=0.31, full=0.30, before=0.30, err=1e-10, orth=0.49, per=1.0):
+    return {"steps": 200, "align": {"barrier_before": before, "barrier_permutation": perm, "barrier_full": full,
+                                    "function_error": err, "function_error_permutation": 0.0},
+            "diagnostics": {"embedding_residual": {"orthogonal": orth, "permutation": per}}}
+
+
+def _learned(steps=0, status="left_level_set", refused=1.01e-6, tol=1e-6):
+    return {"teleport": {"steps": steps, "status": status, "refused_change": refused, "tol": tol}}
+
+
+def _grad_norm(gd=4, adagrad=5):
+    return {o: [{"diverged": i < k} for i in range(5)] for o, k in (("gd", gd), ("adagrad", adagrad))}
+
+
+def _td_all(random=100.0, unc=10.0, motion=5e-4, hybrid=0.05, finite=0.06, cpu=900.0):
+    row = {"seed": 0, "steps": 3000, "rho": 7.0, "train_seconds": 300.0, "run_cpu_seconds": cpu}
+    h = {"ratio_random": random, "ratio_uncompensated": unc, "motion_median": motion,
+         "composition_stored_median": hybrid}
+    return {"median": {"hybrid": h, "finite": {**h, "composition_stored_median": finite}},
+            "per_seed": {"hybrid": [{**row, **h}], "finite": [{**row, **h, "composition_stored_median": finite}]}}
+
+
 # ------------------------------------------------------------------------------- flip cases
 
 #: claim id → (a result just inside its criterion, [results just outside it])
@@ -178,6 +205,13 @@ FLIPS = {
     "teleport-digits-mlp": (_digits(1.01, 1.01), [_digits(1.01, 1.0)]),
     "align-digits-mlp": (_align(0.779, 1e-10), [_align(0.78, 1e-10), _align(0.5, 1.1e-10)]),
     "compensation-models": (_comp_models(10.0), [_comp_models(9.99)]),
+    "teleport-grad-norm": (_grad_norm(4, 4), [_grad_norm(3, 5), _grad_norm(5, 3)]),
+    "align-modadd-transformer": (_modadd(), [_modadd(perm=0.29), _modadd(full=0.29), _modadd(err=1.1e-10),
+                                             _modadd(orth=0.5)]),
+    "teleport-learned": (_learned(), [_learned(steps=1), _learned(status="converged"), _learned(refused=0.99e-6)]),
+    "align-rebasin": (_rebasin(0.022), [_rebasin(0.0221), _rebasin(0.01, err=1.1e-10)]),
+    "transformer-learned-objectives": (_td_all(), [_td_all(random=99.9), _td_all(unc=9.99), _td_all(motion=4.99e-4),
+                                                   _td_all(hybrid=0.06), _td_all(cpu=901.0)]),
 }
 
 

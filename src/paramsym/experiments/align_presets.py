@@ -141,8 +141,12 @@ def _cached(path: Path, train, meta: dict) -> dict[str, Tensor]:
 
 
 def load_preset(name: str, *, cache_dir: str | os.PathLike | None = None, width: int | None = None,
-                seeds: tuple[int, int] = (0, 1)) -> tuple[Architecture, dict[str, Tensor], dict[str, Tensor], Split, dict]:
+                seeds: tuple[int, int] = (0, 1), modadd: ModAddConfig | None = None
+                ) -> tuple[Architecture, dict[str, Tensor], dict[str, Tensor], Split, dict]:
     """``(arch, θ_A, θ_B, data, info)`` of a preset, training and caching the models on first use.
+
+    ``modadd``: another ``modadd-transformer`` training configuration (e.g. fewer steps for the
+    ``--quick`` budget of ``paramsym reproduce align-modadd-transformer``; its tag names the cache file).
 
     Raises:
         ConfigError: an unknown preset name.
@@ -157,7 +161,7 @@ def load_preset(name: str, *, cache_dir: str | os.PathLike | None = None, width:
         return arch, ps[0], ps[1], data, {"preset": name, "config": asdict(cfg), "seeds": list(seeds),
                                           "cache": str(root)}
     if name == "modadd-transformer":
-        cfg = ModAddConfig() if width is None else ModAddConfig(n_embd=int(width))
+        cfg = modadd or (ModAddConfig() if width is None else ModAddConfig(n_embd=int(width)))
         data = modular_addition(cfg.p, cfg.data_seed, cfg.train_fraction)
         ps = [_cached(root / f"{cfg.tag()}-seed{s}.safetensors", lambda s=s: train_modadd(cfg, s, data),
                       asdict(cfg) | {"seed": s}) for s in seeds]

@@ -63,8 +63,13 @@ def _optimizer(name: str, model: nn.Module, lr: float) -> torch.optim.Optimizer:
     return torch.optim.Adam(model.parameters(), lr=lr)
 
 
-def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: bool) -> dict:
-    """One training run of ``cfg.preset`` (with teleports when ``teleport``; the tuning values from ``cfg``)."""
+def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: bool,
+           objective: str = "lookahead") -> dict:
+    """One training run of ``cfg.preset`` (with teleports when ``teleport``; the tuning values from ``cfg``).
+
+    ``objective="grad-norm"`` teleports ``regression-mlp`` by the paper's ``‖∇L‖²``
+    (:func:`~paramsym.teleport.core.grad_norm_objective`) instead of the lookahead (the measurement
+    ``teleport-grad-norm`` of docs/teleport.md: why the preset uses the lookahead)."""
     from ..teleport import Teleporter, descent_objective, mlp_rescaling
     from ..teleport.objectives import LinearizedLookahead
 
@@ -123,7 +128,10 @@ def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: 
             t_obj = time.perf_counter()  # building the objective counts as teleport time
             base = {n: p.detach() for n, p in model.named_parameters()}
             theta = tele.block.gather(base)
-            if preset == "regression-mlp":
+            if preset == "regression-mlp" and objective == "grad-norm":
+                tele.kwargs.pop("objective", None)  # the teleport's default: ‖∇L‖² of the loss
+                tele.teleport(loss_params)
+            elif preset == "regression-mlp":
                 sm = None
                 if opt_name == "adagrad":
                     sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
