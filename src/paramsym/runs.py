@@ -176,7 +176,10 @@ def save_tensors(path: str | os.PathLike, tensors: Mapping[str, torch.Tensor], m
 
 
 def load_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """Load a safetensors file (never unpickles).
+    """Load a safetensors file (never unpickles), its tensors in name order.
+
+    (``safetensors`` returns them in no fixed order; sums over a dict of tensors would then round
+    differently from one load to the next.)
 
     Raises:
         RunFileError: missing, unreadable, truncated or not a safetensors file (names the path).
@@ -186,12 +189,13 @@ def load_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     path = Path(path)
     data = _read_bytes(path, "a safetensors file")
     try:
-        return _st_load(data)
+        tensors = _st_load(data)
     except Exception as exc:  # SafetensorError, or anything a corrupt header provokes
         raise RunFileError(
             f"{str(path)!r} is truncated or not a safetensors file ({type(exc).__name__}: {exc}); "
             "expected the tensors a paramsym run saved. Restore it, or start the run again."
         ) from None
+    return dict(sorted(tensors.items()))
 
 
 def git_sha(start: str | os.PathLike | None = None) -> str | None:

@@ -229,7 +229,7 @@ def test_every_listed_preset_command_parses_and_names_a_known_preset(capsys) -> 
     for r in rows:
         args = parser.parse_args(shlex.split(r.command)[1:])
         assert getattr(args, "preset", None) == r.name or getattr(args, "model", None) == r.name, r
-        assert r.kind in KINDS or r.kind in ("teleport", "align"), r  # teleport/align become kinds next
+        assert r.kind in KINDS, r
     from paramsym.presets import Preset, PresetTable
 
     table = PresetTable("demo preset", [Preset("a", "affine", "paramsym affine --preset a", "one")])

@@ -175,6 +175,31 @@ def _compensate() -> KindSpec:
     return KindSpec(kind_compensate.CompensateConfig, kind_compensate.run, kind_compensate.render, managed=True)
 
 
+def _teleport() -> KindSpec:
+    from . import kind_teleport
+
+    return KindSpec(kind_teleport.TeleportConfig, kind_teleport.run, kind_teleport.render, managed=True)
+
+
+def _teleport_learned() -> KindSpec:
+    from . import kind_teleport
+
+    return KindSpec(kind_teleport.LearnedTeleportConfig, kind_teleport.run_learned, kind_teleport.render_learned,
+                    managed=True)
+
+
+def _align() -> KindSpec:
+    from . import kind_align
+
+    return KindSpec(kind_align.AlignConfig, kind_align.run, kind_align.render, managed=True)
+
+
+def _sweep() -> KindSpec:
+    from .sweep import kind
+
+    return KindSpec(kind.SweepConfig, kind.run, kind.render, managed=True)
+
+
 KINDS: dict[str, RunKind] = {
     k.name: k
     for k in (
@@ -193,6 +218,14 @@ KINDS: dict[str, RunKind] = {
         RunKind("affine", "exact affine symmetry algebra of a named block", "paramsym affine", _affine, True),
         RunKind("compensate", "closed-form (or learned) compensating action on one FFN unit of a real model",
                 "paramsym compensate", _compensate, True),
+        RunKind("teleport", "training with and without symmetry teleports, over seeds (step ratio, level-set error)",
+                "paramsym teleport", _teleport, True),
+        RunKind("teleport-learned", "one teleport along the learned action of a discovery run",
+                "paramsym teleport", _teleport_learned, True),
+        RunKind("align", "two models aligned modulo their symmetries and merged (loss barriers)", "paramsym align",
+                _align, True),
+        RunKind("sweep", "recipe search: candidates, the best continued, replication on fresh seeds",
+                "paramsym sweep", _sweep, True),
     )
 }
 
@@ -247,36 +280,22 @@ def _discovery_presets() -> list[Preset]:
             for name, (_, summary) in PRESETS.items()]
 
 
-def _teleport_presets() -> list[Preset]:
-    from .teleport_presets import OPTIMIZERS, PRESETS
-
-    return [Preset(name, "teleport", "paramsym teleport --preset " + name,
-                   f"teleportation schedule on {name} (optimizers {', '.join(OPTIMIZERS[name])})")
-            for name in PRESETS]
-
-
-def _align_presets() -> list[Preset]:
-    from .align_presets import PRESETS
-
-    return [Preset(name, "align", "paramsym align --preset " + name,
-                   f"two {name} models trained here from seeds 0 and 1 (cached), aligned and merged")
-            for name in PRESETS]
-
-
 def all_presets() -> list[Preset]:
     """Every command's presets, as one list of :class:`~paramsym.presets.Preset` rows (discovery,
     attribution, affine, census, compensate, teleport, align)."""
     from ..census.presets import PRESETS as CENSUS_PRESETS
     from ..exact.presets import AFFINE_PRESETS
+    from .kind_align import ALIGN_PRESETS
     from .kind_compensate import MODELS as COMPENSATE_MODELS
+    from .teleport_presets import TELEPORT_PRESETS
 
     rows = _discovery_presets()
     rows += list(ATTRIBUTION_PRESETS.values())
     rows += list(AFFINE_PRESETS.values())
     rows += list(CENSUS_PRESETS.values())
     rows += list(COMPENSATE_MODELS.values())
-    rows += _teleport_presets()
-    rows += _align_presets()
+    rows += list(TELEPORT_PRESETS.values())
+    rows += list(ALIGN_PRESETS.values())
     return rows
 
 
@@ -429,7 +448,8 @@ def _discard(out) -> None:
 
 
 def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | None = None, progress: bool = True,
-            seed: int | None = None) -> Outcome:
+            seed: int | None = None, options: dict[str, Any] | None = None, env: dict[str, Any] | None = None
+            ) -> Outcome:
     """Run a managed kind: the one place its run directory's common files are written.
 
     A fresh run writes ``config.json`` = ``{"kind": kind, <fields of cfg>, "provenance": {...}}``
@@ -449,6 +469,9 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
         command: the command line, recorded in the provenance.
         progress: show progress bars.
         seed: the seed recorded in ``env.json``.
+        options: run-time options passed on to ``run`` that are not configuration (they do not
+            change the metrics: e.g. the sweep's backend and worker count).
+        env: extra entries of this start in ``env.json`` (e.g. those options).
 
     Raises:
         RunDirError: ``kind`` is not a managed kind, or ``out`` holds another kind's run.
@@ -467,9 +490,9 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
             return Outcome(out.read_json("metrics.json"), out, already_finished=True)
     else:
         out.write_json("config.json", {"kind": kind, **canonical(cfg), "provenance": provenance(cfg, command=command)})
-    out.write_env(seed, resumed=resume)
+    out.write_env(seed, **{"resumed": resume, **(env or {})})
     try:
-        metrics = spec.run(cfg, out, progress=progress)
+        metrics = spec.run(cfg, out, progress=progress, **(options or {}))
     except ParamsymError:
         if not resume:  # bad input found late (e.g. a layer the model lacks): leave no half-made run behind
             _discard(out)

@@ -178,21 +178,29 @@ def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: 
     return out
 
 
-def run_mlp_preset(cfg: TeleportConfig, optimizers: list[str], seeds: int, progress: bool = False) -> dict:
-    """Both presets: for each optimizer and seed, train without and with teleports (same init)."""
+def run_mlp_preset(cfg: TeleportConfig, optimizers: list[str], seeds: list[int], progress: bool = False,
+                   job=None) -> dict:
+    """Both presets: for each optimizer and seed (the seed values), train without and with teleports
+    (same init); ``job(optimizer, seed, compute)`` wraps each pair (the run kind's checkpoint)."""
     steps = cfg.steps or DEFAULT_STEPS[cfg.preset]
     runs = []
-    jobs = [(o, s) for o in optimizers for s in range(seeds)]
+    jobs = [(o, s) for o in optimizers for s in seeds]
     for opt_name, seed in progress_bar(jobs, total=len(jobs), desc=f"teleport {cfg.preset}", enabled=progress):
-        base = _train(cfg, opt_name, seed, steps, False)
-        tele = _train(cfg, opt_name, seed, steps, True)
-        rec = {"seed": seed, "optimizer": opt_name, "baseline": base, "teleport": tele}
-        if cfg.preset == "regression-mlp":
-            rec["target"] = base["losses"][-1]
-        else:
-            rec["val_acc_baseline"], rec["val_acc_teleport"] = base["val_acc"], tele["val_acc"]
-            rec["val_acc_at_target_baseline"] = base["val_acc_at_target"]
-            rec["val_acc_at_target_teleport"] = tele["val_acc_at_target"]
-        runs.append(rec)
+        runs.append(_job(cfg, opt_name, seed, steps) if job is None else
+                    job(opt_name, seed, lambda o=opt_name, s=seed: _job(cfg, o, s, steps)))
     target = {o: (None if cfg.preset == "regression-mlp" else cfg.targets[o]) for o in optimizers}
     return {"runs": runs, "target": target, "lr": {o: cfg.lr[o] for o in optimizers}, "steps": steps}
+
+
+def _job(cfg: TeleportConfig, opt_name: str, seed: int, steps: int) -> dict:
+    """One (optimizer, seed) pair: the baseline and the teleport run from the same initialisation."""
+    base = _train(cfg, opt_name, seed, steps, False)
+    tele = _train(cfg, opt_name, seed, steps, True)
+    rec = {"seed": seed, "optimizer": opt_name, "baseline": base, "teleport": tele}
+    if cfg.preset == "regression-mlp":
+        rec["target"] = base["losses"][-1]
+    else:
+        rec["val_acc_baseline"], rec["val_acc_teleport"] = base["val_acc"], tele["val_acc"]
+        rec["val_acc_at_target_baseline"] = base["val_acc_at_target"]
+        rec["val_acc_at_target_teleport"] = tele["val_acc_at_target"]
+    return rec

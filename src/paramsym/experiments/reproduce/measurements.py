@@ -47,7 +47,7 @@ def _teleport(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 def _teleport_digits(quick: bool) -> Callable[[Path], dict[str, Any]]:
     def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
-        seeds = ["--seeds", "2"] if quick else []
+        seeds = ["--seeds", "0,1"] if quick else []
         return {"digits-mlp": run_cli(["teleport", "--preset", "digits-mlp", *seeds, "--json", "--threads", "1"], out,
                                       "digits-mlp.json")}
 
