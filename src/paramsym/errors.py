@@ -213,3 +213,15 @@ class TraceError(UnsupportedModelError):
 
 class ExportPathExistsError(OutputFileError):
     """An export path that already exists; nothing is overwritten (choose a new path or delete it)."""
+
+
+# -- reproduce provenance (issue 16) --------------------------------------------------------------
+class StaleRunError(RunDirError):
+    """A finished run or sub-run whose provenance does not match the request (another ``config_hash``
+    or ``code_version``, or none): refused instead of reused silently (the message names the run,
+    why it is stale, and ``--rerun`` / ``--reuse-stale``)."""
+
+
+class ForeignRunError(RunDirError):
+    """A run directory (``paramsym reproduce --out DIR/<run>``) holding files this command did not
+    make, or a corrupt or foreign ``reproduce.json``: nothing is overwritten or deleted."""
