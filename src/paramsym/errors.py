@@ -198,3 +198,31 @@ def check_seed(seed: object, name: str = "seed") -> int:
         shown = repr(seed) if len(repr(seed)) <= 60 else repr(seed)[:57] + "..."
         raise ConfigError(f"{name} must be an integer seed with 0 <= seed < 2**63; received {shown}. Give a seed such as 0.")
     return int(seed)
+
+
+# -- grammar / loading (issue 19 item 3, issue 20 item 2) -------------------------------------
+class PickleWeightsError(InputFileError):
+    """A model directory whose only weights are pickles (``pytorch_model.bin``, ``*.pt``): never
+    unpickled (it could run code); the message names the file and how to convert it to safetensors."""
+
+
+# -- census (issue 18) -------------------------------------------------------------------------
+class TraceError(UnsupportedModelError):
+    """The census's tracer cannot follow a model without an adapter: the message names the module,
+    why it could not be followed, and what was found before it."""
+
+
+class ExportPathExistsError(OutputFileError):
+    """An export path that already exists; nothing is overwritten (choose a new path or delete it)."""
+
+
+# -- reproduce provenance (issue 16) --------------------------------------------------------------
+class StaleRunError(RunDirError):
+    """A finished run or sub-run whose provenance does not match the request (another ``config_hash``
+    or ``code_version``, or none): refused instead of reused silently (the message names the run,
+    why it is stale, and ``--rerun`` / ``--reuse-stale``)."""
+
+
+class ForeignRunError(RunDirError):
+    """A run directory (``paramsym reproduce --out DIR/<run>``) holding files this command did not
+    make, or a corrupt or foreign ``reproduce.json``: nothing is overwritten or deleted."""

@@ -3,9 +3,10 @@
 One definition each, used by every run directory and every reproduction row:
 
 * ``code_version()`` — the git SHA of the checkout holding this package, with
-  ``-dirty.<hash>`` when a tracked file is modified (``<hash>``: 12 hex digits of ``sha256`` of
-  ``git diff HEAD``, so two different modifications never share a version); outside a git
-  checkout ``paramsym-<version>`` (an installed wheel).
+  ``-dirty.<hash>`` when a tracked file of the package (``src/paramsym``) is modified (``<hash>``:
+  12 hex digits of ``sha256`` of ``git diff HEAD -- src/paramsym``, so two different
+  modifications never share a version; docs, tests and the changelog do not count); outside a
+  git checkout ``paramsym-<version>`` (an installed wheel).
 * ``config_hash(cfg)`` — ``sha256`` of the canonical JSON of the *resolved* configuration
   (dataclasses → dicts, keys sorted, floats by ``repr``), first 16 hex digits. Two runs have
   the same hash iff their resolved configurations are equal as data; a recipe is part of the
@@ -39,7 +40,11 @@ __all__ = ["canonical", "code_version", "config_hash", "provenance", "stale_reas
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """``<git sha>[-dirty.<diff hash>]`` of the checkout holding this package, else ``paramsym-<version>``."""
+    """``<git sha>[-dirty.<diff hash>]`` of the checkout holding this package, else ``paramsym-<version>``.
+
+    Only the package's own files count (``git diff HEAD -- <package dir>``): regenerated docs, a
+    changelog or a test edit do not change the version of the code that computes results.
+    """
     from . import __version__
     from .runs import git_sha
 
@@ -47,13 +52,12 @@ def code_version() -> str:
     sha = git_sha(here)
     if not sha:
         return f"paramsym-{__version__}"
-    if sha.endswith("-dirty"):
-        try:
-            diff = subprocess.run(["git", "diff", "HEAD"], cwd=here, capture_output=True, timeout=30).stdout
-        except (OSError, subprocess.SubprocessError):
-            return sha
-        sha += "." + hashlib.sha256(diff).hexdigest()[:12]
-    return sha
+    sha = sha.removesuffix("-dirty")
+    try:
+        diff = subprocess.run(["git", "diff", "HEAD", "--", "."], cwd=here, capture_output=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return sha + "-dirty"
+    return sha + ("-dirty." + hashlib.sha256(diff).hexdigest()[:12] if diff.strip() else "")
 
 
 def canonical(obj: Any) -> Any:

@@ -43,11 +43,28 @@ def test_every_claim_is_complete(claim):
     assert callable(claim.measure)
 
 
-def test_unknown_claim_names_the_closest_and_lists_all():
+def test_unknown_claim_names_the_closest():
     with pytest.raises(UnknownClaimError) as e:
         get_claims(["attention-c6-clustering"])
     msg = str(e.value)
-    assert "'attention-c6-clusterings'" in msg and "table1-fits" in msg and "--list" in msg
+    assert "closest: attention-c6-clusterings" in msg and "--list" in msg and "\n" not in msg
+    # a word shared with several ids lists several of them (not one arbitrary id)
+    msg = str(pytest.raises(UnknownClaimError, get_claims, ["annulus"]).value)
+    assert msg.count("annulus-") >= 3 and "table1" not in msg
+    # nothing close: no unrelated suggestion
+    msg = str(pytest.raises(UnknownClaimError, get_claims, ["bogus-claim"]).value)
+    assert "no claim id is close" in msg and "closest" not in msg
     assert [c.id for c in get_claims(["all"])] == [c.id for c in CLAIMS]
+    assert [c.id for c in get_claims(["all", "table1-fits"])] == [c.id for c in CLAIMS]
+    with pytest.raises(UnknownClaimError):
+        get_claims(["all", "bogus-claim"])
     with pytest.raises(UnknownClaimError):
         get_claims([])
+
+
+def test_paper_claims_are_reproductions_or_related():
+    paper = [c for c in CLAIMS if not c.source.startswith("[Measurement]")]
+    # the numbered claims plus the two known-answer lifting checks of [Attribution] §2.2
+    assert {c.id for c in paper} == PAPER_CLAIMS | {"lifting-sanity-trainable", "lifting-sanity-frozen"}
+    assert {c.kind for c in paper} == {"reproduction", "related"}
+    assert all(c.kind == "measurement" for c in CLAIMS if c.source.startswith("[Measurement]"))

@@ -23,11 +23,15 @@ def test_cheap_claims_end_to_end_json(tmp_path):
     p = _cli("hamiltonian-reynolds", "groups-d4-regular", "lifting-sanity-frozen", "--quick", "--json", "--out", str(out),
              cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    rows = {r["claim"]: r for r in json.loads(p.stdout)}
+    doc = json.loads(p.stdout)
+    rows = {r["claim"]: r for r in doc["rows"]}
     assert list(rows) == ["lifting-sanity-frozen", "hamiltonian-reynolds", "groups-d4-regular"]
     for r in rows.values():
-        assert {"claim", "paper", "ours", "holds", "criterion", "budget", "full_time"} <= set(r)
-        assert r["budget"] == "quick" and r["error"] is None and r["holds"] is True
+        assert {"claim", "kind", "paper", "ours", "holds", "criterion", "budget", "full_time", "code_version",
+                "config_hash", "command", "seconds", "cpu_seconds", "date_utc"} <= set(r)
+        assert r["budget"] == "quick" and r["error"] is None and r["holds"] is True  # exact runs: evaluated at quick
+        assert r["kind"] == "reproduction" and len(r["config_hash"]) == 16 and r["code_version"]
+    assert doc["summary"]["reproduced"] == list(rows) and doc["summary"]["counts"]["failing"] == 0
     # independent reference for the Reynolds claim: the 64-point average of R_k⁻¹ F(R_k q), in numpy,
     # leaves the exactly equivariant force unchanged to rounding
     q = np.random.default_rng(0).normal(size=(50, 2))
@@ -50,12 +54,15 @@ def test_cheap_claims_end_to_end_json(tmp_path):
     assert (out / "groups" / "regular.json").exists() and (out / "reynolds" / "reproduce.json").exists()
     p2 = _cli("hamiltonian-reynolds", "--quick", "--out", str(out), cwd=tmp_path)
     assert p2.returncode == 0 and "| `hamiltonian-reynolds` |" in p2.stdout and "reused" in p2.stderr
+    # a reused row shows the seconds of the run that made it, not this call's
+    first = rows["hamiltonian-reynolds"]
+    assert f"{first['seconds']:.0f} / {first['cpu_seconds']:.0f} (reused)" in p2.stdout
 
 
 def test_unknown_claim_is_a_named_error(tmp_path):
     p = _cli("tabel1-fits", cwd=tmp_path)
     assert p.returncode == 2
-    assert p.stderr.count("\n") == 1 and "UnknownClaimError" in p.stderr and "did you mean 'table1-fits'" in p.stderr
+    assert p.stderr.count("\n") == 1 and "UnknownClaimError" in p.stderr and "closest: table1-fits" in p.stderr
 
 
 def test_bad_out_and_docs_directories_are_named_errors(tmp_path, capsys):
@@ -68,3 +75,4 @@ def test_bad_out_and_docs_directories_are_named_errors(tmp_path, capsys):
     assert main(["reproduce", "groups-d4-regular", "--write-docs", str(tmp_path / "missing")]) == 2
     assert "--write-docs" in capsys.readouterr().err
     assert main(["reproduce"]) == 2 and "name a claim or `all`" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()

@@ -79,9 +79,10 @@ def test_every_marker_names_a_block_and_placeholders_have_no_numbers():
         assert not hand_numbers(placeholder(name))
 
 
-def _row(cid, budget="full", exact=False, **values):
+def _row(cid, budget="full", exact=False, code="0123456789abcdef-dirty.abc", **values):
     return {"claim": cid, "paper": "p", "ours": f"ours-{budget}", "holds": True, "budget": budget, "exact": exact,
-            "error": None, "seconds": 1.0, "cpu_seconds": 1.0, "values": values, "figures": ["x.png"]}
+            "error": None, "seconds": 1234.0, "cpu_seconds": 987.0, "values": values, "figures": ["x.png"],
+            "code_version": code, "config_hash": "f" * 16, "date_utc": "2026-12-01T20:00:00+00:00"}
 
 
 def test_write_docs_renders_blocks_from_rows_and_keeps_full_rows(tmp_path):
@@ -100,3 +101,13 @@ def test_write_docs_renders_blocks_from_rows_and_keeps_full_rows(tmp_path):
     store = merge_rows(store, [_row("lifting-subnetwork-ratio", budget="quick"), _row("groups-d4-regular", "quick", True)])
     assert store["lifting-subnetwork-ratio"]["ours"] == "ours-full" and store["groups-d4-regular"]["ours"] == "ours-quick"
     assert "figures" not in store["groups-d4-regular"]
+    # the page shows the measured time and the code of each row
+    assert "| yes | full: 1234 / 987 s, 2026-12-01, `0123456789ab-dirty` |" in page
+    # a row without provenance (made before rows recorded their code) is replaced by any new row and not evaluated
+    old = {k: v for k, v in _row("table1-fits").items() if k != "code_version"}
+    store = merge_rows({"table1-fits": old}, [])
+    from paramsym.experiments.reproduce.docs import render_reproductions
+
+    assert "| `table1-fits` | reproduction |" in render_reproductions(store)
+    assert "| — | no provenance" in render_reproductions(store)
+    assert merge_rows(store, [_row("table1-fits", budget="quick")])["table1-fits"]["budget"] == "quick"

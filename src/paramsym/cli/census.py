@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     p.add_argument("--tokens", default=None, help="tokens per verification sequence, >= 2 (2 sequences; default 8)")
     add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
                     "default: a temporary one)", json="print the census as JSON")
+    # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
+    p.add_argument("--export", choices=["permutation-spec", "mergekit"],
+                   help="write the model's verified permutation group to --out FILE (a new file) instead of the census")
     p.set_defaults(func=_run)
 
 
@@ -59,6 +62,8 @@ def _run(args: argparse.Namespace) -> int:
     from .options import command_line, config_from_flags, open_run, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
+    if getattr(args, "export", None):
+        return _export(args, threads)
     flags = _flags()
     if args.resume is None:
         if args.preset is None and args.model is None:
@@ -83,3 +88,51 @@ def _run(args: argparse.Namespace) -> int:
         if args.out or args.resume:
             print(f"wrote {run.path}/metrics.json and report.md", file=sys.stderr)
     return 0 if result["all_verified"] else 1
+
+
+def _export(args: argparse.Namespace, threads: int) -> int:
+    """``--export FORMAT --out FILE``: trace the spaces, verify the export through the file's data, write it."""
+    from pathlib import Path
+
+    import torch
+
+    from ..census import default_inputs
+    from ..census.export import export
+    from ..census.presets import build_preset
+    from ..census.spaces import derive_spaces
+    from ..census.walk import _output
+    from ..errors import ConfigError, ExportPathExistsError
+    from ..models.adapters import require_eager
+    from ..models.loading import load_model
+    from .options import int_option, seed_option
+
+    torch.set_num_threads(threads)
+    seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
+    tokens = int_option(args.tokens, "--tokens", 2) if args.tokens is not None else 8
+    if args.preset is None and args.model is None:
+        raise ConfigError("--export needs --model DIR (or --preset NAME).")
+    if not args.out:
+        raise ConfigError("--export needs --out FILE (the JSON file to write; it must not exist).")
+    if Path(args.out).exists():
+        raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
+                                    "or remove the file.")
+    model = build_preset(args.preset, seed) if args.preset else load_model(
+        args.model, head="auto", quiet=True, argument="--model")
+    if not hasattr(model, "config"):
+        raise ConfigError(f"--export needs a Hugging Face model; {args.preset or args.model!r} is a "
+                          f"{type(model).__name__}.")
+    require_eager(model)
+    dtype = torch.float32 if args.dtype == "float32" else torch.float64
+    model = model.to(dtype).eval()
+    inputs = default_inputs(model, torch.Generator().manual_seed(seed), tokens=tokens)
+    with torch.no_grad():
+        spaces = derive_spaces(model, inputs, _output)
+    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed)
+    ver = rep["verification"]
+    if args.json:
+        print(json.dumps(rep, indent=1))
+    else:
+        print(f"wrote {rep['path']} ({rep['format']}): {len(rep['perms'])} permutation groups, log10 order "
+              f"{rep['log10_order']:.1f}; verified through the file: max relative output change {ver['max_error']:.1e} "
+              f"≤ {ver['tolerance']:.0e}" + (f"; not expressible: {rep['omitted']}" if rep["omitted"] else ""))
+    return 0

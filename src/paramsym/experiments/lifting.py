@@ -100,24 +100,42 @@ def matched_ratio(unit: dict, full: dict) -> dict[str, float | list[float]]:
             "ratio_median": float(np.median(ratio)), "ratio_geometric_mean": float(np.exp(np.mean(np.log(ratio))))}
 
 
-def run(cfg: LiftingConfig, out: RunDir, progress: bool = True) -> dict:
-    from ..discovery.run import load_trained, run_discovery
+PRESETS = ("relu2881-unit", "relu2881-all")
 
+
+def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
+    """The resolved discovery configuration of every sub-run ``<preset>-seed<k>`` (recipe included)."""
+    return {f"{preset}-seed{seed}": resolve_discover_config(preset, None, seed, cfg.steps, overrides=cfg.overrides)
+            for preset in PRESETS for seed in cfg.seeds}
+
+
+def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
+    """Train (or reuse, when their provenance matches) both actions per seed; compare them on the host.
+
+    ``reuse``: what to do with a stale sub-run (:mod:`paramsym.experiments.reuse`).
+    """
+    from ..discovery.run import load_trained, run_discovery
+    from .reuse import plan_subrun, run_subrun, write_subruns
+
+    configs = subrun_configs(cfg)
+    plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
     out.write_env(cfg.seeds[0])
-    results: dict[str, list] = {"relu2881-unit": [], "relu2881-all": []}
+    results: dict[str, list] = {p: [] for p in PRESETS}
+    infos: dict[str, dict] = {}
     s_F = None
     for preset in results:
         for seed in cfg.seeds:
-            rd = RunDir(out.path / f"{preset}-seed{seed}")
-            if not rd.has("metrics.json"):
-                run_discovery(resolve_discover_config(preset, None, seed, cfg.steps, overrides=cfg.overrides), rd,
-                              resume=rd.has("config.json"), progress=progress)
+            name = f"{preset}-seed{seed}"
+            rd, dcfg = RunDir(out.path / name), configs[name]
+            _, infos[name] = run_subrun(rd.path, dcfg, lambda resume, rd=rd, dcfg=dcfg: run_discovery(
+                dcfg, rd, resume=resume, progress=progress), reuse, plans[name])
             action, problem, _, _ = load_trained(rd)
             if s_F is None:
                 s_F = host_scale(problem, cfg.host_std, cfg.eval_seed)
             curve = host_curve(action, problem, cfg.rhos, cfg.samples, cfg.host_std, cfg.eval_seed, s_F)
             results[preset].append({"seed": seed, **curve})
+    write_subruns(out.path, infos)
     agg = {p: {k: np.median([r[k] for r in rows], axis=0).tolist() for k in ("displacement_median", "full_error_p95")}
            for p, rows in results.items()}
     comparison = matched_ratio(agg["relu2881-unit"], agg["relu2881-all"])

@@ -56,24 +56,36 @@ class ObjectivesConfig:
             raise ConfigError("seeds must be a nonempty list.")
 
 
-def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True) -> dict:
-    """Train every (variant, seed), reusing finished sub-runs; write the comparison."""
+def subrun_configs(cfg: ObjectivesConfig) -> dict[str, object]:
+    """The resolved discovery configuration of every sub-run ``<variant>-seed<k>`` (recipe included)."""
+    return {f"{variant}-seed{seed}": resolve_discover_config(cfg.preset, variant, seed, cfg.steps, overrides=cfg.overrides)
+            for variant in cfg.variants for seed in cfg.seeds}
+
+
+def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
+    """Train every (variant, seed), reusing finished sub-runs whose provenance matches; write the comparison.
+
+    ``reuse``: what to do with a stale sub-run (:mod:`paramsym.experiments.reuse`): ``"refuse"``
+    (StaleRunError before anything is written), ``"rerun"`` or ``"stale"``.
+    """
     from ..discovery.run import run_discovery
+    from .reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
+    configs = subrun_configs(cfg)
+    plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
     out.write_env(cfg.seeds[0])
     per: dict[str, list[dict]] = {v: [] for v in cfg.variants}
+    infos: dict[str, dict] = {}
     for variant in cfg.variants:
         for seed in cfg.seeds:
-            sub = out.path / f"{variant}-seed{seed}"
-            rd = RunDir(sub)
-            if rd.has("metrics.json"):
-                m = rd.read_json("metrics.json")
-            else:
-                dcfg = resolve_discover_config(cfg.preset, variant, seed, cfg.steps, overrides=cfg.overrides)
-                m = run_discovery(dcfg, rd, resume=rd.has("config.json"), progress=progress)
+            name = f"{variant}-seed{seed}"
+            rd, dcfg = RunDir(out.path / name), configs[name]
+            m, infos[name] = run_subrun(rd.path, dcfg, lambda resume, rd=rd, dcfg=dcfg: run_discovery(
+                dcfg, rd, resume=resume, progress=progress), reuse, plans[name])
             per[variant].append({"seed": seed, "fits": m["verdict"]["fits"], **{k: m["verdict"]["declared"][k] for k in KEYS}})
+    write_subruns(out.path, infos)
     summary = {v: {k: float(np.median([r[k] for r in rows])) for k in KEYS} | {"fits": int(sum(r["fits"] for r in rows))}
                for v, rows in per.items()}
     metrics = {"kind": KIND, "preset": cfg.preset, "per_seed": per, "median": summary, "paper": PAPER.get(cfg.preset, {})}

@@ -24,7 +24,6 @@ Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,23 +149,27 @@ def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0
 
 
 def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int = 0, steps: int | None = None,
-                  overrides: DiscoverOverrides | Sequence[str] = (), progress: bool = True) -> tuple[Any, dict[str, Any]]:
+                  overrides: DiscoverOverrides | Sequence[str] = (), progress: bool = True, reuse: str = "refuse"
+                  ) -> tuple[Any, dict[str, Any]]:
     """Train the learned action on an FFN boundary problem with the ``minilm-ffn-unit`` recipe.
 
-    A finished run in ``out`` is reused; an interrupted one resumes. Returns the trained action
-    (:class:`~paramsym.actions.learned.LearnedAction`, eval mode) and ``{"steps", "train_seconds",
-    "cpu_seconds", "wall_seconds", "verdict"}`` (``cpu_seconds``: process time of this call).
+    A finished run in ``out`` is reused only when its provenance (config hash, code version)
+    matches; an interrupted one with the same configuration resumes; a stale one is handled by
+    ``reuse`` (:mod:`paramsym.experiments.reuse`: ``"refuse"``, ``"rerun"``, ``"stale"``).
+    Returns the trained action (:class:`~paramsym.actions.learned.LearnedAction`, eval mode) and
+    ``{"steps", "train_seconds", "cpu_seconds", "wall_seconds", "verdict", "reused", "stale", ...}``
+    (``cpu_seconds`` / ``wall_seconds``: of the run that trained it — the recorded ones when reused).
     """
     from ..discovery.run import load_learned_action, run_discovery
+    from .reuse import run_subrun
 
     dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
-    cpu0, wall0 = time.process_time(), time.time()
-    m = out.read_json("metrics.json") if out.has("metrics.json") else run_discovery(
-        dcfg, out, resume=out.has("config.json"), progress=progress, problem=problem)
+    m, sub = run_subrun(out.path, dcfg, lambda resume: run_discovery(dcfg, out, resume=resume, progress=progress,
+                                                                   problem=problem), reuse)
     timing = out.read_json("timing.json") if out.has("timing.json") else {}
     declared = m["verdict"]["declared"]
     info = {"objective": objective, "steps": dcfg.train.steps, "train_seconds": timing.get("train_seconds"),
-            "cpu_seconds": time.process_time() - cpu0, "wall_seconds": time.time() - wall0,
+            "cpu_seconds": sub.get("cpu_seconds"), "wall_seconds": sub.get("seconds"), **sub,
             "verdict": {k: declared.get(k) for k in ("output_err_p95", "composition_err_p95", "inverse_err_p95",
                                                       "motion_median")}}
     return load_learned_action(out, problem.target), info
@@ -188,32 +191,49 @@ def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generato
     return theta, unc
 
 
-def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None) -> dict[str, Any]:
-    """Train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs are reused), evaluate, write the report.
+def subrun_configs(cfg: TransformerDiscoveryConfig) -> dict[str, Any]:
+    """The resolved discovery configuration of every sub-run ``<variant>-seed<k>`` (recipe included)."""
+    return {f"{variant}-seed{seed}": resolve_discover_config(PRESET, variant, seed, cfg.steps, device="cpu",
+                                                             overrides=cfg.overrides)
+            for variant in cfg.variants for seed in cfg.seeds}
+
+
+def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None,
+        reuse: str = "refuse") -> dict[str, Any]:
+    """Train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs reused when their provenance
+    matches; ``reuse`` decides for stale ones, :mod:`paramsym.experiments.reuse`), evaluate, write the report.
 
     ``problem``: another FFN-unit problem (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
     e.g. on your own BERT-type model) trained with the ``minilm-ffn-unit`` recipe.
     """
     from ..discovery.run import resolve_problem
+    from .reuse import plan_subrun, write_subruns
 
     cfg.validate()
+    configs = subrun_configs(cfg)
+    for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
+        plan_subrun(out.path / name, dcfg, reuse)
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
     out.write_env(cfg.seeds[0])
     installer = None if problem is None else _Installer(problem.target)
     per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
+    infos: dict[str, dict[str, Any]] = {}
     for variant in cfg.variants:
         for seed in cfg.seeds:
             if problem is None:
-                problem = resolve_problem(resolve_discover_config(PRESET, variant, seed, cfg.steps, device="cpu",
-                                                                  overrides=cfg.overrides))
+                problem = resolve_problem(configs[f"{variant}-seed{seed}"])
                 installer = _Installer(problem.target)
             action, info = train_learned(problem, variant, out=RunDir(out.path / f"{variant}-seed{seed}"), seed=seed,
-                                         steps=cfg.steps, overrides=cfg.overrides, progress=progress)
+                                         steps=cfg.steps, overrides=cfg.overrides, progress=progress, reuse=reuse)
+            infos[f"{variant}-seed{seed}"] = {k: info.get(k) for k in ("reused", "stale", "stale_reason", "seconds",
+                                                                        "cpu_seconds", "code_version", "config_hash",
+                                                                        "moved_to") if k in info}
             ev = whole_model_evaluation(problem, action, samples=cfg.samples, rho=cfg.rho, seed=cfg.eval_seed,
                                         installer=installer)
             per[variant].append({"seed": seed, "steps": info["steps"], "train_seconds": info["train_seconds"],
                                  "run_cpu_seconds": info["cpu_seconds"], "run_wall_seconds": info["wall_seconds"],
                                  "verdict": info["verdict"], **ev})
+    write_subruns(out.path, infos)
     summary = {v: {k: float(np.median([r[k] for r in rows])) for k in
                    ("ratio_random", "ratio_uncompensated", "motion_median", "drift_relative",
                     "composition_stored_median", "composition_stored_p95")} for v, rows in per.items()}

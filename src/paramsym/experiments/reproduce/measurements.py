@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ COMP_QUICK = COMP_FULL[:1] + COMP_FULL[3:4]
 
 
 def _teleport(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {p: run_cli(["teleport", "--preset", p, "--json", "--threads", "1"], out, f"{p}.json")
                 for p in TELEPORT_PRESETS}
 
@@ -45,7 +46,7 @@ def _teleport(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _teleport_digits(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         seeds = ["--seeds", "0,1"] if quick else []
         return {"digits-mlp": run_cli(["teleport", "--preset", "digits-mlp", *seeds, "--json", "--threads", "1"], out,
                                       "digits-mlp.json")}
@@ -54,7 +55,7 @@ def _teleport_digits(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _align(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {str(w): run_cli(["align", "--preset", "digits-mlp", "--width", str(w), "--json", "--threads", "1"],
                                 out, f"digits-width{w}.json") for w in (ALIGN_QUICK if quick else ALIGN_FULL)}
 
@@ -62,7 +63,7 @@ def _align(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _comp(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         res = {}
         for label, model, layer, unit in (COMP_QUICK if quick else COMP_FULL):
             r = run_cli(["compensate", "--model", model, "--layer", str(layer), "--unit", str(unit), "--tokens", "16",
@@ -75,7 +76,7 @@ def _comp(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _actions(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         import json
 
         from .action_checks import action_checks
@@ -345,7 +346,7 @@ def _actions_claim(r):
 
 
 M = "[Measurement]"
-MEASUREMENT_CLAIMS: tuple[Claim, ...] = (
+MEASUREMENT_CLAIMS: tuple[Claim, ...] = tuple(replace(c, kind="measurement") for c in (
     Claim("actions-verdict", f"{M} docs/actions.md", "every exact catalogue action passes the verdict",
           "aim: float64 rounding on every error, parameters move", "check_action passes; output, composition and inverse "
           "errors ≤ 1e-12; median motion > 0.05 s_θ in every case", "action-checks", _actions_claim),
@@ -388,7 +389,7 @@ MEASUREMENT_CLAIMS: tuple[Claim, ...] = (
           "objective: ratios, motion, composition, training time", "aim: the issue's joint target",
           "hybrid: ratio random ≥ 100 and uncompensated ≥ 10 at median entry motion ≥ 0.05 %, stored composition "
           "below finite's; each training ≤ 15 CPU minutes", "transformer", _td_objectives),
-)
+))
 
 
 # ------------------------------------------------------------------------------- renderers

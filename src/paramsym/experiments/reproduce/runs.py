@@ -13,6 +13,14 @@ solvers, counts; for ``affine`` and ``census`` on a subset of the presets): thei
 written into the documentation from a ``--quick`` run.
 ``full_time`` is the documented wall time of the full budget on the 2-core CPU machine of this
 project (one torch thread); where it was not measured the entry says so.
+
+``config(quick)`` is the *resolved* configuration of the run at that budget, as data: the
+experiment's config and every sub-run's resolved discovery configuration (recipe included), the
+attribution preset's resolved config, or the command lines of an exact run. Its
+:func:`paramsym.provenance.config_hash` decides, with the code version, whether a finished run
+may be reused (:mod:`.engine`). ``full(out, reuse)`` / ``quick(out, reuse)`` pass ``reuse``
+(``"refuse"``, ``"rerun"``, ``"stale"``; :mod:`paramsym.experiments.reuse`) to experiments
+that keep sub-runs.
 """
 
 from __future__ import annotations
@@ -38,18 +46,24 @@ class RunSpec:
     Attributes:
         name: run name (also the sub-directory of ``--out``).
         command: the ``paramsym`` command line that makes the full run by hand.
-        full: ``full(out: Path) -> dict`` at the documented budget.
-        quick: ``quick(out: Path) -> dict`` at the reduced budget (``--quick``).
+        full: ``full(out: Path, reuse: str) -> dict`` at the documented budget.
+        quick: ``quick(out: Path, reuse: str) -> dict`` at the reduced budget (``--quick``).
         full_time: documented full-run time (words, with the machine).
         exact: the quick budget computes the same numbers as the full one.
+        config: ``config(quick: bool) -> data``, the resolved configuration at that budget.
     """
 
     name: str
     command: str
-    full: Callable[[Path], dict[str, Any]]
-    quick: Callable[[Path], dict[str, Any]]
+    full: Callable[[Path, str], dict[str, Any]]
+    quick: Callable[[Path, str], dict[str, Any]]
     full_time: str
     exact: bool = False
+    config: Callable[[bool], Any] = lambda quick: {}
+
+    def run(self, out: Path, quick: bool, reuse: str = "refuse") -> dict[str, Any]:
+        """Run at the budget into ``out``."""
+        return (self.quick if quick else self.full)(out, reuse)
 
 
 def run_cli(args: list[str], out: Path, name: str = "result.json") -> dict[str, Any]:
@@ -79,43 +93,78 @@ def run_cli(args: list[str], out: Path, name: str = "result.json") -> dict[str, 
 # ------------------------------------------------------------------------------- trained experiments
 
 
-def _objectives(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
-        from ...runs import RunDir
-        from .. import objectives
-
-        cfg = objectives.ObjectivesConfig.quick() if quick else objectives.ObjectivesConfig(seeds=[1, 2, 3])
-        return objectives.run(cfg, RunDir(out), progress=False)
-
-    return go
+OBJECTIVES_SEEDS = [1, 2, 3, 4, 5]  # five seeds per objective, as Table 1 (5/5 fits)
+LIFTING_SEEDS = [0, 1, 2]
 
 
-def _lifting(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
-        from ...runs import RunDir
-        from .. import lifting
+def _objectives_cfg(quick: bool):
+    from .. import objectives
 
-        cfg = lifting.LiftingConfig.quick() if quick else lifting.LiftingConfig(seeds=[0, 1, 2])
-        return lifting.run(cfg, RunDir(out), progress=False)
-
-    return go
+    return objectives.ObjectivesConfig.quick() if quick else objectives.ObjectivesConfig(seeds=list(OBJECTIVES_SEEDS))
 
 
-def _transformer(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
-        from ...runs import RunDir
-        from .. import transformer_discovery as td
+def _lifting_cfg(quick: bool):
+    from .. import lifting
 
-        cfg = td.TransformerDiscoveryConfig.quick() if quick else td.TransformerDiscoveryConfig()
-        return td.run(cfg, RunDir(out), progress=False)
+    return lifting.LiftingConfig.quick() if quick else lifting.LiftingConfig(seeds=list(LIFTING_SEEDS))
 
-    return go
+
+def _transformer_cfg(quick: bool):
+    from .. import transformer_discovery as td
+
+    return td.TransformerDiscoveryConfig.quick() if quick else td.TransformerDiscoveryConfig()
+
+
+def _experiment_config(module: str, make_cfg: Callable[[bool], Any]) -> Callable[[bool], Any]:
+    def config(quick: bool) -> dict[str, Any]:
+        import importlib
+
+        from ...config import to_dict
+
+        mod = importlib.import_module(f"paramsym.experiments.{module}")
+        cfg = make_cfg(quick)
+        return {"kind": mod.KIND, "config": to_dict(cfg),
+                "subruns": {k: to_dict(v) for k, v in mod.subrun_configs(cfg).items()}}
+
+    return config
+
+
+def _experiment(module: str, make_cfg: Callable[[bool], Any]) -> Callable[[bool], Callable]:
+    def make(quick: bool) -> Callable[[Path, str], dict[str, Any]]:
+        def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
+            import importlib
+
+            from ...runs import RunDir
+
+            mod = importlib.import_module(f"paramsym.experiments.{module}")
+            return mod.run(make_cfg(quick), RunDir(out), progress=False, reuse=reuse)
+
+        return go
+
+    return make
+
+
+_objectives = _experiment("objectives", _objectives_cfg)
+_lifting = _experiment("lifting", _lifting_cfg)
+_transformer = _experiment("transformer_discovery", _transformer_cfg)
+
+
+def _attribution_cfg(preset: str, stage: str | None, overrides: tuple[str, ...] = (),
+                     flows: tuple[str, ...] | None = None) -> Callable[[bool], Any]:
+    def config(quick: bool) -> dict[str, Any]:
+        from ...config import to_dict
+        from .. import registry
+
+        return {"preset": preset, "config": to_dict(registry.resolve_attribution_config(
+            preset, stage=stage, quick=quick, overrides=overrides, flows=flows))}
+
+    return config
 
 
 def _attribution(preset: str, stage: str | None, overrides: tuple[str, ...] = (),
                  flows: tuple[str, ...] | None = None) -> Callable[[bool], Callable]:
-    def make(quick: bool) -> Callable[[Path], dict[str, Any]]:
-        def go(out: Path) -> dict[str, Any]:
+    def make(quick: bool) -> Callable[[Path, str], dict[str, Any]]:
+        def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
             from ...runs import RunDir
             from .. import registry
 
@@ -131,7 +180,7 @@ def _attribution(preset: str, stage: str | None, overrides: tuple[str, ...] = ()
 
 
 def _reynolds(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         from .exact_checks import reynolds_mexican_hat
 
         res = reynolds_mexican_hat()
@@ -150,7 +199,7 @@ AFFINE_QUICK = ("linear2x2", "linear3x2", "relu242", "leakyrelu-bias", "tanh-mlp
 
 
 def _affine(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {p: run_cli(["affine", "--preset", p, "--json", "--quiet"], out, f"{p}.json")
                 for p in (AFFINE_QUICK if quick else AFFINE_FULL)}
 
@@ -158,7 +207,7 @@ def _affine(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _attention(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {
             "c6": run_cli(["attention", "clusterings", "--group", "C6", "--heads", "3", "--count-only", "--json"], out,
                           "c6.json"),
@@ -174,7 +223,7 @@ def _attention(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _groups(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {"regular": run_cli(["group", "D4", "--rep", "regular", "--json", "--quiet"], out, "regular.json"),
                 "copies16": run_cli(["group", "D4", "--rep", "copies:16", "--json", "--quiet"], out, "copies16.json")}
 
@@ -187,7 +236,7 @@ CENSUS_QUICK = tuple(p for p in CENSUS_FULL if p[0] not in ("bert-base", "gpt2")
 
 
 def _census(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return {name: run_cli(["census", "--preset", name, "--dtype", dtype, "--json"], out, f"{name}.json")
                 for name, dtype in (CENSUS_QUICK if quick else CENSUS_FULL)}
 
@@ -195,16 +244,25 @@ def _census(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 
 def _compensation(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path) -> dict[str, Any]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
         return run_cli(["compensate", "--model", "minilm", "--layer", "3", "--unit", "7", "--tokens", "16", "--json",
                         "--out", str(out / "run")], out)
 
     return go
 
 
-def _spec(name: str, command: str, make: Callable[[bool], Callable[[Path], dict[str, Any]]], full_time: str,
-          exact: bool = False) -> RunSpec:
-    return RunSpec(name, command, make(False), make(True), full_time, exact)
+def _spec(name: str, command: str, make: Callable[[bool], Callable[[Path, str], dict[str, Any]]], full_time: str,
+          exact: bool = False, config: Callable[[bool], Any] | None = None) -> RunSpec:
+    return RunSpec(name, command, make(False), make(True), full_time, exact,
+                   config or (lambda quick: {"command": command}))
+
+
+def _fixed_config(data: dict[str, Any]) -> Callable[[bool], Any]:
+    return lambda quick: data
+
+
+def _budget_config(full: Any, quick_: Any) -> Callable[[bool], Any]:
+    return lambda quick: quick_ if quick else full
 
 
 PAPER_ANNULUS = ("protocol=paper", "gauge=paper")
@@ -214,41 +272,49 @@ ANNULUS_TIME = ("≈ 40 min per configuration, both flow modes, 200 Euler steps 
 RUNS: dict[str, RunSpec] = {
     r.name: r
     for r in (
-        _spec("objectives", "paramsym experiment objectives --seeds 1,2,3", _objectives,
-              "≈ 18 min (6 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
-              "took ≈ 5 min at low load, the full run did not finish under load ≈ 10)"),
+        _spec("objectives", "paramsym experiment objectives --seeds 1,2,3,4,5", _objectives,
+              "≈ 30 min (10 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
+              "took ≈ 5 min at low load)", config=_experiment_config("objectives", _objectives_cfg)),
         _spec("lifting", "paramsym experiment lifting --seeds 0,1,2", _lifting,
-              "not yet measured here (6 runs × 5,000 steps; expected ≈ 10–15 min)"),
+              "not yet measured here (6 runs × 5,000 steps; expected ≈ 10–15 min)",
+              config=_experiment_config("lifting", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
-              "not yet measured here (2 runs on all-MiniLM-L6-v2; see docs/discovery.md)"),
+              "377 CPU s for the official run (2 runs on all-MiniLM-L6-v2; docs/discovery.md)",
+              config=_experiment_config("transformer_discovery", _transformer_cfg)),
         _spec("compensation", "paramsym compensate --model minilm --layer 3 --unit 7 --tokens 16 --json",
               _compensation, "≈ 15 s (closed form)", exact=True),
         _spec("annulus-wedge", "paramsym attribute --preset annulus-wedge --set protocol=paper --set gauge=paper",
-              _attribution("annulus-wedge", "trained", PAPER_ANNULUS), ANNULUS_TIME),
+              _attribution("annulus-wedge", "trained", PAPER_ANNULUS), ANNULUS_TIME,
+              config=_attribution_cfg("annulus-wedge", "trained", PAPER_ANNULUS)),
         _spec("annulus-full", "paramsym attribute --preset annulus-full --set protocol=paper --set gauge=paper",
-              _attribution("annulus-full", "trained", PAPER_ANNULUS), ANNULUS_TIME),
+              _attribution("annulus-full", "trained", PAPER_ANNULUS), ANNULUS_TIME,
+              config=_attribution_cfg("annulus-full", "trained", PAPER_ANNULUS)),
         _spec("annulus-init", "paramsym attribute --preset annulus-wedge --stage init --set protocol=paper "
-              "--set gauge=paper", _attribution("annulus-wedge", "init", PAPER_ANNULUS), ANNULUS_TIME),
+              "--set gauge=paper", _attribution("annulus-wedge", "init", PAPER_ANNULUS), ANNULUS_TIME,
+              config=_attribution_cfg("annulus-wedge", "init", PAPER_ANNULUS)),
         _spec("annulus-lifts", "paramsym reproduce annulus-eta-lifting-criterion",
               _attribution("annulus-wedge", "trained", flows=()),
               "measured 32 CPU-s (298 s wall under load): preset annulus-wedge (seed 42) without its flows — training "
-              "200 epochs, one thin SVD"),
+              "200 epochs, one thin SVD", config=_attribution_cfg("annulus-wedge", "trained", flows=())),
         _spec("sanity-trainable", "paramsym attribute --preset lifting-sanity",
-              _attribution("lifting-sanity", "trainable"), "≈ 2 s", exact=True),
+              _attribution("lifting-sanity", "trainable"), "≈ 2 s", exact=True,
+              config=_attribution_cfg("lifting-sanity", "trainable")),
         _spec("sanity-frozen", "paramsym attribute --preset lifting-sanity --stage frozen",
-              _attribution("lifting-sanity", "frozen"), "≈ 2 s", exact=True),
+              _attribution("lifting-sanity", "frozen"), "≈ 2 s", exact=True,
+              config=_attribution_cfg("lifting-sanity", "frozen")),
         _spec("hamiltonian", "paramsym attribute --preset hamiltonian", _attribution("hamiltonian", None),
               "measured 257 CPU-s (1,613 s wall at load ≈ 10 on the 2 shared cores); docs/attribution.md had 209 s "
-              "unloaded"),
+              "unloaded", config=_attribution_cfg("hamiltonian", None)),
         _spec("reynolds", "python -m paramsym.experiments.reproduce.exact_checks", _reynolds, "< 1 s", exact=True),
         _spec("affine", "paramsym affine --preset NAME --json (each preset)", _affine,
               "≈ 1–2 min for all 8 presets (relu2881: 7,832 unknowns, ≈ 30 s and 1.3 GiB; attention-d8h2-bias ≈ 10 s "
               "and 0.7 GiB since the bounded commutativity check); --quick runs the other 6, whose numbers are the "
-              "full run's", exact=True),
+              "full run's", exact=True, config=_budget_config({"presets": AFFINE_FULL}, {"presets": AFFINE_QUICK})),
         _spec("attention", "paramsym attention clusterings|table|count ... --json", _attention, "≈ 3 s", exact=True),
         _spec("groups", "paramsym group D4 --rep regular|copies:16 --json", _groups, "≈ 2 s", exact=True),
         _spec("census", "paramsym census --preset NAME --dtype D --json (8 presets)", _census,
               "≈ 3 min for the 8 presets (BERT-base and GPT-2 ≈ 30–50 s each); --quick skips those two, the other "
-              "6 are the full run's", exact=True),
+              "6 are the full run's", exact=True,
+              config=_budget_config({"presets": CENSUS_FULL}, {"presets": CENSUS_QUICK})),
     )
 }

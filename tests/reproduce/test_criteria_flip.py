@@ -1,0 +1,259 @@
+"""Every claim's criterion flips: a synthetic result just inside it holds, just outside it does not.
+
+The bounds here are worked out by hand from the paper's printed number and the rule stated in
+``paramsym.experiments.reproduce.claims`` (half a unit of the last printed digit; for a measured
+value with ≥ 3 significant digits the larger of that and 2 %), not read from the code: e.g.
+Table 1's hybrid 0.037 % → at most 0.0375 %, the 8.3× ratio → at least 8.25, the wedge's 298 →
+292.04 … 303.96. A claim added to the registry without an entry in :data:`FLIPS` fails
+``test_criterion_flips`` — no claim can be added untested.
+"""
+
+import math
+
+import pytest
+
+from paramsym.experiments.reproduce import CLAIMS, RUNS
+from paramsym.experiments.reproduce.engine import _row, summary
+
+# ------------------------------------------------------------------------------- builders
+
+
+def _t1(hybrid=3.0e-4, finite=2.5e-3, ratio=8.3, motion_ratio=1.0, motion=0.12, fits=(5, 5), n=5):
+    keys = {"inverse_err_p95": 1e-4, "output_err_p95": 1e-5, "transport_err_p95": 1e-5, "motion_median": 0.5}
+    med = {"hybrid": {"composition_err_p95": hybrid, "motion_rel_median": motion, "fits": fits[0], **keys},
+           "finite": {"composition_err_p95": finite, "motion_rel_median": motion, "fits": fits[1], **keys}}
+    per = {v: [{"seed": s, "composition_err_p95": med[v]["composition_err_p95"]} for s in range(1, n + 1)] for v in med}
+    return {"median": med, "per_seed": per, "composition_ratio_finite_over_hybrid": ratio,
+            "motion_ratio_finite_over_hybrid": motion_ratio}
+
+
+def _lifting(ratio):
+    return {"matched": {"overlap": True, "ratio_median": ratio, "ratio_geometric_mean": ratio, "ratios": [ratio],
+                        "displacements": [0.02, 0.2]}, "rhos": [0.1], "median": {},
+            "per_seed": {"relu2881-unit": [{"seed": 0}]}}
+
+
+def _td(random=130.0, unc=50.0, motion=0.00069, finite=0.0030, hybrid=0.00050):
+    h = {"ratio_random": random, "ratio_uncompensated": unc, "motion_median": motion,
+         "composition_stored_median": hybrid}
+    return {"median": {"hybrid": h, "finite": {**h, "composition_stored_median": finite}},
+            "per_seed": {"hybrid": [{"rho": 0.5}]}}
+
+
+def _flows(*rows):
+    return {"flows": [dict(zip(("flow", "direction", "delta_start", "delta_end", "delta_predicted", "t_end"), r))
+                      for r in rows]}
+
+
+def _resolved(direction, s, e, p, t=1.0):
+    return _flows(("resolved", direction, s, e, p, t))
+
+
+def _ham(shift=0.0265, pred=0.026, b_end=0.787, b_pred=0.786, fixed_track=0.3, resolved_track=0.01):
+    def flow(mode, d, **kw):
+        return {"flow": mode, "direction": d, "delta_start": 0.85, "delta_end": b_end, "delta_predicted": b_pred,
+                "tracking_relative_end": fixed_track if mode == "fixed" else resolved_track, "steps": 40,
+                "phase_shift_end": shift, "phase_shift_predicted_end": pred, **kw}
+
+    return {"flows": [flow("resolved", "+c"), flow("fixed", "+c"), flow("resolved", "-b"), flow("fixed", "-b")],
+            "metrics": {}}
+
+
+def _growth(slope):
+    b1 = 1000.0
+    return {"growth": {"rows": [{"copies": 800, "log10_bound": b1},
+                                {"copies": 1000, "log10_bound": b1 + slope * (math.log10(1000) - math.log10(800))}]}}
+
+
+def _d4(err):
+    rep = {"decomposition": "A1 ⊕ A2 ⊕ B1 ⊕ B2 ⊕ 2E1", "orthogonality_error": err, "equivariance_error": 1e-16}
+    return {"regular": {"representation": rep}, "copies16": {"representation": rep}}
+
+
+def _census(name, attention, total, verified=True):
+    return {name: {"attention_dimension": attention, "total_dimension": total, "all_verified": verified,
+                   "parameters": 10, "symmetric_fraction": 0.5, "symmetries": []}}
+
+
+def _opt(ratios, reached=None, final=(1.0, 0.5)):
+    n = len(ratios)
+    return {"step_ratio": sorted(ratios)[n // 2], "step_ratios": list(ratios), "reached": n if reached is None else reached,
+            "seeds": n, "max_loss_change": 1e-16, "grad_norm_factor": 2.0, "teleport_time_fraction": 0.1,
+            "final_loss_baseline": [final[0]] * n, "final_loss_teleport": [final[1]] * n}
+
+
+def _preset(opts, per_seed=(), change=1e-16):
+    return {"optimizers": opts, "lr": {k: 0.1 for k in opts}, "per_seed": list(per_seed), "max_loss_change": change}
+
+
+def _teleport(booth=9, booth_change=1e-10, rosen=1e-6, reg=(2.0, 2.0, 2.0, 2.0, 1.0)):
+    seed = {"optimizer": "gd", "target": 4.9e-3, "steps_to_target": {"baseline": 28, "teleport": booth}}
+    return {"booth": _preset({"gd": _opt([28 / booth])}, [seed], booth_change),
+            "rosenbrock": _preset({"gd": _opt([5.0] * 5, final=(0.1, rosen))}),
+            "regression-mlp": _preset({"gd": _opt(reg), "adagrad": _opt([3.0] * 5)})}
+
+
+def _digits(sgd, adam):
+    return {"digits-mlp": _preset({"sgd": _opt([sgd] * 3), "adam": _opt([adam] * 3)})}
+
+
+def _align(perm, err):
+    return {"32": {"barrier_before": 0.78, "barrier_permutation": perm, "function_error": err,
+                   "function_error_permutation": err}}
+
+
+def _comp_models(lo):
+    return {"x": {"ratio_random": 1000.0, "ratio_uncompensated": lo, "drift_relative": 1e-7, "condition_number": 30.0,
+                  "units_changed": 17}}
+
+
+def _actions(err=1e-12, motion=0.051, passed=True):
+    return {"a": {"output": err, "output2": 0.0, "composition": 0.0, "inverse": 0.0, "motion": motion,
+                  "passed": passed}}
+
+
+def _rebasin(ours, peer=0.02, err=1e-10):
+    return {"32": {"permutation": {"test_barrier": ours, "function_error": err},
+                   "rebasin": {"test_barrier": peer, "function_error": 0.0}}}
+
+
+def _modadd(perm=0.31, full=0.30, before=0.30, err=1e-10, orth=0.49, per=1.0):
+    return {"steps": 200, "align": {"barrier_before": before, "barrier_permutation": perm, "barrier_full": full,
+                                    "function_error": err, "function_error_permutation": 0.0},
+            "diagnostics": {"embedding_residual": {"orthogonal": orth, "permutation": per}}}
+
+
+def _learned(steps=0, status="left_level_set", refused=1.01e-6, tol=1e-6):
+    return {"teleport": {"steps": steps, "status": status, "refused_change": refused, "tol": tol}}
+
+
+def _grad_norm(gd=4, adagrad=5):
+    return {o: [{"diverged": i < k} for i in range(5)] for o, k in (("gd", gd), ("adagrad", adagrad))}
+
+
+def _td_all(random=100.0, unc=10.0, motion=5e-4, hybrid=0.05, finite=0.06, cpu=900.0):
+    row = {"seed": 0, "steps": 3000, "rho": 7.0, "train_seconds": 300.0, "run_cpu_seconds": cpu}
+    h = {"ratio_random": random, "ratio_uncompensated": unc, "motion_median": motion,
+         "composition_stored_median": hybrid}
+    return {"median": {"hybrid": h, "finite": {**h, "composition_stored_median": finite}},
+            "per_seed": {"hybrid": [{**row, **h}], "finite": [{**row, **h, "composition_stored_median": finite}]}}
+
+
+# ------------------------------------------------------------------------------- flip cases
+
+#: claim id → (a result just inside its criterion, [results just outside it])
+FLIPS = {
+    "table1-composition-hybrid": (_t1(hybrid=3.74e-4), [_t1(hybrid=3.76e-4)]),
+    "table1-composition-finite": (_t1(finite=3.12e-3), [_t1(finite=3.123e-3)]),
+    "table1-composition-ratio": (_t1(ratio=8.26, motion_ratio=1.24),
+                                 [_t1(ratio=8.24), _t1(ratio=9.0, motion_ratio=1.26), _t1(ratio=9.0, motion_ratio=0.79)]),
+    "table1-motion": (_t1(motion=0.1249), [_t1(motion=0.1251), _t1(motion=0.1149)]),
+    "table1-fits": (_t1(), [_t1(fits=(5, 4)), _t1(fits=(4, 4), n=4)]),
+    "lifting-subnetwork-ratio": (_lifting(5.76), [_lifting(5.74)]),
+    "transformer-drift-random-closed-form": ({"ratio_random": 126.5}, [{"ratio_random": 126.3}]),
+    "transformer-drift-uncompensated-closed-form": ({"ratio_uncompensated": 48.6}, [{"ratio_uncompensated": 48.4}]),
+    "transformer-drift-random-learned": (_td(random=126.5), [_td(random=126.3)]),
+    "transformer-drift-uncompensated-learned": (_td(unc=48.6), [_td(unc=48.4)]),
+    "transformer-motion": (_td(motion=0.000694), [_td(motion=0.000696), _td(motion=0.000684)]),
+    "transformer-composition": (_td(finite=0.00327, hybrid=0.000584),
+                                [_td(finite=0.00328, hybrid=0.0005), _td(finite=0.003, hybrid=0.000586)]),
+    "affine-dimensions": ({"a": {"dimension": 8, "expected": 8}, "b": {"dimension": 4, "expected": 4}},
+                          [{"a": {"dimension": 8, "expected": 8}, "b": {"dimension": 3, "expected": 4}},
+                           {"a": {"dimension": 7, "expected": 7}}]),
+    "affine-commutation": ({"linear2x2": {"commutativity": 2e-3}, "relu242": {"commutativity": 9e-11}},
+                           [{"linear2x2": {"commutativity": 5e-4}, "relu242": {"commutativity": 9e-11}},
+                            {"linear2x2": {"commutativity": 2e-3}, "relu242": {"commutativity": 2e-10}}]),
+    "annulus-wedge-resolved-b": (_resolved("-b", 303.9, 111.1, 107.9),
+                                 [_resolved("-b", 298, 111.3, 110), _resolved("-b", 304.1, 109, 110),
+                                  _resolved("-b", 298, 109, 110, t=0.04)]),
+    "annulus-wedge-resolved-c": (_resolved("+c", 298, 292.1, 303.9), [_resolved("+c", 298, 298, 304.1)]),
+    "annulus-full-resolved-b": (_resolved("-b", 57.2, 20.1, 21.0), [_resolved("-b", 57.3, 20.5, 20.6),
+                                                                    _resolved("-b", 56.1, 20.0, 20.6)]),
+    "annulus-init-resolved-b": (_resolved("-b", 0.2676, 0.1019, 0.1010), [_resolved("-b", 0.273, 0.1021, 0.101)]),
+    "annulus-fixed-drift-wedge": (_flows(("fixed", "+c", 298, 327.3, 298, 1.0), ("fixed", "-b", 298, 806.6, 109, 1.0)),
+                                  [_flows(("fixed", "+c", 298, 321, 298, 1.0), ("fixed", "-b", 298, 839.6, 109, 1.0)),
+                                   _flows(("fixed", "+c", 298, 314.5, 298, 1.0), ("fixed", "-b", 298, 823, 109, 1.0))]),
+    "annulus-fixed-drift-full": (_flows(("fixed", "+c", 56, 1261.6, 56, 1.0)),
+                                 [_flows(("fixed", "+c", 56, 1261.8, 56, 1.0)),
+                                  _flows(("fixed", "+c", 56, 1237, 56, 0.04))]),
+    "annulus-eta-lifting-criterion": ({"lifts": [{"name": "c* (τ=1e-08)", "residual": 9.9e-7, "rank": 270}]},
+                                      [{"lifts": [{"name": "c* (τ=1e-08)", "residual": 1.01e-6, "rank": 270}]}]),
+    "lifting-sanity-trainable": ({"lifts": [{"target": "eta", "residual": 9.9e-9, "liftable": True}]},
+                                 [{"lifts": [{"target": "eta", "residual": 1.01e-8, "liftable": True}]}]),
+    "lifting-sanity-frozen": ({"lifts": [{"target": "eta", "residual": 0.101, "liftable": False}]},
+                              [{"lifts": [{"target": "eta", "residual": 0.099, "liftable": False}]}]),
+    "hamiltonian-walk": (_ham(shift=0.02651, pred=0.026), [_ham(shift=0.02654, pred=0.026),
+                                                          _ham(b_end=0.7940, b_pred=0.786),
+                                                          _ham(fixed_track=0.009)]),
+    "hamiltonian-reynolds": ({"relative_change": 1.49e-15, "alphas": [0.5] * 8, "points": 3840},
+                             [{"relative_change": 1.51e-15, "alphas": [0.5] * 8, "points": 3840}]),
+    "attention-c6-clusterings": ({"c6": {"count": 33}}, [{"c6": {"count": 34}}]),
+    "attention-d4-counts": ({"table": {"rows": [{"c": c} for c in (4, 11, 24, 46, 80, 130)]}},
+                            [{"table": {"rows": [{"c": c} for c in (4, 11, 24, 46, 80, 131)]}}]),
+    "attention-d4-c96": ({"c96": {"c": 2_000_425, "bound": 1.6314e96, "bound_sci": "1.631e96"}},
+                         [{"c96": {"c": 2_000_425, "bound": 1.6316e96, "bound_sci": "1.632e96"}},
+                          {"c96": {"c": 2_000_424, "bound": 1.631e96, "bound_sci": "1.631e96"}}]),
+    "attention-d4-growth": (_growth(63.1), [_growth(62.9), _growth(65.1)]),
+    "groups-d4-regular": (_d4(9e-13), [_d4(1.1e-12)]),
+    "census-minilm-attention": (_census("minilm", 147_456, 152_064),
+                                [_census("minilm", 147_455, 152_064), _census("minilm", 147_456, 152_064, False)]),
+    "census-mha-bias": (_census("mha-bias", 64, 80), [_census("mha-bias", 64, 79), _census("mha-bias", 64, 80, False)]),
+    "actions-verdict": (_actions(), [_actions(err=1.1e-12), _actions(motion=0.049), _actions(passed=False)]),
+    "teleport-booth": (_teleport(), [_teleport(booth=10), _teleport(booth_change=1.1e-10)]),
+    "teleport-rosenbrock": (_teleport(), [_teleport(rosen=1.1e-6)]),
+    "teleport-regression-mlp": (_teleport(), [_teleport(reg=(2.0, 2.0, 2.0, 1.99, 1.0))]),
+    "teleport-digits-mlp": (_digits(1.01, 1.01), [_digits(1.01, 1.0)]),
+    "align-digits-mlp": (_align(0.779, 1e-10), [_align(0.78, 1e-10), _align(0.5, 1.1e-10)]),
+    "compensation-models": (_comp_models(10.0), [_comp_models(9.99)]),
+    "teleport-grad-norm": (_grad_norm(4, 4), [_grad_norm(3, 5), _grad_norm(5, 3)]),
+    "align-modadd-transformer": (_modadd(), [_modadd(perm=0.29), _modadd(full=0.29), _modadd(err=1.1e-10),
+                                             _modadd(orth=0.5)]),
+    "teleport-learned": (_learned(), [_learned(steps=1), _learned(status="converged"), _learned(refused=0.99e-6)]),
+    "align-rebasin": (_rebasin(0.022), [_rebasin(0.0221), _rebasin(0.01, err=1.1e-10)]),
+    "transformer-learned-objectives": (_td_all(), [_td_all(random=99.9), _td_all(unc=9.99), _td_all(motion=4.99e-4),
+                                                   _td_all(hybrid=0.06), _td_all(cpu=901.0)]),
+}
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
+def test_criterion_flips(claim):
+    assert claim.id in FLIPS, f"claim {claim.id!r} has no flip cases: add a result just inside and just outside"
+    inside, outside = FLIPS[claim.id]
+    assert claim.measure(inside).holds is True, claim.measure(inside)
+    assert outside
+    for r in outside:
+        assert claim.measure(r).holds is False, (claim.id, claim.measure(r))
+
+
+def test_no_stale_flip_entries():
+    assert set(FLIPS) == {c.id for c in CLAIMS}
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
+def test_rows_evaluate_only_where_the_budget_allows(claim):
+    """A trained claim's quick row is never evaluated (holds None), even just inside; full rows are."""
+    inside = FLIPS[claim.id][0]
+    rec = {"budget": "full", "result": inside, "error": None, "code_version": "abc", "config_hash": "0" * 16,
+           "seconds": 2.0, "cpu_seconds": 1.0}
+    assert _row(claim, rec, None)["holds"] is True
+    quick = _row(claim, {**rec, "budget": "quick"}, None)
+    assert quick["holds"] is (True if RUNS[claim.run].exact else None)
+    failed = _row(claim, {**rec, "error": "RuntimeError: boom", "result": None}, None)
+    assert failed["holds"] is None and failed["ours"].startswith("error:")
+
+
+def test_kinds_and_summary():
+    kinds = {c.id: c.kind for c in CLAIMS}
+    related = {"transformer-drift-random-closed-form", "transformer-drift-uncompensated-closed-form",
+               "transformer-drift-random-learned", "transformer-drift-uncompensated-learned", "transformer-motion",
+               "transformer-composition"}
+    assert {k for k, v in kinds.items() if v == "related"} == related
+    assert all(v == "measurement" for k, v in kinds.items() if k.startswith(("teleport-", "align-", "actions-"))
+               or k == "compensation-models")
+    rows = [{"claim": "a", "kind": "reproduction", "holds": True}, {"claim": "b", "kind": "reproduction", "holds": False},
+            {"claim": "c", "kind": "reproduction", "holds": None}, {"claim": "d", "kind": "related", "holds": True},
+            {"claim": "e", "kind": "measurement", "holds": True, "stale": True}]
+    s = summary(rows)
+    assert (s["reproduced"], s["failing"], s["not_evaluated"], s["related"], s["measurements"], s["stale"]) == (
+        ["a"], ["b"], ["c"], ["d"], ["e"], ["e"])
+    assert s["counts"]["reproduced"] == 1 and s["counts"]["related"] == 1
