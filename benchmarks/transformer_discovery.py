@@ -87,8 +87,9 @@ def speed(rounds: int, steps: int) -> None:
 def _child(case: str) -> None:
     from paramsym.discovery.problem import DiscoveryProblem
     from paramsym.discovery.run import discover
-    from paramsym.discovery.transformer import load_minilm, prefix_ids
+    from paramsym.discovery.transformer import prefix_ids
     from paramsym.errors import TooLargeError
+    from paramsym.models.loading import load_minilm
     from paramsym.targets import Target
 
     model, tok = load_minilm()

