@@ -179,3 +179,8 @@ class UnknownClaimError(ConfigError):
 class PickleWeightsError(InputFileError):
     """A model directory whose only weights are pickles (``pytorch_model.bin``, ``*.pt``): never
     unpickled (it could run code); the message names the file and how to convert it to safetensors."""
+
+
+class MemoryBudgetError(ConfigError):
+    """A memory budget (``--max-memory``, ``max_memory=``) that is not a size > 0: expected
+    ``512MiB``, ``2GiB`` or a number of bytes (``paramsym.groups.memory.MemoryBudget``)."""

@@ -64,18 +64,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
-def _bytes(text: str) -> int:
-    from ..errors import ConfigError
-
-    units = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6, "gb": 10**9, "b": 1, "": 1}
-    t = text.strip().lower()
-    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
-    try:
-        return int(float(num) * units[t[len(num):].strip()])
-    except (KeyError, ValueError):
-        raise ConfigError(f"--max-memory must look like 512MiB or 8GiB; received {text!r}.") from None
-
-
 def _model(name: str, seed: int = 0, quiet: bool = False):
     """A tiny preset (random weights from ``seed``), or ``minilm`` / a ``save_pretrained`` directory
     through the one loader (:func:`paramsym.models.loading.load_model`, safetensors only)."""
@@ -177,9 +165,11 @@ def _run(args: argparse.Namespace) -> int:
         from ..runs import RunDir
 
         RunDir.fresh(args.out)  # refuse a nonempty directory before the work
+    from ..groups.memory import parse_memory
+
+    budget = parse_memory(args.max_memory)  # before the model is loaded
     model = _model(args.model, args.seed, quiet=args.json)
     batch = _prefix(args, model)
-    budget = _bytes(args.max_memory)
     if args.learned:
         if args.steps is not None and args.steps < 1:
             raise ConfigError(f"--steps must be ≥ 1; received {args.steps}.")

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import MaskError, ShapeError, check_finite
+from ..groups.memory import budget_bytes
 from ..params import ParameterBlock, Selection
 from .base import Batch, Target, _split_batch
 
@@ -103,7 +104,7 @@ class FFNBoundaryTarget(Target):
         self.model, self.batch = model, batch
         self.projections = {"up": up, "down": down, **({"gate": gate} if gate is not None else {})}
         self.activation, self.units, self.n_moving = activation, units, int(n_moving)
-        self.max_memory = int(max_memory)
+        self.max_memory = budget_bytes(max_memory)
         self.name = name or f"{type(model).__name__}:ffn{units[:4]}{'…' if len(units) > 4 else ''}"
         h = inputs if inputs is not None else capture_inputs(model, input_module or up.weight.rsplit(".", 1)[0], batch)
         if h.shape[-1] != up.in_features:
@@ -235,7 +236,7 @@ class FFNBoundaryTarget(Target):
         """
         from ..errors import TooLargeError
 
-        budget = self.max_memory if max_memory is None else int(max_memory)
+        budget = self.max_memory if max_memory is None else budget_bytes(max_memory)
         one = self.estimate_bytes(1)
         if one > budget:
             raise TooLargeError(f"evaluating the boundary output at one point needs about {one / 2**20:.1f} MiB, over the "
