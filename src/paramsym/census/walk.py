@@ -53,6 +53,7 @@ from torch.func import functional_call
 
 from ..errors import ConfigError, UnknownArchitectureError, UnsupportedModelError
 from ..models.adapters import adapt, known_model_types, require_eager
+from ..targets.base import model_output
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
 
 __all__ = ["CensusEntry", "CensusResult", "census", "default_inputs"]
@@ -141,18 +142,6 @@ def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8
     vocab = int(getattr(model.config, "vocab_size", 100))
     ids = torch.randint(0, vocab, (batch, tokens), generator=generator)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-
-
-def _output(out: Any) -> Tensor:
-    if isinstance(out, Tensor):
-        return out
-    for attr in ("last_hidden_state", "logits"):
-        v = getattr(out, attr, None)
-        if isinstance(v, Tensor):
-            return v
-    if isinstance(out, (tuple, list)) and out and isinstance(out[0], Tensor):
-        return out[0]
-    raise ConfigError(f"cannot take a tensor from the model output of type {type(out).__name__}.")
 
 
 def _unrecognised(model: nn.Module, covered: set[str]) -> list[dict[str, Any]]:
@@ -246,7 +235,7 @@ def census(
 
     def forward(p: Mapping[str, Tensor]) -> Tensor:
         with torch.no_grad():
-            return _output(functional_call(work, dict(p), args, kwargs))
+            return model_output(functional_call(work, dict(p), args, kwargs))
 
     base = forward(params)
     entries = []
