@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError, DegenerateTargetError, TooLargeError, check_finite
+from ..errors import ConfigError, TooLargeError
 from ..models.adapters import require_eager
 from ..targets import Target
 from ..verdict import output_scale
@@ -84,8 +84,8 @@ class DiscoveryProblem:
 
         ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ;
         :func:`paramsym.verdict.output_scale`) and ``s_θ = sqrt(E‖θ‖²)``. When all ``n`` points
-        fit the budget they are drawn at once; otherwise in chunks of as many as fit, with
-        ``E‖F − E F‖² = E‖F − F(θ0)‖² − ‖E(F − F(θ0))‖²`` accumulated (shifted for accuracy).
+        fit the budget they are drawn at once; otherwise in chunks of as many as fit, merged by
+        :func:`~paramsym.verdict.output_scale` (pairwise means and centred sums of squares).
 
         Raises:
             DegenerateTargetError: the output does not vary with the block (s_F = 0).
@@ -110,29 +110,18 @@ class DiscoveryProblem:
             s_F = output_scale(F, what=what, hint=hint)
             s_theta = float(theta.pow(2).sum(-1).mean().sqrt())
             return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
-        with torch.no_grad():
-            F0 = target(self.theta_base.to(torch.float64))
-            sum_c = torch.zeros_like(F0)
-            sum_c2 = sum_f2 = sum_t2 = 0.0
+        sum_t2 = 0.0
+
+        def chunks():
+            nonlocal sum_t2
             done = 0
             while done < n:
                 m = min(chunk, n - done)
                 theta = self.sample(m, generator, torch.float64)
-                F = torch.func.vmap(target)(theta).reshape(m, -1)
-                check_finite(what, F, "The model produced NaN/inf at the parameter points.")
-                c = F - F0
-                sum_c += c.sum(0)
-                sum_c2 += float(c.pow(2).sum())
-                sum_f2 += float(F.pow(2).sum())
+                with torch.no_grad():
+                    yield torch.func.vmap(target)(theta).reshape(m, -1)
                 sum_t2 += float(theta.pow(2).sum())
                 done += m
-                del theta, F, c
-        var = sum_c2 / n - float((sum_c / n).pow(2).sum())
-        s_F = max(var, 0.0) ** 0.5
-        rms = (sum_f2 / n) ** 0.5
-        if not s_F > 1e-10 * rms or s_F == 0.0:
-            raise DegenerateTargetError(
-                f"{what} does not depend on the parameter block: its variation s_F = {s_F:.3g} (output RMS "
-                f"{rms:.3g}) over {n} points. {hint}"
-            )
+
+        s_F = output_scale(chunks(), what=what, hint=hint)
         return Scales(s_F=s_F, s_theta=(sum_t2 / n) ** 0.5, beta=float(beta))
