@@ -88,6 +88,10 @@ class SymmetryProblem:
             polar probe set; :meth:`function_of_x` then evaluates through a
             :class:`~paramsym.attribution.polar.PolarGridFunction`, so Reynolds averages (``δ``,
             the flows' predictions) cost one evaluation per rotation offset.
+        cache_size: keep the lifts at the last ``cache_size`` parameter vectors (0: no cache).
+            With a cache both lifts are always solved (the second costs one product once ``J``
+            is factorised), so flows that start from the same ``θ₀`` share one Jacobian and
+            factorisation (the Hamiltonian walks).
     """
 
     fn: ParamFunction
@@ -101,6 +105,7 @@ class SymmetryProblem:
     chunk_size: int | None = 256
     lsmr_options: dict[str, Any] = field(default_factory=dict)
     grid: PolarGrid | None = None
+    cache_size: int = 0
 
     def __post_init__(self):
         self.params = {k: v.detach().to(torch.float64) for k, v in self.params.items()}
@@ -154,8 +159,23 @@ class SymmetryProblem:
         """Compute ``η``, ``δ`` and the requested lifts (``"c"``, ``"b"``) at ``θ``.
 
         A lift not requested is returned with ``NaN`` residual and a zero direction; for a group
-        without Haar quadrature (only ``"c"`` possible) ``delta`` is ``NaN``.
+        without Haar quadrature (only ``"c"`` possible) ``delta`` is ``NaN``. With
+        ``cache_size > 0`` both lifts are solved (where the group has a quadrature) and the
+        result is cached by the parameter vector.
         """
+        if self.cache_size > 0:
+            th = self.theta0 if theta is None else theta.detach().to(torch.float64)
+            key = th.numpy().tobytes()
+            cache = self.__dict__.setdefault("_lift_cache", {})
+            if key not in cache:
+                both = ("c", "b") if self.group.order != 0 else tuple(which)
+                cache[key] = self._lifts(th, both, warn)
+                while len(cache) > self.cache_size:
+                    cache.pop(next(iter(cache)))
+            return cache[key]
+        return self._lifts(theta, which, warn)
+
+    def _lifts(self, theta: Tensor | None, which: Sequence[str], warn: bool) -> Attribution:
         eta = self.eta(theta)
         if self.group.order == 0 and "b" not in which:  # no Haar quadrature: δ is undefined
             delta = torch.full_like(eta, float("nan"))
