@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..errors import ShapeError
+from ..errors import ParameterNameError, ShapeError
 from ..params import ParameterBlock
 from ..targets import ParamFunction
 from .jacobian import JacobianOperator, check_outputs, dense_jacobian, function_from_module
@@ -208,6 +208,37 @@ class SymmetryProblem:
             sens = out["c"].column_norms / (m**0.5)
         return Attribution(out["c"], out["b"], eta, delta, values, self.layout, sens)
 
+
+    def input_layer_direction(self, weight: str, theta: Tensor | None = None) -> Tensor:
+        """The closed-form lift of ``η`` through the input layer: ``z`` with ``ΔW = −W ξ_τ`` on ``weight``.
+
+        If the inputs enter ``f`` only through ``W x`` (``f(x) = g(W x + b)``, ``weight`` = ``W``)
+        and the group acts on inputs only (``ρ(ξ) = 0``), then the orbit tangent is
+        ``η(x) = −D_x f(x)·(ξ_τ x) = −∇g·(W ξ_τ x) = J · vec(−W ξ_τ)``: moving ``W``
+        along ``−W ξ_τ`` moves the function along η exactly, so ``η ∈ Im J`` whenever ``W`` is
+        trainable ([Attribution]'s known-answer case; ``lifting-sanity``). Returns the flat
+        direction in this problem's layout (zeros outside ``weight``); ``‖J z − η‖ / ‖η‖`` is 0
+        up to rounding exactly when those assumptions hold.
+
+        Raises:
+            ParameterNameError: ``weight`` is not a trainable tensor of the problem.
+            ShapeError: the group acts on the outputs too, or ``weight`` is not ``(h, dimX)``.
+        """
+        tau, rho = self.group.generator(self.xi)
+        if float(rho.abs().max()) != 0.0:
+            raise ShapeError(f"input_layer_direction: {self.group.name} also acts on the outputs (ρ(ξ) ≠ 0); the closed "
+                             "form covers groups acting on the inputs only.")
+        params = self.unflatten(theta)
+        if weight not in params:
+            raise ParameterNameError(f"input_layer_direction: {weight!r} is not a trainable tensor of the problem; "
+                                     f"trainable: {sorted(params)}.")
+        W = params[weight]
+        if W.ndim != 2 or W.shape[1] != tau.shape[0]:
+            raise ShapeError(f"input_layer_direction: {weight!r} has shape {tuple(W.shape)}; expected (h, {tau.shape[0]}) "
+                             "(the layer the inputs enter through).")
+        delta = {k: torch.zeros_like(v) for k, v in params.items()}
+        delta[weight] = -W @ tau.to(W.dtype)
+        return self.layout.flatten(delta)
 
     def generator_lifts(self, theta: Tensor | None = None) -> list[LiftResult]:
         """``c*(ξ_k) = J⁺ η_{ξ_k}`` for every basis generator of the group (one factorisation of
