@@ -206,8 +206,7 @@ def time_it(fn, reps: int) -> float:
 
 def bench(preset: str, extra: list[str], rounds: int, naive_reps: int) -> None:
     problem = build_problem(preset)
-    items = [f"problem.preset={preset}"] + [f"{k}={v}" for k, v in problem.recipe.items()] + extra
-    cfg = apply_overrides(DiscoverConfig(), items)
+    cfg = apply_overrides(DiscoverConfig.for_preset(preset), extra)
     scales = problem.scales(cfg.objective.beta, torch.Generator().manual_seed(10_000))
     trainer = Trainer(problem, cfg, scales)
     step_index = cfg.train.steps // 2  # the main curriculum stage: full ρ and product length

@@ -18,6 +18,7 @@ Run: ``PYTHONPATH=src .venv/bin/python benchmarks/rebasin_compare.py [--widths 3
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
@@ -39,7 +40,7 @@ def main() -> None:
 
     rows = []
     for width in [int(w) for w in args.widths.split(",")]:
-        arch, a, b, data, _ = load_preset("digits-mlp", cache_dir=args.cache_dir, width=width)
+        arch, a, b, data, _ = load_preset("digits-mlp", cache_dir=args.cache_dir or os.environ.get("PARAMSYM_CACHE"), width=width)
         ours = align(arch, a, b, data, points=args.points, generator=torch.Generator().manual_seed(0))
         widths = arch.info["widths"]
         model_a = mlp(widths, "relu", dtype=torch.float32)

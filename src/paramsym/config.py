@@ -1,24 +1,32 @@
-"""Typed configuration: nested dataclasses, ``key=value`` overrides, YAML/JSON round trips.
+"""Typed configuration: nested dataclasses, typed overrides, YAML/JSON files.
 
 A configuration is a dataclass whose fields are scalars, tuples/lists of scalars or nested
-dataclasses. ``apply_overrides(cfg, ["train.lr=3e-4", "verdict.rhos=[0.1,0.5]"])`` returns a
-new configuration; an unknown key or a value of the wrong type raises :class:`ConfigError`
-naming the key, the expected type and the valid keys.
+dataclasses. Overrides are parsed ONCE into types: :meth:`Overrides.parse` reads
+``["train.lr=3e-4", "verdict.rhos=[0.1,0.5]"]`` (the ``--set`` strings) against the field
+annotations of the configuration class and holds ``{"train.lr": 0.0003, "verdict.rhos": [0.1, 0.5]}``;
+:meth:`Overrides.apply` returns a new, validated configuration (nested ``dataclasses.replace``,
+no text round trip). ``apply_overrides(cfg, items)`` is the two steps at once. An unknown key
+or a value of the wrong type raises :class:`ConfigError` naming the key, the expected type and
+the valid keys.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
 import types
 import typing
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 
 from .errors import ConfigError
+
+__all__ = ["Overrides", "apply_overrides", "flat_keys", "from_dict", "load_file", "read_document", "to_dict",
+           "validate_tree"]
 
 C = TypeVar("C")
 
@@ -29,7 +37,7 @@ def to_dict(cfg: Any) -> dict[str, Any]:
         return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
     if isinstance(cfg, (list, tuple)):
         return [to_dict(v) for v in cfg]
-    if isinstance(cfg, dict):
+    if isinstance(cfg, Mapping):
         return {k: to_dict(v) for k, v in cfg.items()}
     return cfg
 
@@ -120,6 +128,14 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
         return float(parsed)
     if annotation is str:
         return str(raw) if not isinstance(raw, str) else raw
+    if isinstance(annotation, type) and issubclass(annotation, Overrides):
+        if isinstance(raw, annotation):
+            return raw
+        if isinstance(parsed, Mapping):
+            return annotation(parsed)
+        if isinstance(parsed, (list, tuple)) and all(isinstance(v, str) for v in parsed):  # "k=v" strings
+            return annotation.parse(parsed)
+        raise ConfigError(f"{key}: expected a mapping of config keys to values, received {raw!r}.")
     if dataclasses.is_dataclass(annotation):
         if not isinstance(parsed, Mapping):
             raise ConfigError(f"{key}: expected a mapping for {annotation.__name__}, received {raw!r}.")
@@ -151,33 +167,152 @@ def _validate(cfg: Any) -> None:
         hook()
 
 
-def apply_overrides(cfg: C, overrides: Iterable[str]) -> C:
-    """Return a copy of ``cfg`` with dotted ``key=value`` overrides applied and validated.
+def validate_tree(cfg: Any) -> None:
+    """Call the ``validate`` hook of every nested configuration (inner ones first), as :func:`from_dict` does."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            validate_tree(value)
+    _validate(cfg)
+
+
+def _leaf_types(cls: type, prefix: str = "") -> dict[str, Any]:
+    """Dotted leaf key → annotation of config class ``cls`` (nested dataclasses expanded)."""
+    out: dict[str, Any] = {}
+    hints = _field_types(cls)
+    for f in dataclasses.fields(cls):
+        ann = hints[f.name]
+        if dataclasses.is_dataclass(ann) and isinstance(ann, type):
+            out.update(_leaf_types(ann, prefix + f.name + "."))
+        else:
+            out[prefix + f.name] = ann
+    return out
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for k, v in data.items():
+        if isinstance(v, Mapping) and not isinstance(v, Overrides):
+            yield from _flatten(v, f"{prefix}{k}.")
+        else:
+            yield prefix + str(k), v
+
+
+def _replace_path(obj: Any, parts: list[str], value: Any) -> Any:
+    if len(parts) == 1:
+        return dataclasses.replace(obj, **{parts[0]: copy.deepcopy(value)})
+    return dataclasses.replace(obj, **{parts[0]: _replace_path(getattr(obj, parts[0]), parts[1:], value)})
+
+
+class Overrides(Mapping[str, Any]):
+    """Typed overrides of a configuration class: dotted key → value of that field's type.
+
+    A typed partial configuration: ``Overrides({"train.lr": 3e-4}, config=DiscoverConfig)``
+    (or nested, ``{"train": {"lr": 3e-4}}``) checks every key against the class and coerces
+    every value to the field's annotation when it is built; :meth:`parse` builds one from
+    ``--set`` strings (each value parsed once, as YAML); :meth:`apply` returns a new validated
+    configuration. ``a | b`` merges (``b`` wins). A subclass fixes ``config`` so that a
+    configuration field can be annotated with it (e.g. ``DiscoverOverrides``); ``to_dict``
+    writes the dotted mapping, :func:`from_dict` reads it back (or the older list of strings).
+
+    Raises:
+        ConfigError: unknown key (the valid keys are listed) or a value of the wrong type.
+    """
+
+    #: the configuration class of a subclass (``None``: pass ``config=`` to the constructor)
+    config: ClassVar[type | None] = None
+
+    def __init__(self, values: Mapping[str, Any] | None = None, *, config: type | None = None):
+        cls = config or type(self).config
+        if cls is None:
+            raise ConfigError("Overrides needs the configuration class (config=...).")
+        self._config = cls
+        types_ = _leaf_types(cls)
+        self._values: dict[str, Any] = {}
+        for key, raw in _flatten(values or {}):
+            if key not in types_:
+                valid = list(types_)
+                close = [k for k in valid if k.split(".")[-1] == key.split(".")[-1]]
+                hint = f" Did you mean {close}?" if close else ""
+                raise ConfigError(f"unknown config key {key!r}.{hint} Valid keys: {valid}.")
+            self._values[key] = _coerce(key, raw, types_[key])
+
+    @classmethod
+    def parse(cls, items: Iterable[str] | str, *, config: type | None = None) -> Overrides:
+        """Overrides from ``"key=value"`` strings (as ``--set``; later items win).
+
+        Raises:
+            ConfigError: an item without ``=``, an unknown key or a value of the wrong type.
+        """
+        values: dict[str, Any] = {}
+        for item in [items] if isinstance(items, str) else items:
+            if not isinstance(item, str) or "=" not in item:
+                raise ConfigError(f"--set expects key=value, received {item!r}.")
+            key, raw = item.split("=", 1)
+            values.pop(key.strip(), None)
+            values[key.strip()] = raw
+        return cls(values, config=config)
+
+    @classmethod
+    def of(cls, overrides: Overrides | Mapping[str, Any] | Iterable[str] | None, *,
+           config: type | None = None) -> Overrides:
+        """``overrides`` as typed :class:`Overrides` (returned as is when it already is one of ``cls``)."""
+        if isinstance(overrides, cls) and (config is None or overrides._config is config):
+            return overrides
+        if overrides is None:
+            return cls(config=config)
+        if isinstance(overrides, Mapping):
+            return cls(overrides, config=config)
+        return cls.parse(overrides, config=config)
+
+    def apply(self, cfg: C) -> C:
+        """A copy of ``cfg`` with these values set, every nested configuration validated.
+
+        Raises:
+            ConfigError: ``cfg`` is not of the configuration class, or a ``validate`` hook refuses the result.
+        """
+        if not isinstance(cfg, self._config):
+            raise ConfigError(f"overrides of {self._config.__name__} cannot apply to a {type(cfg).__name__}.")
+        for key, value in self._values.items():
+            cfg = _replace_path(cfg, key.split("."), value)
+        validate_tree(cfg)
+        return cfg
+
+    def __or__(self, other: Overrides | Mapping[str, Any] | Iterable[str]) -> Overrides:
+        other = type(self).of(other, config=self._config)
+        return type(self)({**self._values, **other._values}, config=self._config)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Overrides):
+            return self._config is other._config and self._values == other._values
+        return isinstance(other, Mapping) and self._values == dict(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._values!r})"
+
+
+def apply_overrides(cfg: C, overrides: Iterable[str] | Mapping[str, Any] | Overrides) -> C:
+    """Return a copy of ``cfg`` with dotted overrides applied and validated.
 
     Args:
         cfg: a config dataclass instance.
-        overrides: strings ``"section.key=value"``; values are parsed as YAML scalars/lists.
+        overrides: ``"section.key=value"`` strings (values parsed once as YAML scalars/lists),
+            a mapping of dotted keys to values, or :class:`Overrides`.
 
     Raises:
         ConfigError: unknown key (the valid keys are listed), malformed item or bad value.
     """
-    data = to_dict(cfg)
-    valid = flat_keys(cfg)
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"--set expects key=value, received {item!r}.")
-        key, raw = item.split("=", 1)
-        key = key.strip()
-        if key not in valid:
-            close = [k for k in valid if k.split(".")[-1] == key.split(".")[-1]]
-            hint = f" Did you mean {close}?" if close else ""
-            raise ConfigError(f"unknown config key {key!r}.{hint} Valid keys: {valid}.")
-        node = data
-        parts = key.split(".")
-        for p in parts[:-1]:
-            node = node[p]
-        node[parts[-1]] = raw  # coerced against the annotation by from_dict below
-    return from_dict(type(cfg), data)
+    return Overrides.of(overrides, config=type(cfg)).apply(cfg)
 
 
 def read_document(path: str, what: str = "config file", error: type[ConfigError] = ConfigError) -> Any:

@@ -175,6 +175,30 @@ class UnknownClaimError(ConfigError):
     closest id and lists the known ones)."""
 
 
+# -- validation of user-supplied seeds and sizes (issue 20: every bad input a named one-line error) --------
+#: the largest seed ``torch.Generator.manual_seed`` accepts (an unsigned 64-bit integer)
+MAX_SEED = 2**64 - 1
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """``seed`` as an ``int`` in ``[0, 2**64)`` (what ``torch.Generator.manual_seed`` takes).
+
+    Args:
+        seed: the value received (``bool`` and non-integral values are refused).
+        name: the argument as the user knows it (``"seed"``, ``"--seed"``).
+
+    Raises:
+        ConfigError: not an integer, negative, or ``>= 2**64``.
+    """
+    import numbers
+
+    ok = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+    if not ok or not 0 <= int(seed) <= MAX_SEED:
+        shown = repr(seed) if len(repr(seed)) <= 60 else repr(seed)[:57] + "..."
+        raise ConfigError(f"{name} must be an integer >= 0 and < 2**64; received {shown}. Give a seed such as 0.")
+    return int(seed)
+
+
 # -- grammar / loading (issue 19 item 3, issue 20 item 2) -------------------------------------
 class PickleWeightsError(InputFileError):
     """A model directory whose only weights are pickles (``pytorch_model.bin``, ``*.pt``): never

@@ -105,7 +105,8 @@ def test_verdict_suggests_smaller_rtol_when_the_projection_would_pass():
     r = lift(J, t, rtol=1e-3, gauge="none", solver="svd")
     assert not r.liftable()
     hint = r.info["rtol_hint"]
-    assert hint["rtol"] == 1e-5 and hint["rank"] == 8 and hint["residual"] < 1e-12
+    # t lies in span u_1..u_8 exactly; the SVD's u_8 is accurate to ~ε·σ_1/σ_8, so is the residual
+    assert hint["rtol"] == 1e-5 and hint["rank"] == 8 and hint["residual"] < 10 * np.finfo(float).eps * sigma[0] / sigma[7]
     assert "liftable at rtol=1e-05" in r.verdict() and "--set rtol=1e-05" in r.verdict()
     assert lift(J, t, rtol=1e-5, gauge="none", solver="svd").liftable()
     # a target with a part outside Im J: no hint that passes

@@ -19,8 +19,7 @@ FIELDS = ("fields_mu", "moved", "fields", "direct", "two_step", "transported", "
 def test_fused_quantities_equal_generic(preset: str, r: int, inf: bool, fin: bool) -> None:
     torch.set_num_threads(1)
     pr = build_problem(preset)
-    cfg = apply_overrides(DiscoverConfig(), [f"{k}={v}" for k, v in pr.recipe.items()]
-                          + [f"group.generators={r}", "action.width=32"])
+    cfg = apply_overrides(DiscoverConfig.for_preset(preset), [f"group.generators={r}", "action.width=32"])
     tr = Trainer(pr, cfg, pr.scales(cfg.objective.beta, torch.Generator().manual_seed(0)))
     a = tr.action.double()
     gen = torch.Generator().manual_seed(1)

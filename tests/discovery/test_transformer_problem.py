@@ -166,13 +166,14 @@ def test_scale_over_budget_refuses_with_the_estimate(problem) -> None:
 
 
 def test_discover_on_a_block_too_large_for_the_budget_refuses_before_writing(tmp_path) -> None:
-    from paramsym.discovery import discover
+    from paramsym.discovery import DiscoverConfig, discover
+    from paramsym.discovery.config import with_overrides
 
     m = tiny_bert()
     target = Target(m, ["encoder.layer.1.intermediate.dense.weight", "encoder.layer.1.output.dense.weight"], {"input_ids": ids()})
     out = tmp_path / "run"
     with pytest.raises(TooLargeError, match=r"needs about .* GiB .*train.memory_gb = 0.001"):
-        discover(target, 0.01, overrides={"train.memory_gb": 0.001}, out=out, progress=False)
+        discover(target, 0.01, cfg=with_overrides(DiscoverConfig(), {"train.memory_gb": 0.001}), out=out, progress=False)
     assert not out.exists()
 
 

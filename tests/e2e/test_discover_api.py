@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import paramsym.discovery.run as drun
+import paramsym.discovery.entry as drun
 from paramsym.config import apply_overrides
 from paramsym.discovery import DiscoverConfig, discover, load_action, resume_run
-from paramsym.discovery.run import choose_threads
+from paramsym.discovery.config import with_overrides
+from paramsym.discovery.threads import choose_threads
 from paramsym.errors import BlockMismatchError, ConfigError, RunDirError
 from paramsym.experiments.registry import regenerate
 from paramsym.runs import RunDir
@@ -21,6 +22,7 @@ from paramsym.targets import Target
 
 TINY = {"train.steps": 40, "action.width": 16, "verdict.samples": 32, "verdict.rhos": [0.5], "verdict.factors": [1, 2],
         "verdict.curve_points": 2, "verdict.curve_times": 5}
+TINY_CFG = with_overrides(DiscoverConfig(), TINY)
 
 
 def _model(seed: int = 0, hidden: int = 2) -> torch.nn.Module:
@@ -40,7 +42,7 @@ def _target(model=None) -> Target:
 @pytest.fixture(scope="module")
 def custom_run(tmp_path_factory):
     F = _target()
-    return F, discover(F, 0.1, overrides=TINY, out=tmp_path_factory.mktemp("api") / "run", progress=False)
+    return F, discover(F, 0.1, cfg=TINY_CFG, out=tmp_path_factory.mktemp("api") / "run", progress=False)
 
 
 def test_discover_custom_module(custom_run) -> None:
@@ -90,7 +92,7 @@ def test_discover_is_deterministic_and_leaves_global_state(custom_run, tmp_path:
     F, res = custom_run
     torch.manual_seed(1234)
     threads = torch.get_num_threads()
-    again = discover(F, 0.1, overrides=TINY, out=tmp_path / "again", progress=False)
+    again = discover(F, 0.1, cfg=TINY_CFG, out=tmp_path / "again", progress=False)
     assert torch.get_num_threads() == threads
     assert {k: again.metrics[k] for k in ("verdict", "final_losses", "generators")} == \
         {k: res.metrics[k] for k in ("verdict", "final_losses", "generators")}
@@ -102,17 +104,19 @@ def test_bad_inputs_fail_before_any_directory_exists(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="perturb_std"):
         discover(F, -1.0, out=out, progress=False)
     with pytest.raises(ConfigError, match="unknown config key"):
-        discover(F, 0.1, overrides={"train.lrr": 1}, out=out, progress=False)
+        discover(F, 0.1, cfg=with_overrides(DiscoverConfig(), {"train.lrr": 1}), out=out, progress=False)
+    with pytest.raises(ConfigError, match="one configuration, cfg=; received overrides="):
+        discover(F, 0.1, overrides=TINY, out=out, progress=False)
     with pytest.raises(ConfigError, match="unknown preset"):
         discover("nope", out=out, progress=False)
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="cuda"):
-            discover(F, 0.1, overrides={"device": "cuda"}, out=out, progress=False)
+            discover(F, 0.1, cfg=with_overrides(TINY_CFG, {"device": "cuda"}), out=out, progress=False)
     assert not out.exists()
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep")
     with pytest.raises(RunDirError, match="not empty"):
-        discover(F, 0.1, overrides=TINY, out=tmp_path / "full", progress=False)
+        discover(F, 0.1, cfg=TINY_CFG, out=tmp_path / "full", progress=False)
     assert (tmp_path / "full" / "x").read_text() == "keep"
 
 
@@ -129,7 +133,7 @@ def test_presets_use_their_recipe_and_quick(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setattr(drun, "Trainer", counting)
     cfg = DiscoverConfig.quick("linear2x2")
     assert cfg.objective.gamma_transport == 10.0 and cfg.train.lr == 2e-3 and cfg.train.steps == 300
-    res = discover("linear2x2", cfg=cfg, overrides={**TINY, "train.lr": 3e-4}, out=tmp_path / "r", progress=False)
+    res = discover("linear2x2", cfg=with_overrides(cfg, {**TINY, "train.lr": 3e-4}), out=tmp_path / "r", progress=False)
     saved = json.loads(res.run.file("config.json").read_text())
     assert saved["objective"]["gamma_transport"] == 10.0 and saved["train"]["lr"] == 3e-4
     assert saved["problem"]["preset"] == "linear2x2" and len(built) == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from paramsym.discovery.config import DiscoverOverrides
 from paramsym.experiments.lifting import LiftingConfig, matched_ratio
 from paramsym.experiments.lifting import run as run_lifting
 from paramsym.experiments.objectives import ObjectivesConfig
@@ -32,7 +33,8 @@ def test_matched_ratio_of_power_laws_is_their_constant_ratio() -> None:
 
 
 def test_objectives_experiment_writes_comparison(tmp_path: Path) -> None:
-    cfg = ObjectivesConfig(preset="sigmoid-scalar", variants=["hybrid", "finite"], seeds=[0], steps=20, overrides=TINY)
+    cfg = ObjectivesConfig(preset="sigmoid-scalar", variants=["hybrid", "finite"], seeds=[0], steps=20,
+                           overrides=DiscoverOverrides.parse(TINY))
     out = RunDir(tmp_path / "obj")
     m = run_objectives(cfg, out, progress=False)
     assert set(m["median"]) == {"hybrid", "finite"}
@@ -45,7 +47,7 @@ def test_objectives_experiment_writes_comparison(tmp_path: Path) -> None:
 
 
 def test_lifting_experiment_evaluates_both_actions_on_the_host(tmp_path: Path) -> None:
-    cfg = LiftingConfig(seeds=[0], steps=20, rhos=[0.1, 0.5, 1.2], samples=32, overrides=TINY)
+    cfg = LiftingConfig(seeds=[0], steps=20, rhos=[0.1, 0.5, 1.2], samples=32, overrides=DiscoverOverrides.parse(TINY))
     out = RunDir(tmp_path / "lift")
     m = run_lifting(cfg, out, progress=False)
     for preset in ("relu2881-unit", "relu2881-all"):

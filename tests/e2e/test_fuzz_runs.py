@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paramsym.discovery import DiscoverConfig, discover, load_action, resume_run
+from paramsym.discovery.config import with_overrides
 from paramsym.errors import ParamsymError
 from paramsym.experiments.registry import regenerate
 from paramsym.runs import RunDir
@@ -39,7 +40,8 @@ WRONG_FORMS = [b"[]", b"{}", b"null", b"17", b'"text"', b'{"kind": "discovery", 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fuzz") / "run"
-    discover("sigmoid-scalar", cfg=DiscoverConfig.for_preset("sigmoid-scalar"), overrides=TINY, out=out, progress=False)
+    discover("sigmoid-scalar", cfg=with_overrides(DiscoverConfig.for_preset("sigmoid-scalar"), TINY), out=out,
+             progress=False)
     return out
 
 

@@ -21,11 +21,12 @@ _TINY = {"train.steps": 3, "action.width": 16, "action.depth": 1, "verdict.sampl
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    from paramsym.discovery import discover
+    from paramsym.discovery import DiscoverConfig, discover
+    from paramsym.discovery.config import with_overrides
 
     out = tmp_path_factory.mktemp("learned") / "relu242"
     with torch.random.fork_rng(devices=[]):
-        discover("relu242", overrides=_TINY, out=str(out))
+        discover("relu242", cfg=with_overrides(DiscoverConfig.for_preset("relu242"), _TINY), out=str(out))
     return str(out)
 
 

@@ -35,9 +35,10 @@ from ..actions.attention import QueryKeyAction, ValueOutputAction
 from ..actions.catalogue import catalogue
 from ..actions.linear import RescalingAction
 from ..actions.permutation import HiddenPermutationAction
-from ..errors import ConfigError, SymmetryNotApplicableError
+from ..errors import ConfigError, SymmetryNotApplicableError, check_finite
+from ..groups.memory import check_memory
 from ..params import ParameterBlock
-from .arch import Architecture, UnitGroup
+from .arch import Architecture, UnitGroup, check_same_architecture
 from .matching import (
     balance,
     distance,
@@ -49,7 +50,7 @@ from .matching import (
 )
 from .path import PathCurve, path_curve, relative_output_error
 
-__all__ = ["SYMMETRIES", "AlignmentResult", "align", "resolve_symmetries"]
+__all__ = ["SYMMETRIES", "AlignmentResult", "align", "check_points", "resolve_symmetries"]
 
 #: symmetry names of ``--symmetries`` and the catalogue kinds they use
 SYMMETRIES: dict[str, tuple[str, ...]] = {
@@ -182,6 +183,7 @@ def align_parameters(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str
         ``(stages, seconds, details)``: ``stages = {"before", "permutation", "full"}`` → params.
     """
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    _check_models(a, b)
     a = {n: t.double() for n, t in a.items()}
     cur = {n: t.double() for n, t in b.items()}
     stages = {"before": cur}
@@ -249,9 +251,38 @@ def align_parameters(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str
     return stages, seconds, details
 
 
+def _check_models(a: Mapping[str, Tensor], b: Mapping[str, Tensor]) -> None:
+    """Refuse non-floating or non-finite parameters (a NaN breaks the assignment solver) and unequal architectures."""
+    for side, params in (("A", a), ("B", b)):
+        for n, t in params.items():
+            if not isinstance(t, Tensor) or not t.is_floating_point():
+                raise ConfigError(f"model {side} tensor {n!r} must be a floating-point tensor; received "
+                                  f"{getattr(t, 'dtype', type(t).__name__)}. Give the trained float weights.")
+            check_finite(f"model {side} tensor {n!r}", t, "Alignment needs finite weights; check the file.")
+    check_same_architecture(a, b)
+
+
+#: bytes one path point keeps: 3 stages x (alpha + 4 curves) Python floats, and their JSON text
+_BYTES_PER_POINT = 3 * 5 * (32 + 24)
+
+
+def check_points(points: int, max_memory: int | None = None) -> None:
+    """Refuse a path grid that is not an integer >= 2 or whose stored curves exceed ``max_memory``.
+
+    Raises:
+        ConfigError: ``points`` not an integer >= 2.
+        TooLargeError: the estimate (``points`` x 840 bytes) exceeds the budget.
+    """
+    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+        raise ConfigError(f"points (--points) must be an integer >= 2 (α = 0 and 1); received {points!r}.")
+    check_memory(points * _BYTES_PER_POINT, f"the loss paths of {points} points (3 stages)", max_memory,
+                 "Use fewer --points (25 resolves the barrier).")
+
+
 def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], data, *,
           symmetries: Sequence[str] | None = None, points: int = 25,
-          generator: torch.Generator | None = None, start: str = "permutation") -> AlignmentResult:
+          generator: torch.Generator | None = None, start: str = "permutation",
+          max_memory: int | None = None) -> AlignmentResult:
     """Align ``b`` to ``a`` and evaluate the linear paths (module docstring).
 
     Args:
@@ -262,7 +293,16 @@ def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], 
         points: grid size of the path (α = k / (points − 1)).
         generator: order of the coordinate-descent sweeps.
         start: where rescaling starts (``"balanced"`` or ``"permutation"``, see :func:`align_parameters`).
+        max_memory: budget in bytes of the stored path curves (default 2 GiB; see
+            :mod:`paramsym.groups.memory`): ``points`` beyond it are refused before any work.
+
+    Raises:
+        ConfigError: ``points`` < 2, or non-floating parameters.
+        TooLargeError: ``points`` whose curves exceed ``max_memory`` (the estimate is named).
+        NonFiniteError: NaN or inf in ``a`` or ``b``.
+        ArchitectureMismatchError: different names, shapes or dtypes.
     """
+    check_points(points, max_memory)
     syms = resolve_symmetries(arch, symmetries)
     stages, seconds, details = align_parameters(arch, a, b, syms, generator=generator, start=start)
     A = {n: t.double() for n, t in a.items()}

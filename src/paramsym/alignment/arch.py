@@ -93,7 +93,7 @@ class Architecture:
 
 
 def check_same_architecture(a: Mapping[str, Tensor], b: Mapping[str, Tensor], what: tuple[str, str] = ("A", "B")) -> None:
-    """Raise :class:`ArchitectureMismatchError` unless ``a`` and ``b`` have the same names and shapes.
+    """Raise :class:`ArchitectureMismatchError` unless ``a`` and ``b`` have the same names, shapes and dtypes.
 
     The message lists (at most 8 of each) the tensors only in A, only in B, and of different shapes.
     """
@@ -101,7 +101,9 @@ def check_same_architecture(a: Mapping[str, Tensor], b: Mapping[str, Tensor], wh
     only_b = sorted((n for n in b if n not in a), key=_natural)
     shapes = [f"{n}: {tuple(a[n].shape)} vs {tuple(b[n].shape)}" for n in sorted(a, key=_natural)
               if n in b and a[n].shape != b[n].shape]
-    if only_a or only_b or shapes:
+    dtypes = [f"{n}: {str(a[n].dtype).removeprefix('torch.')} vs {str(b[n].dtype).removeprefix('torch.')}"
+              for n in sorted(a, key=_natural) if n in b and a[n].dtype != b[n].dtype]
+    if only_a or only_b or shapes or dtypes:
         parts = []
         if only_a:
             parts.append(f"only in {what[0]}: {only_a[:8]}" + (f" (+{len(only_a) - 8} more)" if len(only_a) > 8 else ""))
@@ -109,6 +111,9 @@ def check_same_architecture(a: Mapping[str, Tensor], b: Mapping[str, Tensor], wh
             parts.append(f"only in {what[1]}: {only_b[:8]}" + (f" (+{len(only_b) - 8} more)" if len(only_b) > 8 else ""))
         if shapes:
             parts.append("different shapes: " + "; ".join(shapes[:8]) + (f" (+{len(shapes) - 8} more)" if len(shapes) > 8 else ""))
+        if dtypes:
+            parts.append("different dtypes: " + "; ".join(dtypes[:8]) + (f" (+{len(dtypes) - 8} more)" if len(dtypes) > 8 else "")
+                         + " (convert both models to one floating dtype)")
         raise ArchitectureMismatchError(
             f"models {what[0]} and {what[1]} do not have the same architecture — {'; '.join(parts)}. "
             "Alignment needs two models with the same tensor names and shapes.")

@@ -71,6 +71,9 @@ def register(subparsers) -> None:
     k.add_argument("--limit", default="10000",
                    help="list at most this many clusterings (>= 0; the count is always exact)")
     k.add_argument("--json", action="store_true", help="print JSON (keys count, clusterings)")
+    k.add_argument("--max-memory", default=None,
+                   help="memory budget of the exact counts, e.g. 8GiB (default 2GiB); a larger estimate stops "
+                   "with TooLargeError before any work")
     k.set_defaults(func=_cmd_clusterings)
 
     f = sub.add_parser("classify", help="recover the partial G-clustering of a layer, or say what fails")
@@ -107,18 +110,19 @@ def _budget_options(p: argparse.ArgumentParser) -> None:
 
 
 # ------------------------------------------------------------------------------ validation
-def _int_option(args: argparse.Namespace, name: str, minimum: int) -> int:
-    """``args.<name>`` as an integer ``>= minimum``, else a named one-line :class:`ConfigError`."""
+def _int_option(args: argparse.Namespace, name: str, minimum: int, maximum: int | None = None) -> int:
+    """``args.<name>`` as an integer in ``[minimum, maximum]``, else a named one-line :class:`ConfigError`."""
     from ..errors import ConfigError
 
     raw = getattr(args, name)
     flag = "--" + name.replace("_", "-")
+    want = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise ConfigError(f"{flag} must be an integer >= {minimum}; got {raw!r}.") from None
-    if value < minimum:
-        raise ConfigError(f"{flag} must be an integer >= {minimum}; got {value}.")
+        raise ConfigError(f"{flag} must be {want}; got {str(raw)[:80]!r}.") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ConfigError(f"{flag} must be {want}; got {str(value)[:80]}.")
     return value
 
 
@@ -178,7 +182,7 @@ def _cmd_count(args: argparse.Namespace) -> int:
     budget = _max_memory(args)
     G = FiniteGroup.parse(args.group)
     rep = Representation.parse(G, args.rep, max_memory=budget, progress=_progress(args))
-    res = component_count(rep, heads, copies=copies, rep_name=args.rep, progress=_progress(args))
+    res = component_count(rep, heads, copies=copies, rep_name=args.rep, progress=_progress(args), max_memory=budget)
     if args.json:
         _print_json(res.to_dict())
         return 0
@@ -199,12 +203,15 @@ def _cmd_count(args: argparse.Namespace) -> int:
 
 
 def _cmd_table(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
+    from ..errors import ConfigError, ShapeError
     from .components import parse_range
     from .report import AttentionTableConfig, rows_markdown, run, table
 
     heads = _int_option(args, "heads", 1)
-    copies = parse_range(args.copies)
+    try:
+        copies = parse_range(args.copies)
+    except ShapeError as exc:
+        raise ConfigError(f"--copies: {exc}") from None
     if min(copies) < 1:
         raise ConfigError(f"--copies {args.copies!r}: every number of copies must be >= 1.")
     cfg = AttentionTableConfig(group=args.group, rep=args.rep, copies=copies, heads=heads,
@@ -245,7 +252,7 @@ def _cmd_clusterings(args: argparse.Namespace) -> int:
     heads = _int_option(args, "heads", 1)
     limit = _int_option(args, "limit", 0)
     G = FiniteGroup.parse(args.group)
-    n = count_partial_clusterings(G, heads, up_to=args.up_to)
+    n = count_partial_clusterings(G, heads, up_to=args.up_to, max_memory=_max_memory(args))
     listing = None
     if not args.count_only and args.up_to == "isomorphism":
         # the first `limit` clusterings in enumeration order (lazily; the count is exact anyway)
@@ -285,7 +292,7 @@ def _cmd_classify(args: argparse.Namespace) -> int:
     num_heads = None if args.num_heads is None else _int_option(args, "num_heads", 1)
     tol = None if args.tol is None else _float_option(args, "tol", positive=True)
     bias_tol = _float_option(args, "bias_tol", nonnegative=True)
-    seed = _int_option(args, "seed", 0)
+    seed = _int_option(args, "seed", 0, 2**64 - 1)
     G = FiniteGroup.parse(args.group)
     rep = Representation.parse(G, args.rep, copies, max_memory=_max_memory(args), progress=_progress(args))
     w = load_weights(args.weights, num_heads=num_heads, bias_tol=bias_tol)
@@ -373,12 +380,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
     heads = _int_option(args, "heads", 1)
     index = _int_option(args, "index", 0)
     copies = _int_option(args, "copies", 1)
-    seed = _int_option(args, "seed", 0)
+    seed = _int_option(args, "seed", 0, 2**64 - 1)
     perturb = _float_option(args, "perturb")
     _check_out_file(args.out, args.overwrite)
     G = FiniteGroup.parse(args.group)
     rep = Representation.parse(G, args.rep, copies, max_memory=_max_memory(args), progress=_progress(args))
-    total = count_partial_clusterings(G, heads)
+    total = count_partial_clusterings(G, heads, max_memory=_max_memory(args))
     if not 0 <= index < total:
         raise ShapeError(f"--index {index}: there are {total} clusterings, indices 0..{total - 1}.")
     clustering = next(itertools.islice(enumerate_partial_clusterings(G, heads, limit=max(total, 1)), index, None))

@@ -38,11 +38,13 @@ import numpy as np
 
 from ..errors import ShapeError, TooLargeError
 from ..groups.gsets import GSet, all_actions, coset_automorphisms, count_actions
+from ..groups.memory import check_memory
 
 __all__ = [
     "PartialClustering",
     "enumerate_partial_clusterings",
     "count_partial_clusterings",
+    "counting_bytes",
     "count_homomorphisms_to_symmetric",
     "set_partitions",
 ]
@@ -253,8 +255,17 @@ def _check_heads(n_heads: int) -> int:
     return int(n_heads)
 
 
+def counting_bytes(n_heads: int) -> int:
+    """Estimated bytes of the exact counts for ``n_heads`` heads: three tables of ``n + 1`` Python
+    integers (Stirling numbers ``S(n, k)``, ``|Hom(G, S_m)|``, partition sums) of up to
+    ``n log2 n`` bits each."""
+    n = int(n_heads)
+    return 3 * (n + 1) * (n * max(n, 2).bit_length() // 8 + 28)
+
+
 def count_partial_clusterings(
-    group, n_heads: int, *, up_to: Literal["isomorphism", "relabelling"] = "isomorphism"
+    group, n_heads: int, *, up_to: Literal["isomorphism", "relabelling"] = "isomorphism",
+    max_memory: int | None = None, max_seconds: float = 300.0,
 ) -> int:
     """Number of partial G-clusterings of ``n_heads`` heads.
 
@@ -264,8 +275,21 @@ def count_partial_clusterings(
         up_to: ``"isomorphism"`` (heads labelled; the paper's count, 33 for ``C_6`` and 3 heads)
             or ``"relabelling"`` (additionally identify clusterings that differ by a permutation
             of the heads).
+        max_memory: budget in bytes (default 2 GiB, :mod:`paramsym.groups.memory`) of the exact
+            integer tables (:func:`counting_bytes`); a larger estimate raises
+            :class:`~paramsym.errors.TooLargeError` before any work.
+        max_seconds: refuse (:class:`~paramsym.errors.TooLargeError`) when the estimated CPU time
+            exceeds this: the homomorphism counts cost about ``|G| n^4`` big-integer steps, measured
+            at ``2e-11 |G| n^4`` seconds (C2, 800 heads: 16 s).
     """
     n = _check_heads(n_heads)
+    check_memory(counting_bytes(n), f"the exact counts of partial clusterings of {n} heads", max_memory,
+                 "Use fewer --heads.")
+    seconds = 2e-11 * group.order * float(n) ** 4
+    if seconds > max_seconds:
+        raise TooLargeError(f"counting the partial {group.name}-clusterings of {n} heads would take about "
+                            f"{seconds:.3g} CPU seconds (estimate 2e-11·|G|·n^4), more than the limit of {max_seconds:g} s. "
+                            "Use fewer --heads (or pass max_seconds from Python).")
     if up_to == "isomorphism":
         h = count_homomorphisms_to_symmetric(group, n)
         S = _stirling2(n)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ShapeError, TooLargeError
+from ..groups.memory import check_memory, dense_bytes
 
 __all__ = [
     "maximal_subrepresentations",
@@ -173,6 +174,23 @@ def head_dimension(dim_v: int, heads: int) -> int:
             f"Use one of {divisors}."
         )
     return dim_v // heads
+
+
+def _check_bound_digits(c: int, heads: int) -> None:
+    """Refuse a Theorem 9 bound ``c^{2H}/H!`` whose numerator or denominator has more decimal digits
+    than Python converts to text (``sys.get_int_max_str_digits()``, 4300 by default): the result
+    prints both exactly, and the exact fraction costs time quadratic in its digits."""
+    import sys
+
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if limit <= 0:
+        return
+    digits = max(2 * heads * math.log10(max(c, 1)), math.lgamma(heads + 1) / math.log(10)) + 1
+    if digits > limit:
+        raise TooLargeError(
+            f"the exact Theorem 9 bound c^(2H)/H! for c = {c if c < 10**60 else f'~1e{len(str(c)) - 1}'} and H = {heads} "
+            f"heads has about {digits:.3g} decimal digits, more than the {limit} that Python converts to text. Use fewer "
+            "--heads, or raise the limit (environment variable PYTHONINTMAXSTRDIGITS).")
 
 
 def theorem9_bound(c: int, heads: int) -> Fraction:
@@ -345,7 +363,7 @@ def _is_d4_regular_copies(content: Sequence[tuple[str, int, int]], C: int) -> bo
 
 def component_count(
     rep, heads: int, *, copies: int = 1, content: Sequence[tuple[str, int, int]] | None = None,
-    rep_name: str = "", progress: bool = False,
+    rep_name: str = "", progress: bool = False, max_memory: int | None = None,
 ) -> ComponentCount:
     """``c_{G,d}(R^copies ⊗ ρ)`` with ``d = dim V / heads`` and the Theorem 9 bound.
 
@@ -356,6 +374,9 @@ def component_count(
         content: precomputed :func:`irreducible_content` of ``ρ`` (reused across ``copies``).
         rep_name: how to describe ``ρ`` in the result.
         progress: progress bar (stderr, TTY only) while the irreducibles are computed.
+        max_memory: budget in bytes (default 2 GiB, :mod:`paramsym.groups.memory`) of the counting
+            polynomials (``d + 1`` coefficients) and of the exact bound ``c^{2H}/H!``; a larger
+            estimate raises :class:`~paramsym.errors.TooLargeError` before allocating.
     """
     copies = int(copies)
     if copies < 1:
@@ -364,7 +385,12 @@ def component_count(
     scaled = [(n, k, m * copies) for n, k, m in base]
     dim_v = sum(k * m for _, k, m in scaled)
     d = head_dimension(dim_v, int(heads))
+    wide = math.prod(m + 1 for _, _, m in scaled) >= 2**62  # Python integers instead of int64
+    check_memory(3 * dense_bytes(d + 1, itemsize=48 if wide else 8),
+                 f"the counting polynomials for head dimension d = {d} (dim V = {dim_v}, {heads} heads, {copies} copies)",
+                 max_memory, "Use fewer --copies or more --heads.")
     c = count_components([k for _, k, _ in scaled], [m for _, _, m in scaled], d)
+    _check_bound_digits(c, int(heads))
     # the closed form counts a1+a2+b1+b2+2e = d: it applies whenever V ≅ R^d ⊗ R[D4]
     closed = d4_components_closed_form(d) if d >= 1 and _is_d4_regular_copies(scaled, d) else None
     return ComponentCount(
@@ -382,10 +408,11 @@ def component_count(
 
 
 def component_table(rep, copies: Iterable[int], heads: int, *, rep_name: str = "",
-                    progress: bool = False) -> list[ComponentCount]:
+                    progress: bool = False, max_memory: int | None = None) -> list[ComponentCount]:
     """:func:`component_count` for each ``C`` in ``copies`` (one character computation of ``ρ``)."""
     content = irreducible_content(rep, progress=progress)
-    return [component_count(rep, heads, copies=C, content=content, rep_name=rep_name) for C in copies]
+    return [component_count(rep, heads, copies=C, content=content, rep_name=rep_name, max_memory=max_memory)
+            for C in copies]
 
 
 def table_markdown(rows: Sequence[ComponentCount]) -> str:

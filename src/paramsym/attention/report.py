@@ -82,7 +82,7 @@ def table(cfg: AttentionTableConfig, *, progress: bool = False) -> dict[str, Any
     cfg.validate()
     G = FiniteGroup.parse(cfg.group, argument="group")
     rep = Representation.parse(G, cfg.rep, max_memory=cfg.max_memory, progress=progress, argument="rep")
-    rows = component_table(rep, cfg.copies, cfg.heads, rep_name=cfg.rep, progress=progress)
+    rows = component_table(rep, cfg.copies, cfg.heads, rep_name=cfg.rep, progress=progress, max_memory=cfg.max_memory)
     return {"group": G.name, "rep": cfg.rep, "heads": cfg.heads, "rows": [r.to_dict() for r in rows]}
 
 

@@ -7,7 +7,8 @@
   along +c, ``P_E f_0`` along −b), and every ``every`` steps the *staleness* of the frozen first
   direction ``z_0``: ``‖J_k z_0 − t_k‖/‖t_k‖`` with ``t_k = η(θ_k)`` or ``−δ(θ_k)`` (one JVP).
 * :func:`cutoff_sweep` — for each truncation ``τ``: resolved rank, captured energy
-  ``‖P_k t‖²/‖t‖²`` (``P_k`` the projector on the ``k`` leading left singular vectors), residual
+  ``‖P_k t‖²/‖t‖²`` (``P_k`` the projector on the ``k`` leading left singular vectors), projection
+  residual ``‖(I − P_k) t‖/‖t‖`` (summed over the complement, not ``sqrt(1 − captured)``), residual
   ``‖J c_τ − t‖/‖t‖``, ``‖c_τ‖`` and ``cos(c_τ, c_ref)``.
 * :func:`quadrature_check` — ``‖P_n f − P_{2n} f‖ / ‖f‖`` for the equally spaced SO(2) rule
   (``C_n`` against ``C_{2n}``): how much the Reynolds average still moves when the rule is
@@ -30,6 +31,7 @@ import torch
 from torch import Tensor
 
 from .flows import FlowTrace, angular_profile, predicted_function
+from .gauges import tail_norms
 from .lift import DenseLift
 from .problem import SymmetryProblem
 from .symmetry import reynolds_x, so2, transform_x
@@ -127,12 +129,14 @@ def cutoff_sweep(J: Tensor, target: Tensor, rtols: Sequence[float] = (1e-1, 3e-2
     tn2 = float(t.square().sum())
     ref = DenseLift(J, rtol=reference_rtol, gauge=gauge, solver="gram").solve(t).direction
     U, _, _ = torch.linalg.svd(J, full_matrices=False)
-    energy = torch.cumsum((U.T @ t).square(), 0)
+    coords = U.T @ t
+    energy = torch.cumsum(coords.square(), 0)
+    tail = tail_norms(coords, float((t - U @ coords).norm()))  # ‖(I − P_k) t‖ from the complement
     rows = []
     for tau in rtols:
         r = DenseLift(J, rtol=tau, gauge=gauge, solver="gram" if tau >= 1e-6 else "svd").solve(t)
         cap = float(energy[r.rank - 1]) / tn2 if r.rank and tn2 > 0 else 0.0
-        proj_res = max(1.0 - cap, 0.0) ** 0.5
+        proj_res = float(tail[r.rank]) / tn2**0.5 if tn2 > 0 else 0.0
         c = r.direction
         cos = float(c @ ref) / max(float(c.norm() * ref.norm()), 1e-300)
         rows.append({"rtol": tau, "rank": r.rank, "captured_energy": cap, "residual": r.residual,

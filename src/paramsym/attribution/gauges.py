@@ -25,7 +25,9 @@ projection residual ``‖(I − P_k) t‖/‖t‖`` (independent of the gauge), 
 
 **Residual hint**: for the Gram and SVD routes every left singular vector is at hand, so the
 projection residual at a smaller truncation ``τ'`` costs one ``Uᵀt``:
-``r(τ') = ‖t − Σ_{σ_i ≥ τ'σ_1} u_i u_iᵀ t‖/‖t‖``. :func:`projection_residual_hint` returns the
+``r(τ') = ‖t − Σ_{σ_i ≥ τ'σ_1} u_i u_iᵀ t‖/‖t‖``, summed over the complement (the tail
+coordinates ``u_iᵀt``, ``σ_i < τ'σ_1``, plus the part of ``t`` outside ``span U``; never as
+``‖t‖² − ‖P t‖²``, whose floor is ``√ε``: :func:`tail_norms`). :func:`projection_residual_hint` returns the
 largest ``τ'`` (from 1e-4 down to 1e-12) that the factorisation resolves (``τ' ≥`` its rounding
 floor) and whose ``r(τ') ≤`` the liftability threshold — it is what the verdict suggests.
 """
@@ -40,7 +42,7 @@ PAPER_DEAD_ABS = 1e-8
 #: the truncations the verdict may suggest, largest first
 HINT_RTOLS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12)
 
-__all__ = ["HINT_RTOLS", "PAPER_DEAD_ABS", "paper_dead_mask", "paper_direction", "projection_residual_hint"]
+__all__ = ["HINT_RTOLS", "PAPER_DEAD_ABS", "paper_dead_mask", "paper_direction", "projection_residual_hint", "tail_norms"]
 
 
 def paper_dead_mask(col: Tensor, dead_tol: float) -> Tensor:
@@ -70,8 +72,15 @@ def paper_direction(Vk: Tensor, a: Tensor, D: Tensor) -> Tensor:
 
 def projection_residual_hint(
     sigma: Tensor, coords: Tensor, target_norm: float, rtol: float, floor: float, tol: float,
+    *, outside: float,
 ) -> dict[str, float] | None:
     """The largest smaller truncation at which ``t`` would be liftable, from ``coords = Uᵀt``.
+
+    The residual is summed over the complement, never subtracted from ``‖t‖²``:
+    ``r(τ')² ‖t‖² = Σ_{i ≥ k'} (u_iᵀt)² + ‖t − U Uᵀ t‖²`` (the tail coordinates plus the part of
+    ``t`` outside ``span U``, ``outside``). Both terms are sums of non-negative numbers, so ``r`` is
+    accurate to rounding relative to *itself*; ``sqrt(‖t‖² − ‖P t‖²)`` would have an absolute floor
+    of ``√ε ≈ 1.5e-8`` (its value there depends on the machine's summation order).
 
     Args:
         sigma: all singular values (descending) that ``coords`` refers to.
@@ -80,6 +89,8 @@ def projection_residual_hint(
         rtol: the truncation in use (only smaller ``τ'`` are tried).
         floor: relative rounding floor of the factorisation (``τ' < floor`` is not resolved).
         tol: liftability threshold on the projection residual.
+        outside: ``‖t − U Uᵀ t‖``, the part of ``t`` not described by ``coords`` (0 when ``U`` is
+            square, e.g. all eigenvectors of the Gram matrix; a thin SVD's ``U`` needs it).
 
     Returns:
         ``{"rtol": τ', "residual": r(τ'), "rank": k'}``; ``{"floor": floor, "tried": bool}`` when no
@@ -89,15 +100,27 @@ def projection_residual_hint(
     if target_norm <= 0 or sigma.numel() == 0 or float(sigma[0]) <= 0:
         return None
     s1 = float(sigma[0])
-    energy = torch.cumsum(coords.square(), 0)
-    tn2 = target_norm**2
+    tail = tail_norms(coords, outside)
     tried = False
     for tau in HINT_RTOLS:
         if tau >= rtol or tau < floor:
             continue
         tried = True
         k = int((sigma >= tau * s1).sum())
-        r = max(tn2 - float(energy[k - 1]), 0.0) ** 0.5 / target_norm if k > 0 else 1.0
+        r = float(tail[k]) / target_norm
         if r <= tol:
             return {"rtol": tau, "residual": r, "rank": k}
     return {"floor": floor, "tried": tried}
+
+
+def tail_norms(coords: Tensor, outside: float = 0.0) -> Tensor:
+    """``tail[k] = sqrt(Σ_{i ≥ k} coords_i² + outside²)`` for ``k = 0 … n`` (length ``n + 1``).
+
+    The norm of ``t − Σ_{i<k} u_i u_iᵀ t`` from an orthonormal ``U`` with ``coords = Uᵀt`` and
+    ``outside = ‖t − U Uᵀ t‖``: a reversed cumulative sum of squares (no subtraction), so each
+    entry is accurate relative to itself, however small (module docstring).
+    """
+    sq = coords.detach().to(torch.float64).square()
+    rev = torch.cumsum(sq.flip(0), 0).flip(0)
+    rev = torch.cat([rev, rev.new_zeros(1)])
+    return (rev + float(outside) ** 2).sqrt()

@@ -362,7 +362,8 @@ class DenseLift:
             c[self.live] = c_live
             tn_ = float(t.norm())
             coords = self.U.T @ t
-            info["rtol_hint"] = projection_residual_hint(self.sigma, coords, tn_, self.rtol, self.floor, LIFT_TOL)
+            info["rtol_hint"] = projection_residual_hint(self.sigma, coords, tn_, self.rtol, self.floor, LIFT_TOL,
+                                                         outside=float((t - self.U @ coords).norm()))
             if self.gauge == "paper":
                 proj = self.Uk @ a  # P_k t
         reached = self.J @ c

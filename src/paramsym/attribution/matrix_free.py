@@ -122,8 +122,9 @@ def lift_matrix_free(
             info["gauge_rank"] = kD
             info["gauge_image_shift"] = float((V @ (V.T @ t) - Uk @ (Uk.T @ t)).norm() / t.norm())
         info["gram_rank"] = rank
-        info["rtol_hint"] = projection_residual_hint(sigma, U.T @ t, float(t.norm()), rtol,
-                                                     _eps_floor(K, "gram"), LIFT_TOL)
+        coords = U.T @ t
+        info["rtol_hint"] = projection_residual_hint(sigma, coords, float(t.norm()), rtol, _eps_floor(K, "gram"),
+                                                     LIFT_TOL, outside=float((t - U @ coords).norm()))
     elif method == "lsmr":
         from scipy.sparse.linalg import LinearOperator, lsmr
 

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_seed
 from ..models.loading import load_model
 
 __all__ = ["PRESETS", "build_preset", "preset_inputs"]
@@ -136,5 +136,5 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
     if name not in PRESETS:
         raise ConfigError(f"unknown census preset {name!r}; known: {sorted(PRESETS)}.")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(check_seed(seed))
         return PRESETS[name].build()

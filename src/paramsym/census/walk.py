@@ -51,7 +51,8 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ..errors import ConfigError, UnknownArchitectureError, UnsupportedModelError
+from ..errors import ConfigError, UnknownArchitectureError, UnsupportedModelError, check_seed
+from ..groups.memory import check_memory, dense_bytes
 from ..models.adapters import adapt, known_model_types, require_eager
 from ..targets.base import model_output
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
@@ -138,7 +139,23 @@ class CensusResult:
 
 
 def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8, batch: int = 2) -> dict[str, Tensor]:
-    """Random token ids (and an all-ones attention mask) for an HF model's verification."""
+    """Random token ids (and an all-ones attention mask) for an HF model's verification.
+
+    Raises:
+        ConfigError: ``tokens`` < 1 or beyond the model's positions (``max_position_embeddings``).
+        TooLargeError: the float64 attention scores (``batch x heads x tokens^2`` per layer)
+            exceed the default memory budget (2 GiB).
+    """
+    cfg = model.config
+    limit = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+        raise ConfigError(f"tokens (--tokens) must be an integer >= 1; received {tokens!r}.")
+    if isinstance(limit, int) and tokens > limit:
+        raise ConfigError(f"tokens (--tokens) {tokens} exceeds the model's {limit} positions "
+                          f"(max_position_embeddings); use at most {limit}.")
+    heads = int(getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None) or 1)
+    check_memory(dense_bytes(batch, heads, tokens, tokens), f"the attention scores of {batch} sequences of {tokens} tokens",
+                 None, "Use fewer --tokens.")
     vocab = int(getattr(model.config, "vocab_size", 100))
     ids = torch.randint(0, vocab, (batch, tokens), generator=generator)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -194,7 +211,7 @@ def census(
                                     "Pass a model with weights.")
     if tolerance is not None and not (0 < tolerance < 1):
         raise ConfigError(f"tolerance must be in (0, 1); received {tolerance!r}.")
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator().manual_seed(check_seed(seed))
     layout, arch_error = None, None
     if hasattr(model, "config") and getattr(model.config, "model_type", None) is not None:
         try:

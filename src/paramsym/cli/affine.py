@@ -67,7 +67,7 @@ def cmd_affine(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     target, ansatz = build_preset(args.preset, args.seed)
     res = solve_affine(target, ansatz, samples=args.samples or AFFINE_PRESETS[args.preset].samples, tol=args.tol, rule=args.rule,
-                       generator=torch.Generator().manual_seed(args.seed + 1),
+                       generator=torch.Generator().manual_seed((args.seed + 1) % 2**64),
                        progress=not args.quiet and not args.json, max_memory=budget)
     out = res.summary()
     out["preset"], out["expected"] = args.preset, AFFINE_PRESETS[args.preset].expected

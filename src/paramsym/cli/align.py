@@ -49,6 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write result.json, report.md, path_loss.png, merged.safetensors to this new directory")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--max-memory", default="2GiB", help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
+                   "a larger estimate stops with TooLargeError before any work")
     p.set_defaults(func=_run)
 
 
@@ -64,10 +66,20 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--points must be ≥ 2 (α = 0 and 1); received {args.points}.")
     if args.threads < 1:
         raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
+    from ..errors import check_seed
+    from ..groups.memory import parse_memory
+
+    check_seed(args.seed, "--seed")
+    budget = parse_memory(args.max_memory)
+    if args.width is not None and args.width < 2:
+        raise ConfigError(f"--width must be an integer >= 2 (the hidden width / n_embd of the preset); received "
+                          f"{args.width}.")
     import torch
 
     torch.set_num_threads(args.threads)
-    from ..alignment.align import align
+    from ..alignment.align import align, check_points
+
+    check_points(args.points, budget)
     from ..alignment.io import data_for, load_pair, write_outputs
     from ..runs import RunDir
 
@@ -78,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.preset:
         from ..experiments.align_presets import load_preset
 
-        arch, a, b, data, info = load_preset(args.preset, cache_dir=args.cache_dir, width=args.width)
+        arch, a, b, data, info = load_preset(args.preset, cache_dir=args.cache_dir or os.environ.get("PARAMSYM_CACHE"),
+                                                width=args.width)
         title = f"Alignment: preset {args.preset}"
     else:
         arch, a, b, info = load_pair(args.models[0], args.models[1], args.activation)
@@ -87,7 +100,8 @@ def _run(args: argparse.Namespace) -> int:
             arch.info["n_classes"] = data.num_classes
         info = dict(info) | {"A": args.models[0], "B": args.models[1], "data": name}
         title = "Alignment"
-    result = align(arch, a, b, data, symmetries=syms, points=args.points, generator=gen)
+    result = align(arch, a, b, data, symmetries=syms, points=args.points, generator=gen,
+                   max_memory=budget)
     summary = result.summary() | {"points": args.points, "model": info}
     if args.out:
         write_outputs(args.out, result, a, summary, title)

@@ -107,7 +107,7 @@ def _prefix(args: argparse.Namespace, model):
     limit = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
     if limit is not None and k > limit:
         raise ConfigError(f"--tokens {k} exceeds the model's {limit} positions; use at most {limit}.")
-    gen = torch.Generator().manual_seed(args.seed + 1)
+    gen = torch.Generator().manual_seed((args.seed + 1) % 2**64)
     return {"input_ids": torch.randint(min(1000, vocab // 2), vocab, (1, k), generator=gen)}
 
 
@@ -158,6 +158,9 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.threads < 1:
         raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
+    if args.prefix is not None and not args.prefix.strip():
+        raise ConfigError(f"--prefix must be non-empty text (its tokens are the prefix; the special tokens alone "
+                          f"are not a prefix); received {args.prefix!r}. Give some text, or --tokens K.")
     torch.set_num_threads(args.threads)
     from ..compensation import prepare, run_closed_form, write_report
 

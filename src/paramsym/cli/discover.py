@@ -72,14 +72,15 @@ def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
     parser.set_defaults(func=func)
 
 
-def _set_threads(cfg) -> None:
-    """The command line (never the library) chooses torch's CPU thread count for a run."""
+def _set_threads(cfg, problem) -> None:
+    """The command line (never the library) chooses torch's CPU thread count for a run (from the
+    already built ``problem``: it is built once per command)."""
     if cfg.device == "cpu":
         import torch
 
-        from ..discovery.run import choose_threads
+        from ..discovery.threads import choose_threads
 
-        torch.set_num_threads(choose_threads(cfg))
+        torch.set_num_threads(choose_threads(cfg, problem.target.p))
 
 
 def _check_device(device: str, flag: str = "--device") -> None:
@@ -104,31 +105,40 @@ def cmd_discover(args: argparse.Namespace) -> int:
     steps = None if args.steps is None else int_option(args.steps, "--steps", 1)
     seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
     device = None if args.device is None else device_option(args.device)
-    from ..discovery.run import load_config, resume_run, start_run
+    from ..discovery.config import DiscoverOverrides
+    from ..discovery.files import load_config
+    from ..discovery.problems import PRESETS, resolve_problem
+    from ..discovery.run import resume_run, start_run
     from ..experiments.configs import resolve_discover_config
     from ..runs import RunDir
     if args.resume:
         if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
             raise ConfigError("--resume continues a run with its saved configuration; do not pass --preset, "
                               "--objective, --seed, --steps or --set with it.")
-        cfg = load_config(RunDir.open_existing(args.resume))
+        run = RunDir.open_existing(args.resume)
+        cfg = load_config(run)
         if device:
-            from ..discovery.config import with_overrides
-
-            cfg = with_overrides(cfg, {"device": device})
+            cfg = DiscoverOverrides({"device": device}).apply(cfg)
         _check_device(cfg.device, "--device" if device else "the run's device")
-        _set_threads(cfg)
-        res = resume_run(args.resume, device=device, progress=not args.quiet)
+        # a finished run is reported without building its problem; otherwise the problem is built
+        # once, here, and used both for the thread count and for training
+        # (a custom-target run is refused by resume_run with its own message)
+        problem = None if run.has("metrics.json") or cfg.problem.preset not in PRESETS else resolve_problem(cfg)
+        if problem is not None:
+            _set_threads(cfg, problem)
+        res = resume_run(args.resume, device=device, progress=not args.quiet, problem=problem)
         if res.already_finished:
             print(f"{res.run.path} is already finished; `paramsym report {res.run.path}` regenerates its report.",
                   file=sys.stderr)
             return 0
     else:
-        cfg = resolve_discover_config(args.preset, args.objective, seed, steps, device, args.overrides)
+        cfg = resolve_discover_config(args.preset, args.objective, seed, steps, device,
+                                      DiscoverOverrides.parse(args.overrides))
         int_option(cfg.seed, "seed (--set seed=...)", 0, MAX_SEED)
         _check_device(cfg.device, "--device" if device else "device (--set device=...)")
-        _set_threads(cfg)
-        res = start_run(cfg, args.out, progress=not args.quiet)
+        problem = resolve_problem(cfg)  # built once: the thread count and the run use the same problem
+        _set_threads(cfg, problem)
+        res = start_run(cfg, args.out, progress=not args.quiet, problem=problem)
     if args.json:
         print(json.dumps(res.metrics, indent=2))
     else:
@@ -190,8 +200,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,), **values):
     """``cls.quick()`` or ``cls()``, with the explicit values; ``--steps`` and ``--set`` added on top.
 
-    The discovery configuration of every sub-run (``presets(cfg)`` × ``objectives``) is resolved
-    here, so a bad ``--set`` is refused before the output directory is created.
+    ``--set`` is parsed once into typed :class:`~paramsym.discovery.config.DiscoverOverrides`
+    (merged over the quick budget's); the discovery configuration of every sub-run
+    (``presets(cfg)`` × ``objectives``) is resolved here, so a bad ``--set`` is refused before the
+    output directory is created.
     """
     import dataclasses
 
@@ -200,7 +212,7 @@ def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,
 
     seeds = seeds_option(args.seeds)
     base = cls.quick() if args.quick else cls()
-    overrides = list(base.overrides) + list(args.overrides)
+    overrides = base.overrides | args.overrides
     steps = int_option(args.steps, "--steps", 1) if args.steps is not None else base.steps
     cfg = dataclasses.replace(base, seeds=seeds, steps=steps, overrides=overrides, **values)
     if hasattr(cfg, "validate"):

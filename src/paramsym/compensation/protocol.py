@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from ..actions.compensating import CompensatingAction, select_compensators, translation_element
-from ..errors import ShapeError, TooLargeError
+from ..errors import ConfigError, ShapeError, TooLargeError
 from ..groups.memory import budget_bytes
 from ..models.adapters import adapt
 from ..targets import FFNBoundaryTarget, capture_inputs
@@ -168,6 +168,20 @@ def _motion(theta0: Tensor, theta: Tensor) -> float:
     return float((d[mask] / theta0.abs()[mask]).median())
 
 
+def _check_motion(motion: float) -> float:
+    """``motion`` as a finite float in ``(0, 1)`` (a median relative motion), else :class:`ConfigError`."""
+    import math
+
+    try:
+        value = float(motion)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"motion (--motion) must be a finite number > 0, the median relative motion of the "
+                          f"moved weights (e.g. 0.0015); received {motion!r}.")
+    return value
+
+
 def closed_form_edit(setup: CompensationSetup, *, motion: float = 1.5e-3, generator: torch.Generator | None = None,
                      action: CompensatingAction | None = None, direction: Tensor | None = None) -> Edit:
     """The closed-form compensated edit with median relative motion ``motion`` (see module docstring).
@@ -181,7 +195,7 @@ def closed_form_edit(setup: CompensationSetup, *, motion: float = 1.5e-3, genera
     xi = direction if direction is not None else torch.randn(a.dimension, generator=generator, dtype=torch.float64)
     base = a.moving_coordinates(th0).abs().to(torch.float64)
     base = torch.where(base > 0, base, base[base > 0].median() if bool((base > 0).any()) else torch.ones(()))
-    s = float(motion)
+    s = _check_motion(motion)
     for _ in range(4):  # the motion is close to linear in the scale: a few secant steps
         th = a.act(translation_element(s * xi * base), th0)
         got = _motion(th0, th)
@@ -276,6 +290,7 @@ def run_closed_form(model: nn.Module, *, layer: int, unit: int, batch: Mapping[s
     from tqdm.auto import tqdm
 
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    _check_motion(motion)
     setup = prepare(model, layer=layer, unit=unit, batch=batch, compensators=compensators, max_memory=max_memory)
     action = CompensatingAction(setup.target)
     work = copy.deepcopy(model).eval()

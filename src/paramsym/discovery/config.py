@@ -4,16 +4,25 @@ From Python::
 
     cfg = DiscoverConfig.for_preset("sigmoid-scalar")           # the tuned recipe, as the CLI uses
     cfg = DiscoverConfig.quick("sigmoid-scalar")                 # the same, on a tiny budget
-    cfg = apply_overrides(cfg, ["train.lr=3e-4"])                # or with_overrides(cfg, {"train.lr": 3e-4})
+    cfg = with_overrides(cfg, {"train.lr": 3e-4})                # or ["train.lr=3e-4"], as --set
+
+A recipe (:func:`paramsym.discovery.problems.recipe`) is a function returning a
+:class:`DiscoverConfig`; overrides are :class:`DiscoverOverrides` (typed when built, see
+:class:`paramsym.config.Overrides`); the quick budget is :meth:`DiscoverConfig.quick`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..config import Overrides, validate_tree
 from ..errors import ConfigError
+
+__all__ = ["ActionConfig", "DiscoverConfig", "DiscoverOverrides", "GroupConfig", "MAX_THREADS", "ObjectiveConfig",
+           "ProblemConfig", "TrainConfig", "VerdictConfig", "with_overrides"]
 
 
 @dataclass
@@ -166,7 +175,7 @@ class DiscoverConfig:
 
     @classmethod
     def for_preset(cls, preset: str | None = None, objective: str | None = None) -> DiscoverConfig:
-        """Defaults ← the tuned training recipe of ``preset`` for ``objective`` (what the CLI runs).
+        """The tuned training recipe of ``preset`` for ``objective`` (what the CLI runs).
 
         Args:
             preset: a reference preset (``paramsym list``); default ``sigmoid-scalar``.
@@ -180,16 +189,26 @@ class DiscoverConfig:
         preset = preset or DEFAULT_PRESET
         if preset not in PRESETS:
             raise ConfigError(f"unknown preset {preset!r}; available: {sorted(PRESETS)} (see `paramsym list`).")
-        items = {"problem.preset": preset, **recipe(preset, objective or "hybrid")}
-        if objective is not None:
-            items["objective.variant"] = objective
-        return with_overrides(cls(), items)
+        if objective is not None and objective not in ("hybrid", "infinitesimal", "finite"):
+            raise ConfigError(f"objective.variant: expected one of ['hybrid', 'infinitesimal', 'finite'], "
+                              f"received {objective!r}.")
+        cfg = recipe(preset, objective or "hybrid")
+        validate_tree(cfg)
+        return cfg
 
     @classmethod
     def quick(cls, preset: str | None = None, objective: str | None = None) -> DiscoverConfig:
         """:meth:`for_preset` on a tiny budget (300 steps, width 64, a one-radius verdict):
-        seconds on a CPU, for smoke tests and examples, not for results."""
-        return with_overrides(cls.for_preset(preset, objective), QUICK)
+        seconds on a CPU, for smoke tests and examples, not for results. The one quick budget
+        of the ``discovery`` kind (also the sweep's ``quick: true``)."""
+        cfg = cls.for_preset(preset, objective)
+        cfg = dataclasses.replace(
+            cfg, train=dataclasses.replace(cfg.train, steps=300, checkpoint_every=100),
+            action=dataclasses.replace(cfg.action, width=64),
+            verdict=dataclasses.replace(cfg.verdict, samples=64, rhos=[0.5], factors=[1, 2], curve_points=4,
+                                        curve_times=11))
+        validate_tree(cfg)
+        return cfg
 
     def validate(self) -> None:
         for key, value in (("seed", self.seed), ("problem.target_seed", self.problem.target_seed),
@@ -205,41 +224,25 @@ class DiscoverConfig:
 #: Most CPU threads a configuration may ask for (torch.set_num_threads takes a C int).
 MAX_THREADS = 4096
 
-#: The overrides of :meth:`DiscoverConfig.quick`.
-QUICK: dict[str, Any] = {
-    "train.steps": 300, "train.checkpoint_every": 100, "action.width": 64, "verdict.samples": 64,
-    "verdict.rhos": [0.5], "verdict.factors": [1, 2], "verdict.curve_points": 4, "verdict.curve_times": 11,
-}
+class DiscoverOverrides(Overrides):
+    """Typed overrides of a :class:`DiscoverConfig` (``--set`` of ``paramsym discover``; the
+    sub-run overrides of the comparison experiments): ``DiscoverOverrides({"train.lr": 3e-4})``,
+    ``DiscoverOverrides.parse(["train.lr=3e-4"])``; ``.apply(cfg)``."""
+
+    config = DiscoverConfig
 
 
-def with_overrides(cfg: DiscoverConfig, overrides: Mapping[str, Any] | Iterable[str] | None) -> DiscoverConfig:
-    """``cfg`` with dotted overrides applied and validated.
+def with_overrides(cfg: DiscoverConfig, overrides: Overrides | Mapping[str, Any] | Iterable[str] | None
+                   ) -> DiscoverConfig:
+    """``cfg`` with overrides applied and validated (:meth:`DiscoverOverrides.apply`).
 
     Args:
         cfg: a configuration.
-        overrides: ``{"train.lr": 3e-4, ...}`` or ``["train.lr=3e-4", ...]`` (as ``--set``).
+        overrides: :class:`DiscoverOverrides`, ``{"train.lr": 3e-4, ...}`` or ``["train.lr=3e-4", ...]`` (as ``--set``).
 
     Raises:
         ConfigError: unknown key (the valid keys are listed) or a value of the wrong type.
     """
-    from ..config import apply_overrides
-
     if not overrides:
         return cfg
-    if isinstance(overrides, Mapping):
-        items = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
-    elif isinstance(overrides, str):
-        items = [overrides]
-    else:
-        items = list(overrides)
-    return apply_overrides(cfg, items)
-
-
-def _yaml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (list, tuple)):
-        return "[" + ",".join(_yaml_value(x) for x in v) + "]"
-    if v is None:
-        return "null"
-    return repr(v) if isinstance(v, float) else str(v)
+    return DiscoverOverrides.of(overrides).apply(cfg)

@@ -132,7 +132,8 @@ def diversity_penalty(fields: Tensor) -> Tensor:
     gram = torch.einsum("nip,njp->ij", fields, fields) / n
     d = gram.diagonal().clamp_min(torch.finfo(fields.dtype).tiny)
     cos2 = gram.pow(2) / (d[:, None] * d[None, :])
-    return cos2.sum() - cos2.diagonal().sum()
+    off = ~torch.eye(r, dtype=torch.bool, device=fields.device)
+    return cos2[off].sum()  # summed over i ≠ j (not all minus the diagonal ≈ r: that floors at r·ε)
 
 
 def sparsity_penalty(generators: Tensor) -> Tensor:

@@ -36,7 +36,6 @@ class DiscoveryProblem:
     host: Target | None = None
     host_index: Tensor | None = None
     unit_outputs: Callable[[Tensor], dict[str, Tensor]] | None = None
-    recipe: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -85,7 +84,9 @@ class DiscoveryProblem:
         ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ;
         :func:`paramsym.verdict.output_scale`) and ``s_θ = sqrt(E‖θ‖²)``. When all ``n`` points
         fit the budget they are drawn at once; otherwise in chunks of as many as fit, merged by
-        :func:`~paramsym.verdict.output_scale` (pairwise means and centred sums of squares).
+        :func:`~paramsym.verdict.output_scale` (pairwise means and centred sums of squares),
+        so ``s_F`` is accurate relative to itself even when the output's mean is far from ``F(θ0)``
+        (a difference ``E‖F − F(θ0)‖² − ‖E(F − F(θ0))‖²`` would lose it to cancellation).
 
         Raises:
             DegenerateTargetError: the output does not vary with the block (s_F = 0).

@@ -3,13 +3,15 @@
 A :class:`DiscoveryProblem` bundles what training and the verdict need: the target ``F_X``, the
 sampling distribution ``μ = θ_base + σ·N(0, I)`` (with optional rejection), an optional analytic
 symmetry span (for checking learned fields), an optional *host* network into which the block
-lifts (subnetwork discovery), per-unit output contributions (compensation metrics) and a
-training recipe (config overrides). The reference targets of [Discovery] §6.1–6.3 are registered in
-:data:`PRESETS` and built by :func:`build_problem`.
+lifts (subnetwork discovery) and per-unit output contributions (compensation metrics). The
+reference targets of [Discovery] §6.1–6.3 are registered in :data:`PRESETS` and built by
+:func:`build_problem`; each preset's training recipe (a :class:`DiscoverConfig`) is in
+:data:`RECIPES`, and :func:`resolve_problem` builds the problem a configuration names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -21,9 +23,10 @@ from ..errors import ConfigError
 from ..models.mlp import activation_module
 from ..models.reference import reference_mlp, teacher_student
 from ..targets import BoundaryTarget, Target
+from .config import DiscoverConfig, ObjectiveConfig, ProblemConfig, TrainConfig, VerdictConfig
 from .problem import DiscoveryProblem
 
-__all__ = ["DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe"]
+__all__ = ["DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe", "resolve_problem", "scale_generator"]
 
 
 # -- reference targets ([Discovery] §6.1–6.3) ---------------------------------------------------------------
@@ -212,45 +215,75 @@ PRESETS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
 
 DEFAULT_PRESET = "sigmoid-scalar"
 
-#: Training recipes (config overrides) per preset, applied before user overrides.
-RECIPES: dict[str, dict[str, Any]] = {
-    "linear2x2": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3, "train.steps": 15000,
-                  "objective.gamma_transport": 10.0, "train.lr": 2e-3},
-    "relu242": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3, "train.steps": 15000,
-                "objective.gamma_transport": 10.0, "train.lr": 2e-3},
-    "sigmoid-scalar": {"objective.beta": 0.4, "train.rho": 0.8, "train.max_factors": 6, "train.steps": 10000,
-                       "objective.gamma_transport": 10.0, "train.lr": 2e-3},
-    "sigmoid-two-input": {"objective.beta": 0.3, "train.rho": 0.5, "train.max_factors": 3},
-    "tanh-student": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
-    "gelu-student": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
-    "relu2881-unit": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
-    "relu2881-all": {"objective.beta": 0.2, "train.rho": 0.5, "train.max_factors": 3},
+def _recipe(preset: str, variant: str, beta: float, rho: float, max_factors: int, **train: Any) -> DiscoverConfig:
+    """The defaults with ``preset``, ``variant``, β and the curriculum's ρ and factor count (and ``train`` fields)."""
+    return DiscoverConfig(problem=ProblemConfig(preset=preset), objective=ObjectiveConfig(variant=variant, beta=beta),
+                          train=TrainConfig(rho=rho, max_factors=max_factors, **train))
+
+
+def _tuned(preset: str, variant: str, beta: float, rho: float, max_factors: int, steps: int, lr: float) -> DiscoverConfig:
+    """The known-answer recipes: γ_transport = 10, longer runs at a larger learning rate."""
+    cfg = _recipe(preset, variant, beta, rho, max_factors, steps=steps, lr=lr)
+    return dataclasses.replace(cfg, objective=dataclasses.replace(cfg.objective, gamma_transport=10.0))
+
+
+def _minilm_recipe(preset: str, variant: str) -> DiscoverConfig:
     # p = 6,529: small fields (β = 0.01), μ anchored at the real weights (AnchoredProblem, 0.9),
     # network output in units of s_θ, λ_scale = 3 (out_scale=field, λ_scale = 1 on some seeds and
     # β = 0.05 collapse to a zero field: measured). Trained at the radius it is evaluated at
     # (ρ = 3.5, the `transformer-discovery` default: the issue's motion target ≥ 0.05 % needs
     # ρ > 3 at β = 0.01); the warm-up at ρ 0.5 (warmup_rho_factor = 0.5/3.5) avoids the zero-field
     # collapse measured with a warm-up at 1.5 or 1.25. Numbers in docs/discovery.md.
-    "minilm-ffn-unit": {"objective.beta": 0.01, "train.rho": 3.5, "train.warmup_rho_factor": 0.5 / 3.5,
-                        "train.max_factors": 3, "train.steps": 3000,
-                        "train.batch": 16, "objective.gamma_transport": 1.0, "objective.lambda_scale": 3.0,
-                        "train.lr": 1e-3,
-                        "train.checkpoint_every": 500, "train.log_every": 50, "verdict.samples": 64,
-                        "verdict.rhos": [3.5], "verdict.factors": [1, 2], "verdict.curve_points": 4,
-                        "verdict.curve_times": 11},
+    cfg = _recipe(preset, variant, 0.01, 3.5, 3, warmup_rho_factor=0.5 / 3.5, steps=3000, batch=16, lr=1e-3,
+                  checkpoint_every=500, log_every=50)
+    return dataclasses.replace(
+        cfg, objective=dataclasses.replace(cfg.objective, gamma_transport=1.0, lambda_scale=3.0),
+        verdict=VerdictConfig(samples=64, rhos=[3.5], factors=[1, 2], curve_points=4, curve_times=11))
+
+
+#: Training recipe per preset: ``(preset, objective variant) -> DiscoverConfig`` (each objective
+#: was tuned separately on seed 0, as in the paper's per-objective validation search; the scalar
+#: sigmoid's finite objective takes lr 4e-3; see docs/results.md).
+RECIPES: dict[str, Callable[[str, str], DiscoverConfig]] = {
+    "linear2x2": lambda p, v: _tuned(p, v, 0.3, 0.5, 3, 15000, 2e-3),
+    "relu242": lambda p, v: _tuned(p, v, 0.3, 0.5, 3, 15000, 2e-3),
+    "sigmoid-scalar": lambda p, v: _tuned(p, v, 0.4, 0.8, 6, 10000, 4e-3 if v == "finite" else 2e-3),
+    "sigmoid-two-input": lambda p, v: _recipe(p, v, 0.3, 0.5, 3),
+    "tanh-student": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
+    "gelu-student": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
+    "relu2881-unit": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
+    "relu2881-all": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
+    "minilm-ffn-unit": _minilm_recipe,
 }
 
 
-#: Recipe additions for one objective variant of a preset (each objective was tuned separately on
-#: seed 0, as in the paper's per-objective validation search; see docs/results.md).
-OBJECTIVE_RECIPES: dict[tuple[str, str], dict[str, Any]] = {
-    ("sigmoid-scalar", "finite"): {"train.lr": 4e-3},
-}
+def recipe(preset: str, variant: str = "hybrid") -> DiscoverConfig:
+    """The training recipe of ``preset`` for objective ``variant``: a complete :class:`DiscoverConfig`
+    (the defaults where the preset has no recipe)."""
+    make = RECIPES.get(preset)
+    if make is None:
+        return DiscoverConfig(problem=ProblemConfig(preset=preset), objective=ObjectiveConfig(variant=variant))
+    return make(preset, variant)
 
 
-def recipe(preset: str, variant: str = "hybrid") -> dict[str, Any]:
-    """The training recipe (config overrides) of ``preset`` for objective ``variant``."""
-    return {**RECIPES.get(preset, {}), **OBJECTIVE_RECIPES.get((preset, variant), {})}
+def resolve_problem(cfg: DiscoverConfig) -> DiscoveryProblem:
+    """Build the configured problem (with the optional μ-std override).
+
+    Preset models are seeded by ``problem.target_seed``; the global random state that torch
+    modules draw their discarded default initialisation from is forked, so left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        problem = build_problem(cfg.problem.preset, cfg.problem.target_seed)
+    if cfg.problem.perturb_std is not None:
+        if not cfg.problem.perturb_std > 0:
+            raise ConfigError(f"problem.perturb_std must be > 0; received {cfg.problem.perturb_std}.")
+        problem = dataclasses.replace(problem, perturb_std=float(cfg.problem.perturb_std))
+    return problem
+
+
+def scale_generator(cfg: DiscoverConfig) -> torch.Generator:
+    """Scales are fixed per target, independent of the training seed."""
+    return torch.Generator().manual_seed(10_000 + cfg.problem.target_seed)
 
 
 def build_problem(name: str, target_seed: int = 0) -> DiscoveryProblem:
@@ -260,6 +293,4 @@ def build_problem(name: str, target_seed: int = 0) -> DiscoveryProblem:
             f"unknown preset {name!r}; available presets: {sorted(PRESETS)} (see `paramsym list`). A run on "
             "your own target resumes from Python: run_discovery(load_config(run), run, resume=True, problem=...)."
         )
-    problem = PRESETS[name][0](target_seed)
-    problem.recipe = recipe(name)
-    return problem
+    return PRESETS[name][0](target_seed)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_seed
 from ..models.reference import attention_layer, reference_mlp
 from ..targets import Target
 from .ansatz import Ansatz, CrossMap, RowMaps, Translations
@@ -105,4 +105,4 @@ def build_preset(name: str, seed: int = 0) -> tuple[Target, Ansatz]:
     """The target and ansatz of preset ``name`` (seeded)."""
     if name not in AFFINE_PRESETS:
         raise ConfigError(f"unknown affine preset {name!r}; choose one of {sorted(AFFINE_PRESETS)}.")
-    return AFFINE_PRESETS[name].build(torch.Generator().manual_seed(seed))
+    return AFFINE_PRESETS[name].build(torch.Generator().manual_seed(check_seed(seed)))

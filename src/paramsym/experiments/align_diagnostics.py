@@ -55,5 +55,7 @@ def modadd_diagnostics(cache_dir: str | None = None, points: int = 13) -> dict:
     return out
 
 
-if __name__ == "__main__":  # the cache directory comes from $PARAMSYM_CACHE (see align_presets.cache_root)
-    print(json.dumps(modadd_diagnostics(), indent=1))
+if __name__ == "__main__":  # a script: the cache directory comes from $PARAMSYM_CACHE, as in the command line
+    import os
+
+    print(json.dumps(modadd_diagnostics(os.environ.get("PARAMSYM_CACHE")), indent=1))

@@ -14,7 +14,7 @@
   pairs for training they only memorised).
 
 Models are trained on first use and cached as safetensors (written atomically) under
-``cache_dir`` (default ``$PARAMSYM_CACHE`` or ``~/.cache/paramsym``, sub-folder ``align``); the
+``cache_dir`` (default ``~/.cache/paramsym``; the command line's ``$PARAMSYM_CACHE``; sub-folder ``align``); the
 file name carries every training setting, so a changed setting trains anew.
 """
 
@@ -70,8 +70,8 @@ class ModAddConfig:
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    """``cache_dir`` or ``$PARAMSYM_CACHE`` or ``~/.cache/paramsym``, plus ``align``."""
-    base = cache_dir or os.environ.get("PARAMSYM_CACHE") or Path.home() / ".cache" / "paramsym"
+    """``cache_dir`` or ``~/.cache/paramsym``, plus ``align`` (the command line reads ``$PARAMSYM_CACHE``)."""
+    base = cache_dir or Path.home() / ".cache" / "paramsym"
     return Path(base) / "align"
 
 

@@ -226,7 +226,7 @@ def predicted_change(problem, direction: str, tau: float) -> float:
     function (``‖Π(exp τξ) F_0 − F_0‖`` along +c, ``|1 − e^{−τ}|·‖δ_0‖`` along −b)."""
     th0 = problem.theta0
     if direction == "-b":
-        return abs(1.0 - math.exp(-tau)) * float(problem.lifts(th0).delta.norm())
+        return abs(math.expm1(-tau)) * float(problem.lifts(th0).delta.norm())  # 1 − e^{−τ} without cancellation
     with torch.no_grad():
         pred = predicted_function(problem, th0, "+c", tau)(problem.probes)
         return float((pred - problem.values(th0)).norm())

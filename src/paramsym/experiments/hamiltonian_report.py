@@ -191,7 +191,7 @@ def _potential_figure(run: RunDir, cfg: dict[str, Any], m: dict[str, Any], tenso
     if "theta_resolved_b_end" in tensors:
         tau = taus[("resolved", "-b")]
         panels += [(f"−b walk: ΔV measured (τ = {tau:.3g})", dev(tensors["theta_resolved_b_end"]) - base, "b"),
-                   ("−b walk: ΔV predicted ((e^−τ − 1)·dev)", (math.exp(-tau) - 1) * base, "b")]
+                   ("−b walk: ΔV predicted ((e^−τ − 1)·dev)", math.expm1(-tau) * base, "b")]
     X, Y = (R * torch.cos(P)).numpy(), (R * torch.sin(P)).numpy()
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
     for ax, (title, mp, group) in zip(axes[0], panels):

@@ -21,9 +21,10 @@ from torch.func import vmap
 
 from .. import plots
 from ..config import to_dict
+from ..discovery.config import DiscoverOverrides
 from ..runs import RunDir
 from ..verdict import median, output_scale, p95
-from .configs import QUICK_DISCOVER_OVERRIDES, QUICK_DISCOVER_STEPS, resolve_discover_config
+from .configs import QUICK_DISCOVER_STEPS, quick_discover_overrides, resolve_discover_config
 
 KIND = "discovery-lifting"
 PAPER_RATIO = 5.8
@@ -39,13 +40,16 @@ class LiftingConfig:
     samples: int = 512
     host_std: float = 0.2
     eval_seed: int = 777
-    overrides: list[str] = field(default_factory=list)
+    #: typed overrides of both sub-runs' DiscoverConfig (after the recipe, seed and steps)
+    overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
+
+    def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
+        self.overrides = DiscoverOverrides.of(self.overrides)
 
     @classmethod
     def quick(cls) -> LiftingConfig:
         """A small, fast version (tests, smoke runs): 20 steps, three radii, 32 host samples."""
-        return cls(steps=QUICK_DISCOVER_STEPS, rhos=[0.1, 0.5, 1.2], samples=32,
-                   overrides=list(QUICK_DISCOVER_OVERRIDES))
+        return cls(steps=QUICK_DISCOVER_STEPS, rhos=[0.1, 0.5, 1.2], samples=32, overrides=quick_discover_overrides())
 
 
 def host_curve(action, problem, rhos, samples: int, host_std: float, seed: int, s_F: float) -> dict[str, list[float]]:

@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from ..config import to_dict
+from ..discovery.config import DiscoverOverrides
 from ..errors import ConfigError
 from ..runs import RunDir, default_run_dir
-from .configs import QUICK_DISCOVER_OVERRIDES, QUICK_DISCOVER_STEPS, resolve_discover_config
+from .configs import QUICK_DISCOVER_STEPS, quick_discover_overrides, resolve_discover_config
 
 KIND = "discovery-objectives"
 PAPER = {"sigmoid-scalar": {"finite": 0.306e-2, "hybrid": 0.037e-2, "motion": 0.12}}
@@ -36,12 +37,16 @@ class ObjectivesConfig:
     variants: list[str] = field(default_factory=lambda: ["hybrid", "finite"])
     seeds: list[int] = field(default_factory=lambda: [0])
     steps: int | None = None
-    overrides: list[str] = field(default_factory=list)
+    #: typed overrides of every sub-run's DiscoverConfig (after its recipe, seed and steps)
+    overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
+
+    def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
+        self.overrides = DiscoverOverrides.of(self.overrides)
 
     @classmethod
     def quick(cls) -> ObjectivesConfig:
         """A small, fast version (tests, smoke runs): 20 steps, a narrow network, a tiny verdict."""
-        return cls(steps=QUICK_DISCOVER_STEPS, overrides=list(QUICK_DISCOVER_OVERRIDES))
+        return cls(steps=QUICK_DISCOVER_STEPS, overrides=quick_discover_overrides())
 
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]

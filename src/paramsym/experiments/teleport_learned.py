@@ -1,7 +1,7 @@
 """``paramsym teleport --action RUN_DIR``: a discovery run's learned action, teleported.
 
 Composition only (the areas are independent): the run's target and action come from
-:func:`paramsym.discovery.reuse.learned_action` (block checked against the model's; a difference
+:func:`paramsym.discovery.reload.learned_action` (block checked against the model's; a difference
 raises :class:`~paramsym.errors.BlockMismatchError`), the teleport and its honest measurement
 from :func:`paramsym.teleport.learned.teleport_learned` (regression loss on the probe batch,
 level-set tolerance :data:`~paramsym.teleport.learned.LEARNED_TOL` = 1e-6).
@@ -14,7 +14,7 @@ from typing import Any
 
 from torch import nn
 
-from ..discovery.reuse import learned_action
+from ..discovery.reload import learned_action
 from ..runs import RunDir
 from ..teleport.learned import LEARNED_TOL, teleport_learned
 

@@ -20,7 +20,7 @@ which GD at lr 0.1 later diverged), at most 3 ascent steps, path length in the a
 teleport (``radius``), gradient-norm factor ≤ 2. (The first version teleported every 100/50 steps
 with a 5-step full-batch lookahead and 5 ascent steps: step ratio 1.45/1.07 but +95 %/+270 % wall
 time and a lower median validation accuracy at the target; docs/teleport.md has the comparison.)
-The target is a fixed training loss (``TARGETS``); validation accuracy on the held-out 20 %, both
+The target is a fixed training loss (``TeleportConfig.targets``); validation accuracy on the held-out 20 %, both
 when the run first reaches the target and after the last step.
 """
 
@@ -34,34 +34,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..groups.progress import progress_bar
+from .teleport_presets import DEFAULT_STEPS, TeleportConfig
 
-__all__ = ["regression_problem", "run_mlp_preset", "TARGETS", "LR"]
-
-LR = {"gd": 1e-4, "adagrad": 0.1, "sgd": 0.1, "adam": 1e-3}
-STEPS = {"regression-mlp": 300, "digits-mlp": 600}
-#: step size of the digits teleports' 5-step GD lookahead: twice SGD's lr, so that a point where
-#: the next steps at lr would oscillate (sharpness near 2/lr) scores badly (a 2× stability margin)
-LOOKAHEAD_LR = 0.2
-LOOKAHEAD_STEPS = 2
-#: training examples in a digits teleport's batch (``None``: all; the rescaling is exact on every
-#: input, so a subsample only makes the objective cheaper, not the teleport less exact)
-TELEPORT_BATCH: int | None = 256
-ASCENT_STEPS = 3
-#: ascent steps of the regression teleport (3: teleport time ≈ 7–8 % of the run, still ≥ 4 of 5 seeds at
-#: the baseline's step-300 loss by step 150 for GD and AdaGrad; 5 steps put GD's share at 0.10–0.12)
-REGRESSION_ASCENT_STEPS = 3
-#: default digits schedule per optimizer (Adam reaches the target in ~240 steps: teleport earlier);
-#: every 100/50 reached the target in fewer steps but lowered the validation accuracy
-EVERY = {"sgd": 200, "adam": 100}
-#: fixed target training losses of digits-mlp per optimizer
-TARGETS = {"sgd": 0.05, "adam": 0.05}
-#: trust region of a digits teleport: path length in the algebra (``radius``) and gradient-norm factor
-RADIUS = 2.0
-#: λ of an optional penalty ``−λ (‖θ‖²/‖θ_0‖² − 1)`` added to the digits teleports' objective (keeps
-#: the weight norm from growing; measured at λ = 0.05 with the 5-step objective: step ratio 1.08
-#: for SGD instead of 1.45, so off by default)
-NORM_PENALTY = 0.0
-MAX_FACTOR = 2.0
+__all__ = ["regression_problem", "run_mlp_preset"]
 
 
 def regression_problem(seed: int) -> tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
@@ -80,18 +55,20 @@ def regression_problem(seed: int) -> tuple[nn.Sequential, torch.Tensor, torch.Te
     return nn.Sequential(layers), x, y
 
 
-def _optimizer(name: str, model: nn.Module) -> torch.optim.Optimizer:
+def _optimizer(name: str, model: nn.Module, lr: float) -> torch.optim.Optimizer:
     if name in ("gd", "sgd"):
-        return torch.optim.SGD(model.parameters(), lr=LR[name])
+        return torch.optim.SGD(model.parameters(), lr=lr)
     if name == "adagrad":
-        return torch.optim.Adagrad(model.parameters(), lr=LR[name], eps=1e-10)
-    return torch.optim.Adam(model.parameters(), lr=LR[name])
+        return torch.optim.Adagrad(model.parameters(), lr=lr, eps=1e-10)
+    return torch.optim.Adam(model.parameters(), lr=lr)
 
 
-def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, every: int | None) -> dict:
+def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: bool) -> dict:
+    """One training run of ``cfg.preset`` (with teleports when ``teleport``; the tuning values from ``cfg``)."""
     from ..teleport import Teleporter, descent_objective, mlp_rescaling
     from ..teleport.objectives import LinearizedLookahead
 
+    preset, every, lr = cfg.preset, cfg.every if teleport else None, cfg.lr[opt_name]
     if preset == "regression-mlp":
         model, x, y = regression_problem(seed)
 
@@ -125,20 +102,21 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
     def loss_params(params):
         return loss_of(forward(params, x))
 
-    opt = _optimizer(opt_name, model)
+    opt = _optimizer(opt_name, model, lr)
     tele = None
     if teleport:
         block, action = mlp_rescaling(dict(model.named_parameters()),
                                       activation=nn.LeakyReLU(0.1) if preset == "regression-mlp" else "relu")
         action = action.double()
         if preset == "regression-mlp":
-            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=REGRESSION_ASCENT_STEPS, step_size=1.0,
+            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=cfg.regression_ascent_steps, step_size=1.0,
                               tol=1e-10)
         else:
-            tele = Teleporter(model, opt, action, block, every=every or EVERY[opt_name], steps=ASCENT_STEPS, step_size=0.5, tol=1e-10,
-                              max_factor=MAX_FACTOR, radius=RADIUS)
+            tele = Teleporter(model, opt, action, block, every=every or cfg.every_per_optimizer[opt_name],
+                              steps=cfg.ascent_steps, step_size=0.5, tol=1e-10, max_factor=cfg.max_factor,
+                              radius=cfg.radius)
     losses, acc_at_target = [], None
-    target = TARGETS.get(opt_name) if data is not None else None
+    target = cfg.targets.get(opt_name) if data is not None else None
     t0 = time.perf_counter()
     for k in range(steps + 1):
         if tele is not None and k < steps and tele.due(k):
@@ -151,23 +129,24 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
                     sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
                 tele.kwargs["objective"] = LinearizedLookahead(
                     tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x), y,
-                    LR[opt_name], 100, sm)
+                    lr, 100, sm)
                 tele.seconds += time.perf_counter() - t_obj
                 tele.teleport(loss_params)
             else:
-                # the teleport's batch: TELEPORT_BATCH training examples drawn for this teleport
-                n = len(y) if TELEPORT_BATCH is None else min(TELEPORT_BATCH, len(y))
+                # the teleport's batch: cfg.teleport_batch training examples drawn for this teleport
+                n = len(y) if cfg.teleport_batch is None else min(cfg.teleport_batch, len(y))
                 pick = torch.randperm(len(y), generator=torch.Generator().manual_seed(1000 * seed + k))[:n]
 
                 def sub_loss(params, pick=pick):
                     return F.cross_entropy(forward(params, x[pick]), y[pick])
 
-                obj = descent_objective(lambda th, b=base: sub_loss(tele.block.scatter(th, b)), LOOKAHEAD_LR, LOOKAHEAD_STEPS)
-                if NORM_PENALTY:
+                obj = descent_objective(lambda th, b=base: sub_loss(tele.block.scatter(th, b)), cfg.lookahead_lr,
+                                         cfg.lookahead_steps)
+                if cfg.norm_penalty:
                     sq0 = float(theta.pow(2).sum())
 
-                    def obj(th, _d=obj, _s=sq0):
-                        return _d(th) - NORM_PENALTY * (th.pow(2).sum() / _s - 1)
+                    def obj(th, _d=obj, _s=sq0, _lam=cfg.norm_penalty):
+                        return _d(th) - _lam * (th.pow(2).sum() / _s - 1)
                 tele.kwargs["objective"] = obj
                 tele.seconds += time.perf_counter() - t_obj
                 tele.teleport(sub_loss)
@@ -191,14 +170,14 @@ def _train(preset: str, opt_name: str, seed: int, steps: int, teleport: bool, ev
     return out
 
 
-def run_mlp_preset(cfg, optimizers: list[str], seeds: int, progress: bool = False) -> dict:
+def run_mlp_preset(cfg: TeleportConfig, optimizers: list[str], seeds: int, progress: bool = False) -> dict:
     """Both presets: for each optimizer and seed, train without and with teleports (same init)."""
-    steps = cfg.steps or STEPS[cfg.preset]
+    steps = cfg.steps or DEFAULT_STEPS[cfg.preset]
     runs = []
     jobs = [(o, s) for o in optimizers for s in range(seeds)]
     for opt_name, seed in progress_bar(jobs, total=len(jobs), desc=f"teleport {cfg.preset}", enabled=progress):
-        base = _train(cfg.preset, opt_name, seed, steps, False, None)
-        tele = _train(cfg.preset, opt_name, seed, steps, True, cfg.every)
+        base = _train(cfg, opt_name, seed, steps, False)
+        tele = _train(cfg, opt_name, seed, steps, True)
         rec = {"seed": seed, "optimizer": opt_name, "baseline": base, "teleport": tele}
         if cfg.preset == "regression-mlp":
             rec["target"] = base["losses"][-1]
@@ -207,5 +186,5 @@ def run_mlp_preset(cfg, optimizers: list[str], seeds: int, progress: bool = Fals
             rec["val_acc_at_target_baseline"] = base["val_acc_at_target"]
             rec["val_acc_at_target_teleport"] = tele["val_acc_at_target"]
         runs.append(rec)
-    target = {o: (None if cfg.preset == "regression-mlp" else TARGETS[o]) for o in optimizers}
-    return {"runs": runs, "target": target, "lr": {o: LR[o] for o in optimizers}, "steps": steps}
+    target = {o: (None if cfg.preset == "regression-mlp" else cfg.targets[o]) for o in optimizers}
+    return {"runs": runs, "target": target, "lr": {o: cfg.lr[o] for o in optimizers}, "steps": steps}

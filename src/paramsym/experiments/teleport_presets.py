@@ -31,12 +31,14 @@ import torch
 
 from ..errors import ConfigError
 
-__all__ = ["PRESETS", "TeleportConfig", "run", "aggregate", "steps_to", "OPTIMIZERS"]
+__all__ = ["DEFAULT_SEEDS", "DEFAULT_STEPS", "PRESETS", "TeleportConfig", "run", "aggregate", "steps_to", "OPTIMIZERS"]
 
 PRESETS = ("booth", "rosenbrock", "regression-mlp", "digits-mlp")
 #: accepted optimizers per preset; the first ones are the defaults (run when --optimizer is not given)
 OPTIMIZERS = {"booth": ["gd"], "rosenbrock": ["gd"], "regression-mlp": ["gd", "adagrad"], "digits-mlp": ["sgd", "adam"]}
 DEFAULT_SEEDS = {"booth": 1, "rosenbrock": 5, "regression-mlp": 5, "digits-mlp": 10}
+#: training steps per preset (when --steps is not given)
+DEFAULT_STEPS = {"booth": 30, "rosenbrock": 1000, "regression-mlp": 300, "digits-mlp": 600}
 
 
 @dataclass
@@ -48,8 +50,34 @@ class TeleportConfig:
         every: teleport every ``every`` steps (``None``: the preset's schedule).
         seeds: number of seeds (``None``: the preset's default).
         optimizers: optimizers to compare (``None``: the preset's, :data:`OPTIMIZERS`).
-        steps: training steps (``None``: the preset's).
+        steps: training steps (``None``: the preset's, :data:`DEFAULT_STEPS`).
         cache_dir: where trained/initial models are cached (digits).
+
+    The remaining fields tune the MLP presets (:mod:`.teleport_mlp`; docs/teleport.md has how
+    the digits values were chosen):
+
+    Attributes:
+        lr: learning rate per optimizer.
+        regression_ascent_steps: ascent steps of a regression teleport (3: teleport time ≈ 7–8 %
+            of the run, still ≥ 4 of 5 seeds at the baseline's step-300 loss by step 150 for GD
+            and AdaGrad; 5 steps put GD's share at 0.10–0.12).
+        ascent_steps: ascent steps of a digits teleport.
+        every_per_optimizer: the digits schedule per optimizer when ``every`` is not given (Adam
+            reaches the target in ~240 steps: teleport earlier; every 100/50 reached the target
+            in fewer steps but lowered the validation accuracy).
+        targets: the fixed target training loss of digits-mlp per optimizer.
+        lookahead_lr: step size of a digits teleport's GD lookahead: twice SGD's lr, so that a
+            point where the next steps at lr would oscillate (sharpness near 2/lr) scores badly
+            (a 2× stability margin).
+        lookahead_steps: GD steps of that lookahead.
+        teleport_batch: training examples in a digits teleport's batch (``None``: all; the
+            rescaling is exact on every input, so a subsample only makes the objective cheaper,
+            not the teleport less exact).
+        radius: trust region of a digits teleport: path length in the algebra.
+        max_factor: trust region of a digits teleport: gradient-norm factor.
+        norm_penalty: λ of an optional penalty ``−λ (‖θ‖²/‖θ_0‖² − 1)`` added to the digits
+            teleports' objective (keeps the weight norm from growing; measured at λ = 0.05 with
+            the 5-step objective: step ratio 1.08 for SGD instead of 1.45, so off by default).
     """
 
     preset: str
@@ -58,7 +86,17 @@ class TeleportConfig:
     optimizers: list[str] | None = None
     steps: int | None = None
     cache_dir: str | None = None
-    extra: dict = field(default_factory=dict)
+    lr: dict[str, float] = field(default_factory=lambda: {"gd": 1e-4, "adagrad": 0.1, "sgd": 0.1, "adam": 1e-3})
+    regression_ascent_steps: int = 3
+    ascent_steps: int = 3
+    every_per_optimizer: dict[str, int] = field(default_factory=lambda: {"sgd": 200, "adam": 100})
+    targets: dict[str, float] = field(default_factory=lambda: {"sgd": 0.05, "adam": 0.05})
+    lookahead_lr: float = 0.2
+    lookahead_steps: int = 2
+    teleport_batch: int | None = 256
+    radius: float = 2.0
+    max_factor: float = 2.0
+    norm_penalty: float = 0.0
 
     def validate(self) -> TeleportConfig:
         """Check the fields; raise :class:`ConfigError` naming the bad one."""
@@ -72,6 +110,23 @@ class TeleportConfig:
         for o in self.optimizers or []:
             if o not in allowed:
                 raise ConfigError(f"preset {self.preset!r} runs the optimizers {allowed}; received --optimizer {o!r}.")
+        for name in ("regression_ascent_steps", "ascent_steps", "lookahead_steps", "teleport_batch"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise ConfigError(f"{name} must be an integer ≥ 1; received {v!r}.")
+        for name in ("lookahead_lr", "radius", "max_factor"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0; received {getattr(self, name)!r}.")
+        if not self.norm_penalty >= 0:
+            raise ConfigError(f"norm_penalty must be ≥ 0; received {self.norm_penalty!r}.")
+        for name, table in (("lr", self.lr), ("every_per_optimizer", self.every_per_optimizer),
+                            ("targets", self.targets)):
+            if self.preset in ("regression-mlp", "digits-mlp"):
+                need = [o for o in (self.optimizers or OPTIMIZERS[self.preset])
+                        if name == "lr" or self.preset == "digits-mlp"]
+                missing = [o for o in need if o not in table]
+                if missing:
+                    raise ConfigError(f"{name} has no value for the optimizer(s) {missing}; received {table!r}.")
         return self
 
 
@@ -112,8 +167,8 @@ def _two_d(cfg: TeleportConfig, progress: bool) -> dict:
     booth_like = cfg.preset == "booth"
     f, action = (booth, BoothRotation()) if booth_like else (rosenbrock, RosenbrockRotation())
     action = action.double()
-    lr, steps = (0.08, 30) if booth_like else (1e-3, 1000)
-    steps = cfg.steps or steps
+    lr = 0.08 if booth_like else 1e-3
+    steps = cfg.steps or DEFAULT_STEPS[cfg.preset]
     target = 4.9e-3 if booth_like else 1e-6
     if cfg.every is not None:
         due = (lambda k, e=cfg.every: k > 0 and k % e == e - 1) if not booth_like else (lambda k, e=cfg.every: k > 0 and k % e == 0)

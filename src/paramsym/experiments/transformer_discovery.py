@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from ..config import to_dict
+from ..discovery.config import DiscoverOverrides
 from ..discovery.transformer import incoming_size
 from ..errors import ConfigError
 from ..runs import RunDir
@@ -57,14 +58,18 @@ class TransformerDiscoveryConfig:
     #: (measured 624 / 19.6 at 3.5, 480 / 14.9 at 7; docs/discovery.md)
     rho: float = 7.0
     eval_seed: int = 2024
-    overrides: list[str] = field(default_factory=list)
+    #: typed overrides of every sub-run's DiscoverConfig (after the recipe, seed and steps)
+    overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
+
+    def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
+        self.overrides = DiscoverOverrides.of(self.overrides)
 
     @classmethod
     def quick(cls) -> TransformerDiscoveryConfig:
         """A tiny budget (tests): 3 steps of a narrow network, 4 samples, a one-cell verdict."""
-        return cls(steps=3, samples=4, overrides=["action.width=16", "train.batch=4", "verdict.samples=20",
-                                                   "verdict.rhos=[0.5]", "verdict.factors=[1]", "verdict.curve_points=2",
-                                                   "verdict.curve_times=3", "train.log_every=1"])
+        return cls(steps=3, samples=4, overrides=DiscoverOverrides({
+            "action": {"width": 16}, "train": {"batch": 4, "log_every": 1},
+            "verdict": {"samples": 20, "rhos": [0.5], "factors": [1], "curve_points": 2, "curve_times": 3}}))
 
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
@@ -145,7 +150,7 @@ def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0
 
 
 def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int = 0, steps: int | None = None,
-                  overrides: Sequence[str] = (), progress: bool = True) -> tuple[Any, dict[str, Any]]:
+                  overrides: DiscoverOverrides | Sequence[str] = (), progress: bool = True) -> tuple[Any, dict[str, Any]]:
     """Train the learned action on an FFN boundary problem with the ``minilm-ffn-unit`` recipe.
 
     A finished run in ``out`` is reused; an interrupted one resumes. Returns the trained action
@@ -154,7 +159,7 @@ def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int 
     """
     from ..discovery.run import load_learned_action, run_discovery
 
-    dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=list(overrides))
+    dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
     cpu0, wall0 = time.process_time(), time.time()
     m = out.read_json("metrics.json") if out.has("metrics.json") else run_discovery(
         dcfg, out, resume=out.has("config.json"), progress=progress, problem=problem)

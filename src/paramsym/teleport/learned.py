@@ -2,7 +2,7 @@
 
 :func:`teleport_learned` teleports a :class:`~paramsym.targets.Target`'s block θ with any
 :class:`~paramsym.actions.base.GroupAction` — typically a learned one reloaded from a discovery
-run (:func:`paramsym.discovery.reuse.learned_action`) — in float64, on the regression loss of
+run (:func:`paramsym.discovery.reload.learned_action`) — in float64, on the regression loss of
 the target's probe batch,
 
     L(θ) = ½ mean((F_X(θ) − Y)²),   Y ~ N(0, 1) from ``torch.Generator().manual_seed(seed)``,

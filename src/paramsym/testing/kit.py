@@ -14,7 +14,14 @@ from torch.func import vmap
 
 from .. import verdict as V
 from ..actions.base import GroupAction
-from ..errors import ActionError, ConfigError, DegenerateTargetError, ShapeError, check_finite
+from ..errors import (
+    ActionError,
+    ConfigError,
+    DegenerateTargetError,
+    ShapeError,
+    check_finite,
+    check_seed,
+)
 from ..params import Selection
 from ..targets import Batch, FunctionTarget, Target
 from .results import (
@@ -254,6 +261,7 @@ def check_action(
         DegenerateTargetError: estimated ``s_F = 0`` (the output ignores the block).
     """
     _check_order("check_action", action, target)
+    check_seed(seed)
     factors = [int(k) for k in factors]
     if 1 not in factors or any(k < 1 for k in factors):
         raise ConfigError(f"factors must be integers ≥ 1 and include 1 (motion is judged on one-factor elements); received {factors}.")
@@ -272,8 +280,8 @@ def check_action(
     gen = torch.Generator().manual_seed(int(seed))
     estimated = {"s_F": s_F is None, "s_theta": s_theta is None}
     if s_F is None or s_theta is None:
-        scale_pts = sample_points(max(distinct, 1) if distinct > 0 else 256, torch.Generator().manual_seed(int(seed) + 1))
-        est_F, est_theta = estimate_scales(target64, scale_pts, generator=torch.Generator().manual_seed(int(seed) + 2))
+        scale_pts = sample_points(max(distinct, 1) if distinct > 0 else 256, torch.Generator().manual_seed((int(seed) + 1) % 2**64))
+        est_F, est_theta = estimate_scales(target64, scale_pts, generator=torch.Generator().manual_seed((int(seed) + 2) % 2**64))
         s_F = est_F if s_F is None else float(s_F)
         s_theta = est_theta if s_theta is None else float(s_theta)
 

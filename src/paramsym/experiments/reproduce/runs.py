@@ -103,7 +103,6 @@ def _lifting(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 def _transformer(quick: bool) -> Callable[[Path], dict[str, Any]]:
     def go(out: Path) -> dict[str, Any]:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from ...runs import RunDir
         from .. import transformer_discovery as td
 

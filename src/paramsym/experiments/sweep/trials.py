@@ -54,13 +54,11 @@ def trial_config(trial: Mapping[str, Any]):
     Raises:
         ConfigError: an override key or value the configuration rejects.
     """
-    from ...discovery.config import QUICK, DiscoverConfig, with_overrides
+    from ...discovery.config import DiscoverConfig, DiscoverOverrides
 
-    cfg = DiscoverConfig.for_preset(trial["preset"], trial["variant"])
-    if trial["quick"]:
-        cfg = with_overrides(cfg, QUICK)
-    cfg = with_overrides(cfg, {**trial["base"], **trial["point"]})
-    return with_overrides(cfg, {"seed": trial["seed"], "train.steps": trial["steps"], "device": trial["device"]})
+    start = DiscoverConfig.quick if trial["quick"] else DiscoverConfig.for_preset
+    cfg = DiscoverOverrides({**trial["base"], **trial["point"]}).apply(start(trial["preset"], trial["variant"]))
+    return DiscoverOverrides({"seed": trial["seed"], "train.steps": trial["steps"], "device": trial["device"]}).apply(cfg)
 
 
 def summarize(trial: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
