@@ -65,6 +65,8 @@ def test_malformed_group_specs_are_named(tmp_path):
         FiniteGroup.parse("perm:[]")
     with pytest.raises(GroupError, match="square matrix"):
         FiniteGroup.parse("mat:[[1,2,3]]")
+    with pytest.raises(GroupError, match=r"--group 'mat:\[\[\[2,0\],\[0,1\]\]\]': generator 0 has an eigenvalue of modulus 2"):
+        FiniteGroup.parse("mat:[[[2,0],[0,1]]]")  # infinite order: refused before enumerating
     with pytest.raises(InputFileError, match="does not exist"):
         FiniteGroup.parse(str(tmp_path / "none.json"))
     (tmp_path / "bad.json").write_text("{not json")

@@ -172,9 +172,13 @@ class FiniteGroup:
                     ) from None
                 if not isinstance(gens, list) or not gens:
                     raise GroupError(f"{argument} {spec!r}: after {prefix!r} give a non-empty JSON list of generators.")
-                if prefix == "perm:":
-                    return from_permutations(gens)
-                return from_matrices([_matrix(m, argument, spec) for m in gens])
+                try:
+                    if prefix == "perm:":
+                        return from_permutations(gens)
+                    return from_matrices([_matrix(m, argument, spec) for m in gens])
+                except GroupError as exc:
+                    text_ = str(exc)
+                    raise GroupError(text_ if text_.startswith(argument) else f"{argument} {spec!r}: {text_}") from None
         if text.lower().endswith(".json"):
             return _group_from_file(text, argument)
         try:
@@ -539,8 +543,15 @@ def from_matrices(gens: Sequence[np.ndarray], name: str | None = None, decimals:
                 f"generator {i} has shape {a.shape} but generator 0 has {np.shape(gens[0])}; "
                 "all generators must be matrices of the same size."
             )
+        if not np.isfinite(a).all():
+            raise GroupError(f"generator {i} has NaN or infinite entries; give a matrix of finite numbers.")
         if abs(np.linalg.det(a)) < 1e-12:
             raise GroupError(f"generator {i} is singular, so it does not lie in a group.")
+        radius = np.abs(np.linalg.eigvals(a))
+        if np.abs(radius - 1.0).max() > 1e-8:  # an element of finite order has all eigenvalues on the unit circle
+            raise GroupError(f"generator {i} has an eigenvalue of modulus {radius[np.argmax(np.abs(radius - 1))]:.6g} ≠ 1, "
+                             "so it has infinite order and generates no finite group; give matrices of finite order "
+                             "(e.g. orthogonal ones).")
         arrs.append(a)
     d = arrs[0].shape[0]
     elems, table, gi = _enumerate(
