@@ -7,6 +7,15 @@ of entries, and the ratio ``census / ((entries + 1) × forward)`` (the overhead 
 layouts and applying the group elements; aim ≤ 3). Run with one thread:
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/census.py [--presets minilm,llama-tiny,...]
+
+``--part traced`` (issue 18): wall time and peak RSS, each case in a fresh process
+(``os.wait4``), of (a) the census with the traced residual stream (``layout="auto"``: the adapter
+plus the tracer) in float32, and (b) the scramble-alignment — a random element of the whole
+exported permutation group applied, then aligned back by weight matching
+(:func:`paramsym.alignment.checkpoints.align_to`) — on the real all-MiniLM-L6-v2 and on a
+GPT-2-small-sized model from ``GPT2Config()``:
+
+    OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/census.py --part traced [--cases minilm,gpt2-small]
 """
 
 from __future__ import annotations
@@ -24,11 +33,70 @@ from paramsym.census import census, default_inputs  # noqa: E402
 from paramsym.census.presets import build_preset  # noqa: E402
 
 
+def _model(case: str):
+    if case == "minilm":
+        from paramsym.models.loading import load_model
+
+        return load_model("minilm", quiet=True)
+    from transformers import AutoModel, GPT2Config
+
+    torch.manual_seed(0)
+    return AutoModel.from_config(GPT2Config(), attn_implementation="eager").eval()
+
+
+def _one(case: str, what: str) -> None:
+    """Run one case in this (fresh) process and print ``seconds`` and a summary."""
+    import json
+    import time
+
+    model = _model(case)
+    t0 = time.perf_counter()
+    if what == "census":
+        r = census(model, dtype=torch.float32, copy_model=False)
+        summary = {"entries": len(r.entries), "all_verified": r.all_verified,
+                   "residual": [e.verified_error for e in r.entries if e.kind == "residual_permutation"]}
+    else:
+        from paramsym.alignment.checkpoints import align_to
+        from paramsym.census.export import spec_for_model
+        from paramsym.census.permspec import apply_spec, random_perms
+
+        spec = spec_for_model(model)
+        a = {k: v.detach() for k, v in model.named_parameters()}
+        b = apply_spec(a, spec, random_perms(spec, torch.Generator().manual_seed(1)))
+        aligned, info = align_to(a, b, spec)
+        rel = max(float((aligned[k] - a[k]).norm() / max(float(a[k].norm()), 1e-30)) for k in a)
+        summary = {"groups": len(spec.perms), "sweeps": info["sweeps"], "max_rel_weight_error": rel}
+    print(json.dumps({"seconds": time.perf_counter() - t0, **summary}))
+
+
+def traced(cases: list[str], whats: list[str]) -> None:
+    import json
+    import subprocess
+
+    print(f"{'case':12s} {'what':10s} {'seconds':>8s} {'peak RSS MiB':>12s}  summary")
+    for case in cases:
+        for what in whats:
+            proc = subprocess.Popen([sys.executable, __file__, "--one", case, what], stdout=subprocess.PIPE, text=True)
+            _, status, usage = os.wait4(proc.pid, 0)
+            out = proc.stdout.read().strip().splitlines()
+            res = json.loads(out[-1]) if out and status == 0 else {"seconds": float("nan"), "error": status}
+            print(f"{case:12s} {what:10s} {res.pop('seconds'):8.1f} {usage.ru_maxrss / 1024:12.0f}  {res}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--presets", default="minilm,llama-tiny,pythia-tiny")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--part", choices=["floor", "traced"], default="floor")
+    ap.add_argument("--cases", default="minilm,gpt2-small")
+    ap.add_argument("--what", default="census,scramble")
+    ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one:
+        torch.set_num_threads(1)
+        return _one(*args.one)
+    if args.part == "traced":
+        return traced(args.cases.split(","), args.what.split(","))
     torch.set_num_threads(1)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     print(f"{'preset':12s} {'dtype':8s} {'entries':>7s} {'census s':>9s} {'forward ms':>10s} {'ratio':>6s}")

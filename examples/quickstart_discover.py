@@ -23,7 +23,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from paramsym.discovery import discover, load_action
+from paramsym.discovery import DiscoverConfig, discover, load_action
+from paramsym.discovery.config import with_overrides
 from paramsym.targets import Target
 from paramsym.testing import check_action
 
@@ -51,8 +52,9 @@ def main() -> None:
     torch.set_num_threads(1)
 
     F = make_target()
-    # μ = θ0 + 0.1 N(0, I): where the symmetry is learned; recipe: the relu242 preset's tuned settings
-    result = discover(F, 0.1, recipe="relu242", overrides=SMOKE if args.smoke else None,
+    # μ = θ0 + 0.1 N(0, I): where the symmetry is learned; cfg: the relu242 preset's tuned recipe
+    cfg = DiscoverConfig.for_preset("relu242")
+    result = discover(F, 0.1, cfg=with_overrides(cfg, SMOKE) if args.smoke else cfg,
                       out=args.out, progress=not args.smoke)
     declared = result.metrics["verdict"]["declared"]
     print(f"run directory: {result.run.path}")

@@ -176,6 +176,25 @@ def validate_tree(cfg: Any) -> None:
     _validate(cfg)
 
 
+def _normalized(cfg: C, prefix: str = "") -> C:
+    """``cfg`` with every field coerced to its annotation (e.g. an int where a float is declared,
+    a list where a tuple is) and every nested configuration validated, inner ones first: what
+    :func:`from_dict` guarantees for a configuration read from a file, for one built in Python."""
+    hints = _field_types(type(cfg))
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            new = _normalized(value, prefix + f.name + ".")
+        else:
+            new = _coerce(prefix + f.name, value if isinstance(value, (str, Overrides)) else to_dict(value), hints[f.name])
+        if new is not value:
+            changes[f.name] = new
+    cfg = dataclasses.replace(cfg, **changes) if changes else cfg
+    _validate(cfg)
+    return cfg
+
+
 def _leaf_types(cls: type, prefix: str = "") -> dict[str, Any]:
     """Dotted leaf key → annotation of config class ``cls`` (nested dataclasses expanded)."""
     out: dict[str, Any] = {}
@@ -189,12 +208,15 @@ def _leaf_types(cls: type, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _flatten(data: Mapping[str, Any], leaves: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Dotted ``(key, value)`` pairs of a dotted or nested mapping (a mapping under a leaf key,
+    e.g. a ``dict`` field, is that leaf's value)."""
     for k, v in data.items():
-        if isinstance(v, Mapping) and not isinstance(v, Overrides):
-            yield from _flatten(v, f"{prefix}{k}.")
+        key = prefix + str(k)
+        if isinstance(v, Mapping) and not isinstance(v, Overrides) and key not in leaves:
+            yield from _flatten(v, leaves, key + ".")
         else:
-            yield prefix + str(k), v
+            yield key, v
 
 
 def _replace_path(obj: Any, parts: list[str], value: Any) -> Any:
@@ -228,7 +250,7 @@ class Overrides(Mapping[str, Any]):
         self._config = cls
         types_ = _leaf_types(cls)
         self._values: dict[str, Any] = {}
-        for key, raw in _flatten(values or {}):
+        for key, raw in _flatten(values or {}, types_):
             if key not in types_:
                 valid = list(types_)
                 close = [k for k in valid if k.split(".")[-1] == key.split(".")[-1]]
@@ -265,7 +287,8 @@ class Overrides(Mapping[str, Any]):
         return cls.parse(overrides, config=config)
 
     def apply(self, cfg: C) -> C:
-        """A copy of ``cfg`` with these values set, every nested configuration validated.
+        """A copy of ``cfg`` with these values set, every field checked against its type and every
+        nested configuration validated (as :func:`from_dict` does for a file).
 
         Raises:
             ConfigError: ``cfg`` is not of the configuration class, or a ``validate`` hook refuses the result.
@@ -274,8 +297,7 @@ class Overrides(Mapping[str, Any]):
             raise ConfigError(f"overrides of {self._config.__name__} cannot apply to a {type(cfg).__name__}.")
         for key, value in self._values.items():
             cfg = _replace_path(cfg, key.split("."), value)
-        validate_tree(cfg)
-        return cfg
+        return _normalized(cfg)
 
     def __or__(self, other: Overrides | Mapping[str, Any] | Iterable[str]) -> Overrides:
         other = type(self).of(other, config=self._config)

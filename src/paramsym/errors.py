@@ -208,3 +208,13 @@ class PickleWeightsError(InputFileError):
 class MemoryBudgetError(ConfigError):
     """A memory budget (``--max-memory``, ``max_memory=``) that is not a size > 0: expected
     ``512MiB``, ``2GiB`` or a number of bytes (``paramsym.groups.memory.MemoryBudget``)."""
+
+
+# -- census (issue 18) -------------------------------------------------------------------------
+class TraceError(UnsupportedModelError):
+    """The census's tracer cannot follow a model without an adapter: the message names the module,
+    why it could not be followed, and what was found before it."""
+
+
+class ExportPathExistsError(OutputFileError):
+    """An export path that already exists; nothing is overwritten (choose a new path or delete it)."""

@@ -176,7 +176,10 @@ def save_tensors(path: str | os.PathLike, tensors: Mapping[str, torch.Tensor], m
 
 
 def load_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """Load a safetensors file (never unpickles).
+    """Load a safetensors file (never unpickles), its tensors in name order.
+
+    (``safetensors`` returns them in no fixed order; sums over a dict of tensors would then round
+    differently from one load to the next.)
 
     Raises:
         RunFileError: missing, unreadable, truncated or not a safetensors file (names the path).
@@ -186,12 +189,13 @@ def load_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     path = Path(path)
     data = _read_bytes(path, "a safetensors file")
     try:
-        return _st_load(data)
+        tensors = _st_load(data)
     except Exception as exc:  # SafetensorError, or anything a corrupt header provokes
         raise RunFileError(
             f"{str(path)!r} is truncated or not a safetensors file ({type(exc).__name__}: {exc}); "
             "expected the tensors a paramsym run saved. Restore it, or start the run again."
         ) from None
+    return dict(sorted(tensors.items()))
 
 
 def git_sha(start: str | os.PathLike | None = None) -> str | None:
@@ -283,8 +287,13 @@ class RunDir:
             )
 
     @classmethod
-    def fresh(cls, path: str | os.PathLike) -> RunDir:
+    def fresh(cls, path: str | os.PathLike, command: str | None = None) -> RunDir:
         """A run directory for a new run: ``path`` must be missing or an empty directory.
+
+        A non-empty directory is refused, never reused: a new run's files beside an old run's
+        would mix two results. The message names the remedy: continue the old run with
+        ``COMMAND --resume PATH`` (``command``, e.g. ``"paramsym census"``), or pass a fresh
+        directory.
 
         Raises:
             RunFileError: ``path`` is a file or cannot be listed.
@@ -297,7 +306,9 @@ class RunDir:
             raise RunFileError(f"cannot list {str(run.path)!r} ({_why(exc)}); expected a readable directory. "
                                "Choose another output directory.") from None
         if nonempty:
-            raise RunDirError(f"output directory {str(run.path)!r} is not empty; choose another --out or --resume it.")
+            how = f"`{command} --resume {run.path}`" if command else "the command's --resume"
+            raise RunDirError(f"output directory {str(run.path)!r} is not empty; pass a new (or empty) --out "
+                              f"directory, or continue the run in it with {how}.")
         return run
 
     @classmethod
@@ -312,7 +323,7 @@ class RunDir:
         if not os.path.isdir(p) or not os.path.isfile(p / "config.json"):
             raise RunDirError(
                 f"{str(p)!r} is not a paramsym run directory (no config.json); pass the directory "
-                "that a `paramsym discover` / `attribute` run created."
+                "that a paramsym command created (its --out DIR, e.g. `paramsym discover` / `attribute` / `census`)."
             )
         run = cls(p)
         run.kind()

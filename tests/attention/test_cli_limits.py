@@ -59,18 +59,18 @@ def test_budget_option(capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["count", "--group", "D4", "--heads", "0"], "--heads must be an integer >= 1; got 0"),
-    (["count", "--group", "D4", "--heads", "x"], "--heads must be an integer >= 1; got 'x'"),
+    (["count", "--group", "D4", "--heads", "0"], "--heads must be an integer >= 1; received 0"),
+    (["count", "--group", "D4", "--heads", "x"], "--heads must be an integer >= 1; received 'x'"),
     (["count", "--group", "D4", "--heads", "8", "--copies", "-3"], "--copies must be an integer >= 1"),
     (["table", "--group", "D4", "--copies", "0..3"], "every number of copies must be >= 1"),
     (["table", "--group", "D4", "--heads", "2.5"], "--heads must be an integer"),
     (["clusterings", "--group", "C6", "--heads", "-1"], "--heads must be an integer >= 1"),
     (["clusterings", "--group", "C6", "--heads", "3", "--limit", "-5"], "--limit must be an integer >= 0"),
-    (["classify", "w.safetensors", "--group", "D4", "--tol", "-1"], "tolerance must be a number > 0"),
-    (["classify", "w.safetensors", "--group", "D4", "--tol", "nan"], "tolerance must be a number > 0"),
+    (["classify", "w.safetensors", "--group", "D4", "--tol", "-1"], "--tol must be a finite number > 0"),
+    (["classify", "w.safetensors", "--group", "D4", "--tol", "nan"], "--tol must be a finite number > 0"),
     (["classify", "w.safetensors", "--group", "D4", "--bias-tol", "-1"], "--bias-tol"),
     (["classify", "w.safetensors", "--group", "D4", "--num-heads", "0"], "--num-heads must be an integer >= 1"),
-    (["classify", "w.safetensors", "--group", "D4", "--seed", "-1"], "--seed must be an integer >= 0"),
+    (["classify", "w.safetensors", "--group", "D4", "--seed", "-1"], "--seed must be an integer seed with 0 <= seed < 2**63"),
     (["build", "--group", "C2", "--heads", "1", "--index", "-1", "--out", "x.safetensors"], "--index must be an integer >= 0"),
     (["build", "--group", "C2", "--heads", "1", "--index", "0", "--perturb", "inf", "--out", "x.safetensors"], "--perturb"),
 ])

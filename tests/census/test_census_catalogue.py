@@ -172,6 +172,6 @@ def test_affine_solver_finds_80_on_the_biased_attention_block():
     from paramsym.exact.presets import build_preset as affine_preset
 
     target, ansatz = affine_preset("attention-d8h2-bias", 0)
-    res = solve_affine(target, ansatz, samples=AFFINE_PRESETS["attention-d8h2-bias"].samples,
+    res = solve_affine(target, ansatz, samples=AFFINE_PRESETS["attention-d8h2-bias"].fields["samples"],
                        generator=torch.Generator().manual_seed(1))
     assert res.dimension == 80 and res.gap > 1e6

@@ -22,7 +22,10 @@ def test_compensate_json_and_run_directory(tmp_path, capsys):
     assert (out / "report.md").read_text().startswith("# Closed-form compensation")
     assert (out / "figures" / "drift_vs_motion.png").stat().st_size > 0
     assert (out / "figures" / "per_unit_change.png").stat().st_size > 0
-    assert json.loads((out / "result.json").read_text())["kind"] == "compensate"
+    assert json.loads((out / "config.json").read_text())["kind"] == "compensate"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {k: metrics[k] for k in res} == res  # --json prints the run's metrics (per_unit aside)
+    assert (out / "env.json").exists() and not (out / "result.json").exists()
 
 
 def test_compensate_from_a_saved_directory(tmp_path, capsys):
@@ -39,8 +42,8 @@ def test_compensate_from_a_saved_directory(tmp_path, capsys):
     (["--layer", "9", "--unit", "0"], "layer 9 is out of range"),
     (["--layer", "0", "--unit", "99999"], "unit 99999 is out of range"),
     (["--layer", "0", "--unit", "0", "--tokens", "8", "--compensators", "4"], "at least 8"),
-    (["--layer", "0", "--unit", "0", "--learned", "--steps", "0"], "--steps must be ≥ 1"),
-    (["--layer", "0", "--unit", "0", "--learned", "--rho", "0"], "--rho must be > 0"),
+    (["--layer", "0", "--unit", "0", "--learned", "--steps", "0"], "--steps must be an integer >= 1"),
+    (["--layer", "0", "--unit", "0", "--learned", "--rho", "0"], "--rho must be a finite number > 0"),
 ])
 def test_compensate_errors(argv, message, capsys):
     assert main(["compensate", "--model", "pythia-tiny", *argv]) == 2
@@ -60,7 +63,10 @@ def test_learned_compensation_trains_and_reports_the_closed_form_keys(tmp_path, 
     assert res["objective"] == "finite" and res["steps"] == 3 and res["tokens"] == 8
     assert res["motion_median"] > 0 and res["drift_random"] > 0  # the learned edit moves weights
     assert res["units_changed"] <= 9  # only the moving unit and its 8 compensators can change
-    assert json.loads((out / "result.json").read_text())["kind"] == "compensate-learned"
+    config = json.loads((out / "config.json").read_text())
+    assert config["kind"] == "compensate" and config["learned"] is True
+    assert "train_cpu_seconds" not in json.loads((out / "metrics.json").read_text())  # times go to timing.json
+    assert json.loads((out / "timing.json").read_text())["train_cpu_seconds"] == res["train_cpu_seconds"]
     assert (out / "discovery-finite" / "metrics.json").exists()
 
 

@@ -105,7 +105,7 @@ def test_extractor_and_checker_catch_a_bad_command() -> None:
     assert check_command(parser, "paramsym discover --preset relu242 --steps 10  # a comment") is None
     assert check_command(parser, "paramsym attention count --help") is None
     assert check_command(parser, "paramsym attention nosuch --help") is not None
-    assert "required" in check_command(parser, "paramsym compensate --model minilm")  # --layer/--unit missing
+    assert "required" in check_command(parser, "paramsym attention count --group D4")  # --heads missing
 
 
 def test_guides_show_enough_commands() -> None:

@@ -35,8 +35,23 @@ def test_list_json_covers_every_preset_with_its_kind() -> None:
                          check=True, timeout=300)
     rows = json.loads(out.stdout)
     got = {(r["name"], r["kind"]) for r in rows}
-    want = {(n, "discovery") for n in DISCOVERY_PRESETS} | {(n, "attribution") for n in ATTRIBUTION_PRESETS}
+    from paramsym.census.presets import PRESETS as CENSUS_PRESETS
+    from paramsym.exact.presets import AFFINE_PRESETS
+    from paramsym.experiments.align_presets import PRESETS as ALIGN_PRESETS
+    from paramsym.experiments.kind_compensate import MODELS
+    from paramsym.experiments.teleport_presets import PRESETS as TELEPORT_PRESETS
+
+    want = ({(n, "discovery") for n in DISCOVERY_PRESETS} | {(n, "attribution") for n in ATTRIBUTION_PRESETS}
+            | {(n, "affine") for n in AFFINE_PRESETS} | {(n, "census") for n in CENSUS_PRESETS}
+            | {(n, "compensate") for n in MODELS} | {(n, "teleport") for n in TELEPORT_PRESETS}
+            | {(n, "align") for n in ALIGN_PRESETS})
     assert got == want
+    # every command that takes --preset/--model NAME is covered, in one vocabulary
+    assert {r["kind"] for r in rows} == {"discovery", "attribution", "affine", "census", "compensate", "teleport",
+                                         "align"}
+    assert all(set(r) >= {"name", "kind", "summary", "default", "stages", "command"} for r in rows)
+    assert all(r["command"].split()[1] in ("discover", "attribute", "affine", "census", "compensate", "teleport",
+                                           "align") and r["name"] in r["command"] for r in rows)
     assert [r["name"] for r in rows if r["default"]] == [DEFAULT_PRESET]
     for r in rows:
         assert r["summary"] and r["command"].startswith("paramsym ")
@@ -46,19 +61,24 @@ def test_list_json_covers_every_preset_with_its_kind() -> None:
 def test_list_text_covers_every_preset(capsys) -> None:
     assert main(["list"]) == 0
     text = capsys.readouterr().out
-    assert "discovery presets" in text and "attribution presets" in text
-    for name in [*DISCOVERY_PRESETS, *ATTRIBUTION_PRESETS]:
+    assert "discovery presets" in text and "attribution presets" in text and "census presets" in text
+    from paramsym.exact.presets import AFFINE_PRESETS
+
+    for name in [*DISCOVERY_PRESETS, *ATTRIBUTION_PRESETS, *AFFINE_PRESETS]:
         assert f"  {name} " in text, name
 
 
 def test_every_kind_and_preset_loads_with_a_typed_quick_config() -> None:
-    assert set(KINDS) == {"discovery", "discovery-objectives", "discovery-lifting", "transformer-discovery", "attribution",
-                          "attention"}
+    assert {"discovery", "discovery-objectives", "discovery-lifting", "transformer-discovery", "attribution",
+            "attention", "census", "affine", "compensate"} <= set(KINDS)
     for kind in KINDS.values():
         spec = kind.load()
         assert callable(spec.render)
         if spec.config is not None:
             assert dataclasses.is_dataclass(spec.config) and callable(spec.run)
+    for name in ("census", "affine", "compensate", "teleport", "teleport-learned", "align", "sweep"):  # managed kinds
+        cfg_cls = KINDS[name].load().config
+        assert isinstance(cfg_cls.quick(), cfg_cls) and KINDS[name].load().managed and KINDS[name].resumable
     for name in ("discovery-objectives", "discovery-lifting", "transformer-discovery"):
         cfg_cls = KINDS[name].load().config
         quick, full = cfg_cls.quick(), cfg_cls()

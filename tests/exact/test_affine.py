@@ -15,7 +15,7 @@ from paramsym.errors import (
     TooFewSamplesError,
 )
 from paramsym.exact import Ansatz, CrossMap, RowMaps, Translations, solve_affine
-from paramsym.exact.presets import AFFINE_PRESETS, build_preset
+from paramsym.exact.presets import build_preset, expected_dimension, preset_samples
 from paramsym.groups.algebra import commutativity, generated_algebra, principal_angles
 from paramsym.targets import FunctionTarget, Target
 
@@ -25,7 +25,7 @@ FAST = ["linear2x2", "linear3x2", "relu242", "leakyrelu-bias", "tanh-mlp", "atte
 
 def solve_preset(name, **kw):
     target, ansatz = build_preset(name)
-    res = solve_affine(target, ansatz, samples=AFFINE_PRESETS[name].samples,
+    res = solve_affine(target, ansatz, samples=preset_samples(name),
                        generator=torch.Generator().manual_seed(1), **kw)
     return target, res
 
@@ -40,7 +40,7 @@ def recovered_vs_analytic(name, target, res):
 @pytest.mark.parametrize("name", FAST)
 def test_preset_dimension_angle_residual(name):
     target, res = solve_preset(name)
-    expected = AFFINE_PRESETS[name].expected
+    expected = expected_dimension(name)
     assert res.status == "successful"
     assert res.dimension == expected
     assert res.gap > 1e8  # every preset has a clean gap (measured ≥ 1e10)

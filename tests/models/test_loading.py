@@ -50,15 +50,6 @@ def _plant_pickle(directory: pathlib.Path, marker: pathlib.Path) -> pathlib.Path
     return path
 
 
-def _copy(saved_dir: pathlib.Path, into: pathlib.Path, only: tuple[str, ...] | None = None) -> pathlib.Path:
-    """A copy of a saved model directory (``only``: just these files)."""
-    into.mkdir()
-    for f in saved_dir.iterdir():
-        if only is None or f.name in only:
-            (into / f.name).write_bytes(f.read_bytes())
-    return into
-
-
 def test_the_planted_pickle_would_run(tmp_path):
     """The payload is live: unpickling it creates the marker (so the refusal tests can fail)."""
     marker = tmp_path / "ran"
@@ -77,7 +68,10 @@ def test_round_trip_is_eager_eval_and_exact(saved):
 
 
 def test_pickle_only_directory_is_refused_and_not_unpickled(saved, tmp_path):
-    d = _copy(saved[1], tmp_path / "pickled", only=("config.json",))
+    _, path = saved
+    d = tmp_path / "pickled"
+    d.mkdir()
+    (d / "config.json").write_text((path / "config.json").read_text())
     marker = tmp_path / "payload-ran"
     bin_path = _plant_pickle(d, marker)
     with pytest.raises(PickleWeightsError) as info:
@@ -90,7 +84,10 @@ def test_pickle_only_directory_is_refused_and_not_unpickled(saved, tmp_path):
 
 def test_safetensors_beside_a_pickle_loads_the_safetensors_only(saved, tmp_path):
     model, path = saved
-    d = _copy(path, tmp_path / "both")
+    d = tmp_path / "both"
+    d.mkdir()
+    for f in path.iterdir():
+        (d / f.name).write_bytes(f.read_bytes())
     marker = tmp_path / "payload-ran"
     _plant_pickle(d, marker)
     loaded = load_model(d)
@@ -99,7 +96,10 @@ def test_safetensors_beside_a_pickle_loads_the_safetensors_only(saved, tmp_path)
 
 
 def test_cli_census_refuses_a_pickle_directory(saved, tmp_path, capsys):
-    d = _copy(saved[1], tmp_path / "pickled", only=("config.json",))
+    _, path = saved
+    d = tmp_path / "pickled"
+    d.mkdir()
+    (d / "config.json").write_text((path / "config.json").read_text())
     marker = tmp_path / "payload-ran"
     _plant_pickle(d, marker)
     assert main(["census", "--model", str(d)]) == 2
@@ -109,7 +109,11 @@ def test_cli_census_refuses_a_pickle_directory(saved, tmp_path, capsys):
 
 
 def test_truncated_weights_name_the_file(saved, tmp_path):
-    d = _copy(saved[1], tmp_path / "truncated")
+    _, path = saved
+    d = tmp_path / "truncated"
+    d.mkdir()
+    for f in path.iterdir():
+        (d / f.name).write_bytes(f.read_bytes())
     w = d / "model.safetensors"
     w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
     with pytest.raises(InputFileError, match="model.safetensors"):

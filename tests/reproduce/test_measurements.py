@@ -93,7 +93,7 @@ def test_measurements_are_registered_beside_the_paper_claims():
     assert ids[-len(MEASUREMENT_CLAIMS):] == [c.id for c in MEASUREMENT_CLAIMS]
     assert all(r.name in RUNS and r.command.startswith(("paramsym", "python")) for r in MEASUREMENT_RUNS)
     # seeded and deterministic, --quick = the full numbers; only the 10-seed digits run is cut to 2 seeds
-    assert [r.name for r in MEASUREMENT_RUNS if not r.exact] == ["teleport-digits"]
+    assert [r.name for r in MEASUREMENT_RUNS if not r.exact] == ["teleport-digits", "align-modadd", "teleport-learned"]
     for b in ("teleport", "align-digits", "compensation-models", "action-checks"):
         assert all(cid in BY_ID for cid in BLOCKS[b].claims)
 

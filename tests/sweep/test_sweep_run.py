@@ -4,13 +4,14 @@ interrupted sweep resumes to the same table, and finished trials are never recom
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from pathlib import Path
 
 import pytest
 
-from paramsym.errors import BackendUnavailableError, ConfigError, RunDirError
+from paramsym.errors import BackendUnavailableError, ConfigError, RunDirError, SweepSpecError
 from paramsym.experiments.sweep import METRICS, load_spec, run_sweep
 
 TINY = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "tiny.yaml"
@@ -81,8 +82,17 @@ def test_interrupted_sweep_resumes_to_the_same_table(tmp_path, finished, tiny_sp
     with pytest.raises(RunDirError, match="not empty.*--resume"):
         run_sweep(tiny_spec, out, backend=pool, progress=False)
     before = {t: (out / "trials" / t / "metrics.json").read_bytes() for t in done}
+    edited = dataclasses.replace(tiny_spec, candidate_steps=tiny_spec.candidate_steps + 1)
+    with pytest.raises(SweepSpecError, match="the spec differs from the one the sweep .* was started with "
+                       r"\(keys \['candidate_steps'\]\)"):
+        run_sweep(edited, out, backend=pool, resume=True, progress=False)
+    assert json.loads((out / "config.json").read_text())["spec"]["candidate_steps"] == tiny_spec.candidate_steps
     table = run_sweep(tiny_spec, out, backend=pool, resume=True, progress=False)
     assert table == reference
+    # the resumed sweep's metrics.json equals the uninterrupted one's, byte for byte
+    assert (out / "metrics.json").read_bytes() == (finished[0] / "metrics.json").read_bytes()
+    starts = json.loads((out / "env.json").read_text())["starts"]
+    assert [s["resumed"] for s in starts] == [False, True] and starts[-1]["backend"] == "local"
     stages = json.loads((out / "stages.json").read_text())
     assert sum(s["reused"] for s in stages) == len(done) and sum(s["run"] for s in stages) == 5 - len(done)
     assert all((out / "trials" / t / "metrics.json").read_bytes() == b for t, b in before.items())
@@ -92,13 +102,13 @@ def test_a_finished_sweep_resumes_without_training(finished, tiny_spec, capsys) 
     from paramsym.cli import main
 
     out, table = finished
-    before = _snapshot(out)
+    before = _snapshot(out), {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     assert main(["sweep", str(TINY), "--out", str(out), "--resume", "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out) == table
-    assert [s["run"] for s in json.loads((out / "stages.json").read_text())] == [0, 0, 0]
-    after = _snapshot(out)
-    assert {k: v for k, v in after.items() if not k.endswith("summary.json")} == \
-        {k: v for k, v in before.items() if not k.endswith("summary.json")}
+    assert main(["sweep", "--resume", str(out), "--json", "--quiet"]) == 0  # the spec read from config.json
+    assert json.loads(capsys.readouterr().out) == table
+    # a finished sweep is reported: nothing rerun, no file rewritten
+    assert (_snapshot(out), {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}) == before
 
 
 def test_unreachable_ray_address_fails_fast_and_keeps_the_trials(finished, tiny_spec, capsys) -> None:
@@ -129,7 +139,28 @@ def test_cli_named_errors(tmp_path, capsys) -> None:
     assert main(["sweep", str(TINY), "--workers", "0"]) == 2
     assert "--workers must be an integer >= 1" in capsys.readouterr().err
     assert main(["sweep", str(TINY), "--resume"]) == 2
-    assert "--resume needs --out DIR" in capsys.readouterr().err
+    assert "--resume needs the directory of the sweep" in capsys.readouterr().err
+    assert main(["sweep", str(TINY), "--resume", str(tmp_path / "missing")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert main(["sweep"]) == 2
+    assert "give the sweep spec" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     with pytest.raises(ConfigError, match="--backend must be 'local' or 'ray'"):
         run_sweep(load_spec(str(TINY)), tmp_path / "o", backend="dask")
+
+
+def test_sweep_directory_is_a_run_of_kind_sweep(finished, tiny_spec, capsys) -> None:
+    from paramsym.cli import main
+    from paramsym.experiments.registry import load_run_config
+    from paramsym.provenance import canonical
+    from paramsym.runs import RunDir
+
+    out, table = finished
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["kind"] == "sweep" and cfg["spec"] == canonical(tiny_spec) and cfg["provenance"]["config_hash"]
+    assert load_run_config(RunDir(out)).spec == tiny_spec
+    assert json.loads((out / "metrics.json").read_text()) == table == json.loads((out / "table.json").read_text())
+    (out / "report.md").unlink()
+    assert main(["report", str(out)]) == 0
+    text = (out / "report.md").read_text()
+    assert text.startswith("# Sweep `tiny` on `sigmoid-scalar`") and "## Stages" in text and "| candidates | 2 |" in text and "| hybrid |" in text

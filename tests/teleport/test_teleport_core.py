@@ -46,7 +46,7 @@ def test_booth_gd_with_one_teleport_matches_the_anchor():
 def test_rosenbrock_five_seeds():
     from paramsym.experiments.teleport_presets import TeleportConfig, run
 
-    out = run(TeleportConfig("rosenbrock", seeds=5))
+    out = run(TeleportConfig("rosenbrock", seeds=(0, 1, 2, 3, 4)))
     for r in out["runs"]:
         assert min(r["teleport"]["losses"][:201]) < 1e-2
         assert r["teleport"]["losses"][-1] <= 1e-6

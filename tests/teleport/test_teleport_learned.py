@@ -81,10 +81,16 @@ def test_a_matching_model_is_teleported(run_dir):
     assert res["within_tol"] == (res["rel_loss_change"] <= 1e-6)
 
 
-def test_cli_action(run_dir, capsys):
-    assert main(["teleport", "--action", run_dir, "--json"]) == 0
+def test_cli_action(run_dir, capsys, tmp_path):
+    d = tmp_path / "learned"
+    assert main(["teleport", "--action", run_dir, "--json", "--out", str(d)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["tol"] == 1e-6 and out["within_tol"] == (out["rel_loss_change"] <= 1e-6)
+    assert out["tol"] == 1e-6 and out["within_tol"] == (out["rel_loss_change"] <= 1e-6) and "seconds" in out
+    metrics = json.loads((d / "metrics.json").read_text())
+    assert json.loads((d / "config.json").read_text())["kind"] == "teleport-learned"
+    assert metrics == {k: v for k, v in out.items() if k != "seconds"}
+    assert main(["report", str(d)]) == 0
+    assert "relative loss change" in (d / "report.md").read_text()
     assert main(["teleport", "--action", run_dir, "--preset", "booth"]) == 2
     assert "ConfigError" in capsys.readouterr().err
     assert main(["teleport", "--action", run_dir, "--seeds", "3"]) == 2

@@ -137,17 +137,18 @@ def render_report(summary: Mapping, title: str = "Alignment") -> str:
               f"B test loss {_fmt(e['B']['test_loss'])} (acc {_fmt(e['B']['test_acc'])}).", "",
               f"Function error of the aligned B (relative output difference to B, float64): permutation "
               f"{summary['function_error_permutation']:.2e}, full {summary['function_error']:.2e}.", "",
-              f"Alignment time: {summary['seconds']['full']:.3g} s.", "", "![loss along the path](path_loss.png)", ""]
+              *([f"Alignment time: {summary['seconds']['full']:.3g} s.", ""] if summary.get("seconds") else []),
+              "![loss along the path](path_loss.png)", ""]
     return "\n".join(lines)
 
 
-def write_outputs(out: str | os.PathLike, result: AlignmentResult, a: Mapping[str, Tensor], summary: Mapping,
+def write_outputs(out: str | os.PathLike | RunDir, result: AlignmentResult, a: Mapping[str, Tensor], summary: Mapping,
                   title: str = "Alignment") -> RunDir:
     """Write ``result.json``, ``report.md``, ``path_loss.png`` and ``merged.safetensors`` to a new
-    (or empty) directory ``out``."""
+    (or empty) directory ``out`` (or into the run directory ``out`` of the ``align`` run kind)."""
     from .. import plots
 
-    run = RunDir.fresh(out)
+    run = out if isinstance(out, RunDir) else RunDir.fresh(out)
     run.create()
     stage = "full" if "full" in result.stages else "permutation"
     dtype = next(iter(a.values())).dtype

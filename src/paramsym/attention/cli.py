@@ -111,39 +111,26 @@ def _budget_options(p: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------------------ validation
 def _int_option(args: argparse.Namespace, name: str, minimum: int, maximum: int | None = None) -> int:
-    """``args.<name>`` as an integer in ``[minimum, maximum]``, else a named one-line :class:`ConfigError`."""
-    from ..errors import ConfigError
+    """``args.<name>`` as an integer in ``[minimum, maximum]`` (:func:`paramsym.options.int_option`;
+    ``--seed``: :func:`paramsym.options.seed_option`), else a named one-line :class:`ConfigError`."""
+    from ..options import int_option, seed_option
 
-    raw = getattr(args, name)
     flag = "--" + name.replace("_", "-")
-    want = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"{flag} must be {want}; got {str(raw)[:80]!r}.") from None
-    if value < minimum or (maximum is not None and value > maximum):
-        raise ConfigError(f"{flag} must be {want}; got {str(value)[:80]}.")
-    return value
+    if name == "seed":
+        return seed_option(getattr(args, name), flag)
+    return int_option(getattr(args, name), flag, minimum, maximum)
 
 
 def _float_option(args: argparse.Namespace, name: str, *, positive: bool = False,
                   nonnegative: bool = False) -> float:
-    """``args.<name>`` as a finite float (``> 0`` or ``>= 0`` if asked), else :class:`ConfigError`."""
-    import math
+    """``args.<name>`` as a finite float (``> 0`` or ``>= 0`` if asked), else :class:`ConfigError`
+    (:func:`paramsym.options.float_option`)."""
+    from ..options import float_option
 
-    from ..errors import ConfigError
-
-    raw = getattr(args, name)
     flag = "--" + name.replace("_", "-")
-    want = "a number > 0" if positive else "a number >= 0" if nonnegative else "a finite number"
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"{flag} must be {want}; got {raw!r}.") from None
-    if not math.isfinite(value) or (positive and value <= 0) or (nonnegative and value < 0):
-        what = {"--tol": "tolerance"}.get(flag, "value")
-        raise ConfigError(f"{flag}: the {what} must be {want}; got {raw!r}.")
-    return value
+    if positive or nonnegative:
+        return float_option(getattr(args, name), flag, minimum=0.0, exclusive=positive)
+    return float_option(getattr(args, name), flag)
 
 
 def _max_memory(args: argparse.Namespace) -> int | None:

@@ -33,8 +33,8 @@ Params = dict[str, Tensor]
 
 #: module kinds the built-in finders recognise (for messages)
 KNOWN_MODULES = ["nn.MultiheadAttention", "HF models through the architecture adapters (model_type: see "
-                 "paramsym.models.adapters.known_model_types())", "nn.Sequential of nn.Linear and elementwise "
-                 "activations (MLPs)"]
+                 "paramsym.models.adapters.known_model_types()) or traced (paramsym.census.spaces)",
+                 "nn.Sequential of nn.Linear and elementwise activations (MLPs)"]
 
 
 @dataclass
@@ -44,6 +44,7 @@ class CensusContext:
     model: nn.Module
     layout: ModelLayout | None
     params: Mapping[str, Tensor]
+    spaces: Any = None  # census.spaces.Spaces where derived (the residual stream's axes)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Candidate:
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     tolerance: float | None = None  # a floor on the census tolerance, where the model computes part in float32
+    expected: Callable[[Tensor], Tensor] | None = None  # equivariance: the output the last transform should give
 
 
 class SymmetryFinder(Protocol):

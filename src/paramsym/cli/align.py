@@ -3,8 +3,9 @@
 ::
 
     paramsym align A B [--symmetries permutation,rescaling,attention] [--data auto|digits|modadd:P]
-        [--activation relu] [--points 25] [--seed 0] [--json] [--out DIR]
+        [--activation relu] [--points 25] [--seed 0] [--threads N] [--json] [--quiet] [--out DIR]
     paramsym align --preset digits-mlp|modadd-transformer [--width W] [--cache-dir DIR] [...]
+    paramsym align --resume DIR [--json]
 
 A and B are ``.safetensors`` files of an MLP chain (weights ``X.weight`` (out × in), biases
 ``X.bias``) or Hugging Face ``save_pretrained`` directories of the same architecture. B is
@@ -14,104 +15,135 @@ per-head GL(d_k)/GL(d_v) in attention); the loss along ``(1−α)θ_A + αθ_B``
 after permutations and after all symmetries (:mod:`paramsym.alignment`). ``--json`` prints
 ``barrier_before``, ``barrier_permutation``, ``barrier_full`` (test-loss barriers; ``*_train``
 on the training split), ``function_error`` (aligned B vs B, relative output difference) and the
-rest of the summary. ``--out`` writes ``result.json``, ``report.md``, ``path_loss.png`` and
-``merged.safetensors`` (the midpoint of A and the aligned B).
+rest of the summary. ``--out DIR`` keeps the run directory (run kind ``align``,
+:mod:`paramsym.experiments.kind_align`): ``config.json``, ``metrics.json``, ``env.json``,
+``report.md``, ``result.json``, ``path_loss.png`` and ``merged.safetensors`` (the midpoint of A
+and the aligned B); ``--resume DIR`` continues an interrupted run (a preset's models trained
+before the interruption are reused from the cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import os
 import sys
 
 __all__ = ["register"]
 
-_PRESETS = ("digits-mlp", "modadd-transformer")
-
 
 def register(subparsers) -> None:
+    from ..experiments.kind_align import ALIGN_PRESETS
+    from .options import add_run_options
+
     p = subparsers.add_parser(
         "align", help="align two models modulo their symmetries (permutations, rescaling, attention GL) and merge them",
         description="Align model B to model A (Git Re-Basin weight matching plus continuous symmetries), report the "
         "loss barrier along the linear path before and after, and write the merged midpoint model.")
     p.add_argument("models", nargs="*", metavar="MODEL", help="A and B: safetensors files or save_pretrained directories")
-    p.add_argument("--preset", choices=_PRESETS, help="two models trained here from seeds 0 and 1 (cached)")
+    p.add_argument("--preset", choices=list(ALIGN_PRESETS), help="two models trained here from seeds 0 and 1 (cached)")
     p.add_argument("--symmetries", default=None,
                    help="comma-separated subset of permutation,rescaling,attention (default: all that apply)")
-    p.add_argument("--data", default="auto", help="evaluation data: auto, digits, modadd:P (files only)")
-    p.add_argument("--activation", default="relu", help="activation of an MLP given as safetensors (default relu)")
-    p.add_argument("--width", type=int, default=None, help="preset hidden width (digits-mlp) / n_embd (modadd)")
+    p.add_argument("--data", default=None, help="evaluation data: auto, digits, modadd:P (files only; default auto)")
+    p.add_argument("--activation", default=None, help="activation of an MLP given as safetensors (default relu)")
+    p.add_argument("--width", default=None, help="preset hidden width (digits-mlp) / n_embd (modadd)")
     p.add_argument("--cache-dir", default=None, help="where presets cache their trained models "
                    "(default $PARAMSYM_CACHE or ~/.cache/paramsym)")
-    p.add_argument("--points", type=int, default=25, help="points on the path, both ends included (default 25)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the coordinate-descent order")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--out", help="write result.json, report.md, path_loss.png, merged.safetensors to this new directory")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    p.add_argument("--max-memory", default="2GiB", help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
+    p.add_argument("--points", default=None, help="points on the path, both ends included (default 25)")
+    add_run_options(p, out="keep the run directory here (new or empty; default: a temporary one): result.json, "
+                    "report.md, path_loss.png, merged.safetensors", json="print the summary as JSON")
+    p.add_argument("--max-memory", default=None, help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
                    "a larger estimate stops with TooLargeError before any work")
+    # -- issue 18: any traced HF architecture through the census's permutation group (census helper) --
+    p.add_argument("--census-groups", action="store_true",
+                   help="A and B are HF checkpoints of any architecture the census traces: weight-match over its whole "
+                        "permutation group (residual stream, FFN units, heads) and write aligned_b/ and merged/ "
+                        "(from_pretrained-loadable) plus alignment.json to --out DIR")
     p.set_defaults(func=_run)
 
 
+#: the configuration flags (field → validator); refused with --resume
+def _flags() -> dict:
+    from ..groups.memory import parse_memory
+    from .options import int_option, seed_option
+
+    return {"models": None, "preset": None, "symmetries": lambda raw, flag: tuple(
+                s.strip() for s in raw.split(",") if s.strip()),
+            "data": None, "activation": None, "width": lambda raw, flag: int_option(raw, flag, 2),
+            "cache_dir": None, "points": lambda raw, flag: int_option(raw, flag, 2), "seed": seed_option,
+            "max_memory": lambda raw, flag: parse_memory(raw)}
+
+
 def _run(args: argparse.Namespace) -> int:
+    import os
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
+    from ..experiments.kind_align import KIND, AlignConfig
+    from ..experiments.registry import execute, load_run_config
+    from .options import command_line, config_from_flags, open_run, threads_option
 
-    if bool(args.preset) == bool(args.models):
-        raise ConfigError("give either two models A B or --preset NAME (not both, not neither).")
-    if args.models and len(args.models) != 2:
-        raise ConfigError(f"give exactly two models A B; received {len(args.models)}: {args.models}.")
-    if args.points < 2:
-        raise ConfigError(f"--points must be ≥ 2 (α = 0 and 1); received {args.points}.")
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
-    from ..errors import check_seed
-    from ..groups.memory import parse_memory
+    threads = threads_option(args.threads) if args.threads is not None else 1
+    if args.census_groups:
+        return _census_groups(args, threads)
+    flags = _flags()
+    args.models = list(args.models) or None  # none given: not a configuration flag (for --resume)
+    if args.resume is None:
+        if bool(args.preset) == bool(args.models):
+            raise ConfigError("give either two models A B or --preset NAME (not both, not neither).")
+        cfg = config_from_flags(AlignConfig(), args, flags)
+        cfg = dataclasses.replace(cfg, models=tuple(args.models or ()))
+        if cfg.preset:
+            from ..experiments.align_presets import cache_root
 
-    check_seed(args.seed, "--seed")
-    budget = parse_memory(args.max_memory)
-    if args.width is not None and args.width < 2:
-        raise ConfigError(f"--width must be an integer >= 2 (the hidden width / n_embd of the preset); received "
-                          f"{args.width}.")
+            base = cfg.cache_dir or os.environ.get("PARAMSYM_CACHE")
+            cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(base).parent.resolve()))
+        cfg.validate()
+    run, resuming = open_run(args, kind=KIND, config_flags=flags)
+    if resuming:
+        cfg = load_run_config(run)
     import torch
 
-    torch.set_num_threads(args.threads)
-    from ..alignment.align import align, check_points
-
-    check_points(args.points, budget)
-    from ..alignment.io import data_for, load_pair, write_outputs
-    from ..runs import RunDir
-
-    if args.out:
-        RunDir.fresh(args.out)  # refuse a non-empty --out before any work
-    syms = None if args.symmetries is None else [s for s in args.symmetries.split(",") if s.strip()]
-    gen = torch.Generator().manual_seed(args.seed)
-    if args.preset:
-        from ..experiments.align_presets import load_preset
-
-        arch, a, b, data, info = load_preset(args.preset, cache_dir=args.cache_dir or os.environ.get("PARAMSYM_CACHE"),
-                                                width=args.width)
-        title = f"Alignment: preset {args.preset}"
-    else:
-        arch, a, b, info = load_pair(args.models[0], args.models[1], args.activation)
-        data, name = data_for(arch, args.data, info)
-        if arch.kind == "hf":
-            arch.info["n_classes"] = data.num_classes
-        info = dict(info) | {"A": args.models[0], "B": args.models[1], "data": name}
-        title = "Alignment"
-    result = align(arch, a, b, data, symmetries=syms, points=args.points, generator=gen,
-                   max_memory=budget)
-    summary = result.summary() | {"points": args.points, "model": info}
-    if args.out:
-        write_outputs(args.out, result, a, summary, title)
+    torch.set_num_threads(threads)
+    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(), progress=not args.json and not args.quiet,
+                      seed=cfg.seed)
+    summary = dict(outcome.metrics) | run.read_json("timing.json")
     if args.json:
         print(json.dumps(summary, indent=1, default=str))
     else:
-        from ..alignment.io import render_report
-
-        print(render_report(summary, title), end="")
-        if args.out:
-            print(f"wrote {args.out}/result.json, report.md, path_loss.png, merged.safetensors", file=sys.stderr)
+        print(run.file("report.md").read_text(), end="")
+        if args.out or args.resume:
+            print(f"run directory: {run.path} (result.json, report.md, path_loss.png, merged.safetensors)",
+                  file=sys.stderr)
     return 0
 
+
+def _census_groups(args: argparse.Namespace, threads: int) -> int:
+    """``--census-groups``: weight-match two HF checkpoints over the census's whole permutation group."""
+    from pathlib import Path
+
+    import torch
+
+    from ..alignment.checkpoints import align_checkpoints
+    from ..census.export import spec_for_model
+    from ..errors import ConfigError, OutputFileError
+    from ..models.loading import load_model
+    from .options import seed_option
+
+    models = list(args.models or ())
+    if args.resume is not None or args.preset or not args.out or len(models) != 2:
+        raise ConfigError("--census-groups needs two checkpoints A B and --out DIR (a new directory); it takes "
+                          "neither --preset nor --resume.")
+    seed = seed_option(args.seed) if args.seed is not None else 0
+    if Path(args.out).exists() and any(Path(args.out).iterdir()):
+        raise OutputFileError(f"--out {args.out!r} exists and is not empty; alignment writes into a new directory.")
+    torch.set_num_threads(threads)
+    ma, mb = (load_model(m, head="auto", quiet=True, argument=w) for m, w in zip(models, "AB"))
+    spec = spec_for_model(ma, seed)
+    info = align_checkpoints(ma, mb, spec, args.out, seed=seed)
+    info |= {"A": models[0], "B": models[1], "log10_order": spec.log10_order(), "omitted": spec.omitted}
+    print(json.dumps(info, indent=1) if args.json else
+          f"aligned B to A over {len(info['perms'])} permutation groups (log10 order {info['log10_order']:.1f}): "
+          f"distance {info['distance_before']:.4g} -> {info['distance_after']:.4g}; wrote {info['aligned_b']} and "
+          f"{info['merged']}")
+    return 0

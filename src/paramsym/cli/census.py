@@ -4,13 +4,16 @@
 
     paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny|mlp-relu|mlp-linear|mha-bias [--json] [--out DIR]
     paramsym census --model DIR [--json] [--out DIR] [--dtype float64|float32] [--seed N] [--tokens N]
+    paramsym census --resume DIR
 
-``--model`` takes a directory written by ``save_pretrained`` (loaded with
-``attn_implementation="eager"``, never downloading). ``--json`` prints ``symmetries`` (a list of
-``{module, kind, dimension, verified_error, ...}``), ``total_dimension``, ``attention_dimension``,
-``parameters``, ``symmetric_fraction`` and how dimensions are summed (``counting``). ``--out``
-writes ``census.json`` and ``report.md`` through a run directory. The process exits with status
-1 when a listed symmetry fails its verification.
+The run kind ``census`` (:mod:`paramsym.experiments.kind_census`). ``--model`` takes a directory
+written by ``save_pretrained`` (loaded with ``attn_implementation="eager"``, never downloading).
+``--json`` prints ``symmetries`` (a list of ``{module, kind, dimension, verified_error, ...}``),
+``total_dimension``, ``attention_dimension``, ``parameters``, ``symmetric_fraction``, how
+dimensions are summed (``counting``) and ``seconds``. ``--out DIR`` keeps the run directory
+(``config.json``, ``metrics.json`` = the census, ``env.json``, ``timing.json``, ``report.md``);
+without it the run directory is temporary. The process exits with status 1 when a listed
+symmetry fails its verification.
 """
 
 from __future__ import annotations
@@ -22,91 +25,114 @@ import sys
 
 __all__ = ["register"]
 
-_PRESETS = ["minilm", "bert-base", "gpt2", "pythia-tiny", "llama-tiny", "mlp-relu", "mlp-linear", "mha-bias"]
-
 
 def register(subparsers) -> None:
+    from .options import add_run_options
+
     p = subparsers.add_parser(
         "census", help="list and verify every known parameter symmetry of a model (attention, FFN, norms)",
         description="Walk a model (HF architecture adapters or nn.MultiheadAttention modules), list each symmetry "
         "with its module, kind and dimension, and verify each by applying a random group element to the weights.",
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", help="a model directory written by save_pretrained (nothing is downloaded)")
-    src.add_argument("--preset", choices=_PRESETS, help="a built-in model")
-    p.add_argument("--json", action="store_true", help="print the census as JSON")
-    p.add_argument("--out", help="write census.json and report.md to this (new or empty) directory")
-    p.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="verification dtype")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tokens", type=int, default=8, help="tokens per verification sequence (2 sequences)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: on a shared machine more threads spin-wait and run slower)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--model", default=None, help="a model directory written by save_pretrained (nothing is downloaded)")
+    src.add_argument("--preset", default=None, help="a built-in model (see `paramsym list`)")
+    p.add_argument("--dtype", choices=["float64", "float32"], default=None, help="verification dtype (default float64)")
+    p.add_argument("--tokens", default=None, help="tokens per verification sequence, >= 2 (2 sequences; default 8)")
+    add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
+                    "default: a temporary one)", json="print the census as JSON")
+    # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
+    p.add_argument("--export", choices=["permutation-spec", "mergekit"],
+                   help="write the model's verified permutation group to --out FILE (a new file) instead of the census")
     p.set_defaults(func=_run)
 
 
-def report_markdown(result: dict) -> str:
-    lines = [f"# Symmetry census: {result['model']}", "",
-             f"model_type `{result['model_type']}`, verified in {result['dtype']} (tolerance {result['tolerance']:.0e}), "
-             f"{result['seconds']:.2f} s.", "",
-             f"- parameters: {result['parameters']:,}",
-             f"- total continuous symmetry dimension: {result['total_dimension']:,} "
-             f"(attention {result['attention_dimension']:,})",
-             f"- symmetric fraction: {result['symmetric_fraction']:.4%}",
-             f"- counting: {result['counting']}", "",
-             "| module | kind | dimension | discrete order | verified error | motion | verified |",
-             "|---|---|---:|---|---:|---:|---|"]
-    for e in result["symmetries"]:
-        lines.append(f"| {e['module']} | {e['kind']} | {e['dimension']:,} | {e['discrete_order'] or ''} | "
-                     f"{e['verified_error']:.2e} | {e['motion']:.3f} | {'yes' if e['verified'] else '**NO**'} |")
-    if result["unrecognised_modules"]:
-        lines += ["", "Modules with parameters that no listed symmetry moves: "
-                  + ", ".join(f"{u['module']} ({u['type']})" for u in result["unrecognised_modules"])]
-    return "\n".join(lines) + "\n"
+def _flags() -> dict:
+    from .options import int_option, seed_option
+
+    return {"preset": None, "model": None, "dtype": None, "seed": seed_option,
+            "tokens": lambda raw, flag: int_option(raw, flag, 2)}
 
 
 def _run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
+    from ..experiments.kind_census import KIND, CensusConfig, report_markdown
+    from ..experiments.registry import execute, load_run_config
+    from .options import command_line, config_from_flags, open_run, threads_option
 
-    if args.tokens < 2:
-        raise ConfigError(f"--tokens must be ≥ 2 (rotary symmetries need distinct positions); received {args.tokens}.")
+    threads = threads_option(args.threads) if args.threads is not None else 1
+    if getattr(args, "export", None):
+        return _export(args, threads)
+    flags = _flags()
+    if args.resume is None:
+        if args.preset is None and args.model is None:
+            raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
+                              "--resume DIR.")
+        cfg = config_from_flags(CensusConfig(preset=None), args, flags)
+        cfg.validate()
+    run, resuming = open_run(args, kind=KIND, config_flags=flags)
+    if resuming:
+        cfg = load_run_config(run)
     import torch
 
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
-    torch.set_num_threads(args.threads)
-    from ..census import census, default_inputs
-    from ..census.presets import PRESETS, build_preset, preset_inputs
-    from ..errors import InputFileError
-    from ..models.loading import load_model
-    from ..runs import RunDir
-
-    run = RunDir.fresh(args.out) if args.out else None
-    if args.preset:
-        model = build_preset(args.preset, args.seed)
-    else:
-        try:
-            model = load_model(args.model, quiet=args.json, argument="--model")
-        except InputFileError as exc:
-            raise type(exc)(f"{exc} Or use --preset NAME ({', '.join(sorted(PRESETS))}).") from None
-    dtype = torch.float64 if args.dtype == "float64" else torch.float32
-    inputs, gen = None, torch.Generator().manual_seed(args.seed)
-    if args.preset:
-        inputs = preset_inputs(args.preset, model, gen, tokens=args.tokens)
-    elif hasattr(model, "config"):
-        inputs = default_inputs(model, gen, tokens=args.tokens)
-    result = census(model, inputs, dtype=dtype, seed=args.seed, name=args.preset or args.model, copy_model=False,
-                    progress=not args.json).to_json()
-    if run is not None:
-        run.write_json("config.json", {"kind": "census", "preset": args.preset, "model": args.model, "dtype": args.dtype,
-                                       "seed": args.seed, "tokens": args.tokens})
-        run.write_json("census.json", result)
-        run.write_text("report.md", report_markdown(result))
-        run.write_env(args.seed)
+    torch.set_num_threads(threads)
+    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(args), progress=not args.json and not args.quiet,
+                      seed=cfg.seed)
+    result = dict(outcome.metrics)
+    timing = run.read_json("timing.json") if run.has("timing.json") else {}
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps({**result, **timing}, indent=1))
     else:
-        print(report_markdown(result), end="")
-        if run is not None:
-            print(f"wrote {run.path}/census.json and report.md", file=sys.stderr)
+        print(report_markdown(result, timing.get("seconds")), end="")
+        if args.out or args.resume:
+            print(f"wrote {run.path}/metrics.json and report.md", file=sys.stderr)
     return 0 if result["all_verified"] else 1
+
+
+def _export(args: argparse.Namespace, threads: int) -> int:
+    """``--export FORMAT --out FILE``: trace the spaces, verify the export through the file's data, write it."""
+    from pathlib import Path
+
+    import torch
+
+    from ..census import default_inputs
+    from ..census.export import export
+    from ..census.presets import build_preset
+    from ..census.spaces import derive_spaces
+    from ..census.walk import _output
+    from ..errors import ConfigError, ExportPathExistsError
+    from ..models.adapters import require_eager
+    from ..models.loading import load_model
+    from .options import int_option, seed_option
+
+    torch.set_num_threads(threads)
+    seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
+    tokens = int_option(args.tokens, "--tokens", 2) if args.tokens is not None else 8
+    if args.preset is None and args.model is None:
+        raise ConfigError("--export needs --model DIR (or --preset NAME).")
+    if not args.out:
+        raise ConfigError("--export needs --out FILE (the JSON file to write; it must not exist).")
+    if Path(args.out).exists():
+        raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
+                                    "or remove the file.")
+    model = build_preset(args.preset, seed) if args.preset else load_model(
+        args.model, head="auto", quiet=True, argument="--model")
+    if not hasattr(model, "config"):
+        raise ConfigError(f"--export needs a Hugging Face model; {args.preset or args.model!r} is a "
+                          f"{type(model).__name__}.")
+    require_eager(model)
+    dtype = torch.float32 if args.dtype == "float32" else torch.float64
+    model = model.to(dtype).eval()
+    inputs = default_inputs(model, torch.Generator().manual_seed(seed), tokens=tokens)
+    with torch.no_grad():
+        spaces = derive_spaces(model, inputs, _output)
+    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed)
+    ver = rep["verification"]
+    if args.json:
+        print(json.dumps(rep, indent=1))
+    else:
+        print(f"wrote {rep['path']} ({rep['format']}): {len(rep['perms'])} permutation groups, log10 order "
+              f"{rep['log10_order']:.1f}; verified through the file: max relative output change {ver['max_error']:.1e} "
+              f"≤ {ver['tolerance']:.0e}" + (f"; not expressible: {rep['omitted']}" if rep["omitted"] else ""))
+    return 0

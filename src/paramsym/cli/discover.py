@@ -1,5 +1,9 @@
 """``paramsym discover``, ``paramsym list``, ``paramsym report`` and ``paramsym experiment``.
 
+``paramsym list [--json]`` prints every command's presets (:func:`paramsym.experiments.registry.all_presets`,
+one :class:`~paramsym.presets.Preset` row each); ``paramsym report DIR`` re-renders the report of a
+run directory of any kind (:func:`paramsym.experiments.registry.regenerate`).
+
 Only the standard library at the top level (see :mod:`paramsym.cli`); the configuration is
 resolved by :func:`paramsym.experiments.configs.resolve_discover_config` from plain values.
 """
@@ -35,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_discover)
 
-    ls = sub.add_parser("list", help="list presets (discovery and attribution) with their kind")
+    ls = sub.add_parser("list", help="list every command's presets with their run kind")
     ls.add_argument("--json", action="store_true", help="print a JSON list of {name, kind, summary, default, "
                     "stages, command}")
     ls.set_defaults(func=cmd_list)
@@ -53,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     et.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
     _experiment_arguments(et, cmd_experiment_transformer)
 
-    rp = sub.add_parser("report", help="regenerate report.md (and figures) of a run directory")
+    rp = sub.add_parser("report", help="regenerate report.md (and figures) of any run directory")
     rp.add_argument("run_dir")
     rp.add_argument("--json", action="store_true", help="print the run's metrics.json")
     rp.set_defaults(func=cmd_report)
@@ -174,13 +178,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2))
         return 0
-    for kind, command in (("discovery", "paramsym discover --preset NAME"),
-                          ("attribution", "paramsym attribute --preset NAME")):
-        print(f"{kind} presets ({command}):")
-        for r in rows:
-            if r.kind == kind:
-                stages = f"  [stages: {'|'.join(r.stages)}]" if r.stages else ""
-                print(f"  {r.name:<18} {r.summary}{'  [default]' if r.default else ''}{stages}")
+    groups: dict[str, list] = {}
+    for r in rows:
+        groups.setdefault(r.kind, []).append(r)
+    for kind, members in groups.items():
+        usage = members[0].command.rsplit(" ", 1)[0] + " NAME"
+        print(f"{kind} presets ({usage}):")
+        for r in members:
+            stages = f"  [stages: {'|'.join(r.stages)}]" if r.stages else ""
+            print(f"  {r.name:<20} {r.summary}{'  [default]' if r.default else ''}{stages}")
     return 0
 
 

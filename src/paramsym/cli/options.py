@@ -1,85 +1,156 @@
-"""Validation of the command line's numeric and device options (standard library only).
+"""The shared options of every command: one meaning for ``--seed``, ``--seeds``, ``--threads``,
+``--out``, ``--resume``, ``--json`` and ``--quiet`` (standard library only at import).
 
-Numeric options are read as text and checked here, so a bad value is a named one-line
-:class:`~paramsym.errors.ConfigError` (which flag, what was expected, what was received) with
-exit status 2, raised before any run directory is created.
+The value checks are :mod:`paramsym.options` (re-exported here); this module adds the argparse
+side:
+
+* :func:`add_run_options` adds the shared flags with the same help text in every command;
+  numeric ones are read as text and validated by :func:`seed_option` / :func:`threads_option`.
+* :func:`config_from_flags` maps a command's flags onto its config's fields by one rule: flag
+  ``--some-field`` sets field ``some_field`` when given (argparse default ``None``), parsed by
+  the field's validator; fields whose flag is not given keep the config's value.
+* :func:`open_run` applies the one rule for the run directory:
+
+  - ``--out DIR`` must be missing or empty; a non-empty ``DIR`` is refused (``RunDirError``)
+    with the remedy: continue it with ``--resume DIR`` or pass a fresh directory. Nothing is
+    replaced, so old files can never sit beside new ones.
+  - ``--resume DIR`` continues the run in ``DIR`` with its saved configuration: ``DIR`` must
+    exist and hold a run of this command (else a named ``RunDirError``: never a silent fresh
+    start), and flags that would change the configuration are refused.
+  - neither: the command's default (a new ``runs/...`` directory, or none: a temporary one).
 """
 
 from __future__ import annotations
 
-import math
-import re
+import argparse
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from ..errors import ConfigError
+from ..options import (
+    MAX_SEED,
+    MAX_THREADS,
+    device_option,
+    float_option,
+    int_option,
+    seed_option,
+    seeds_option,
+    threads_option,
+)
 
-__all__ = ["int_option", "float_option", "seeds_option", "device_option"]
+__all__ = ["MAX_SEED", "MAX_THREADS", "add_run_options", "command_line", "config_from_flags", "device_option",
+           "float_option", "given_flags", "int_option", "open_run", "seed_option", "seeds_option", "threads_option"]
 
 
-def int_option(raw: object, flag: str, minimum: int, maximum: int | None = None) -> int:
-    """``raw`` as an integer in ``[minimum, maximum]``.
+def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, seeds: bool = False, threads: bool = True,
+                    out: str = "the run directory (new or empty)", resume: bool = True, json: str = "print the "
+                    "metrics as JSON", quiet: bool = True) -> None:
+    """Add the shared flags to command parser ``p`` (each the same in every command).
+
+    ``--seed`` and ``--threads`` default to ``None`` (the config's value is used); their values
+    are validated by :func:`config_from_flags` / :func:`threads_option`.
+    """
+    if seed:
+        p.add_argument("--seed", default=None, help="seed, an integer 0 <= N < 2**63 (default: the config's, 0)")
+    if seeds:
+        p.add_argument("--seeds", default=None, help="comma-separated distinct seeds, each 0 <= N < 2**63")
+    if threads:
+        p.add_argument("--threads", default=None, help="torch CPU threads, 1..4096 (default 1: on a shared machine "
+                       "more threads spin-wait and run slower)")
+    if out:
+        p.add_argument("--out", default=None, metavar="DIR", help=out)
+    if resume:
+        p.add_argument("--resume", default=None, metavar="DIR", help="continue the run in DIR with its saved "
+                       "configuration (a finished run is reported, not rerun)")
+    if json:
+        p.add_argument("--json", action="store_true", help=json)
+    if quiet:
+        p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def command_line(args: argparse.Namespace | None = None) -> str:
+    """The command line as given to :func:`paramsym.cli.main` (``paramsym ...``; ``sys.argv`` without
+    ``args``), recorded in a run's provenance."""
+    import shlex
+
+    argv = getattr(args, "argv", None)
+    return shlex.join(["paramsym", *(sys.argv[1:] if argv is None else argv)])
+
+
+def given_flags(args: argparse.Namespace, flags: Mapping[str, Any]) -> list[str]:
+    """The ``--flag`` names of ``flags`` (field names) given on the command line (not ``None``/``False``)."""
+    return ["--" + name.replace("_", "-") for name in flags if getattr(args, name, None) not in (None, False)]
+
+
+def config_from_flags(base: Any, args: argparse.Namespace, flags: Mapping[str, Callable[[Any, str], Any] | None]) -> Any:
+    """``base`` (a config dataclass) with each field of ``flags`` whose flag was given replaced.
+
+    Args:
+        base: the starting configuration (``Config()`` or ``Config.quick()``).
+        args: the parsed arguments; field ``f`` is read from ``args.f`` (flag ``--f`` with ``_`` → ``-``).
+        flags: field name → validator ``(raw, flag) -> value`` (``None``: the value as parsed).
+    """
+    import dataclasses
+
+    values = {}
+    for name, check in flags.items():
+        raw = getattr(args, name, None)
+        if raw is None or raw is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        values[name] = check(raw, flag) if check is not None else raw
+    return dataclasses.replace(base, **values)
+
+
+def open_run(args: argparse.Namespace, *, kind: str, config_flags: Mapping[str, Any] = (), default: str | None = None):
+    """The run directory of a command, by the one rule (module docstring); ``(run, resuming)``.
+
+    Args:
+        args: parsed arguments with ``out`` and ``resume``.
+        kind: the run kind of the command (a key of :data:`paramsym.experiments.registry.KINDS`).
+        config_flags: the command's configuration flags (refused with ``--resume``).
+        default: the directory when neither ``--out`` nor ``--resume`` is given (``None``: a new
+            temporary directory, removed at exit: the command prints its result and keeps no files).
 
     Raises:
-        ConfigError: ``raw`` is not an integer (``"1.5"``, ``"nan"``, ``"ten"``) or out of range.
+        ConfigError: ``--resume`` with configuration flags, or with a different ``--out``.
+        RunDirError: ``--resume`` of a missing directory or of another command's run; ``--out``
+            (or the default) not empty.
     """
-    want = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
-    text = str(raw).strip()
-    if not re.fullmatch(r"[+-]?\d{1,30}", text):
-        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r}.")
-    value = int(text)
-    if value < minimum or (maximum is not None and value > maximum):
-        raise ConfigError(f"{flag} must be {want}; received {value}.")
-    return value
+    from ..errors import ConfigError, RunDirError
+    from ..experiments.registry import KINDS
+    from ..runs import RunDir
 
+    command = KINDS[kind].command
+    resume, out = getattr(args, "resume", None), getattr(args, "out", None)
+    if resume is not None:
+        if out is not None and os.path.abspath(out) != os.path.abspath(resume):
+            raise ConfigError(f"--resume {resume!r} continues the run in that directory; drop --out {out!r} (or pass "
+                              "the same directory).")
+        bad = given_flags(args, config_flags)
+        if bad:
+            raise ConfigError(f"--resume continues a run with its saved configuration; do not pass {', '.join(bad)} "
+                              f"with it (or start a fresh run with --out NEWDIR).")
+        if not os.path.isdir(resume):
+            raise RunDirError(f"--resume {resume!r}: no such directory; expected the directory of an earlier "
+                              f"`{command} --out DIR` run. Check the path, or drop --resume to start a fresh run.")
+        if not os.path.isfile(os.path.join(resume, "config.json")):
+            raise RunDirError(f"--resume {resume!r} holds no config.json, so it is not a paramsym run; pass the "
+                              f"directory of an earlier `{command} --out DIR` run, or drop --resume.")
+        run = RunDir(resume)
+        have = run.kind()
+        if have != kind:
+            other = f"`{KINDS[have].command} --resume {resume}`" if have in KINDS else "the program that made it"
+            raise RunDirError(f"--resume {resume!r} holds a run of kind {have!r}, not {kind!r}; resume it with {other}, "
+                              f"or pass a `{command}` run directory.")
+        return run, True
+    if out is not None or default is not None:
+        return RunDir.fresh(out if out is not None else default, command=command), False
+    import atexit
+    import shutil
+    import tempfile
 
-def float_option(raw: object, flag: str, *, minimum: float | None = None, exclusive: bool = False) -> float:
-    """``raw`` as a finite float, ``> minimum`` (``exclusive``) or ``>= minimum``.
-
-    Raises:
-        ConfigError: not a number, NaN or infinite, or below the minimum.
-    """
-    want = "a finite number" if minimum is None else f"a finite number {'>' if exclusive else '>='} {minimum:g}"
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r}.") from None
-    low = minimum is not None and (value <= minimum if exclusive else value < minimum)
-    if not math.isfinite(value) or low:
-        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r}.")
-    return value
-
-
-#: the largest seed torch.Generator.manual_seed accepts (a 64-bit unsigned integer)
-MAX_SEED = 2**64 - 1
-
-
-def seeds_option(raw: object, flag: str = "--seeds") -> list[int]:
-    """A comma-separated list of distinct seeds ``0 <= s < 2**64``, e.g. ``0,1,2``.
-
-    Raises:
-        ConfigError: empty, not integers, negative, too large or repeated.
-    """
-    items = [x.strip() for x in str(raw).split(",")]
-    if not any(items):
-        raise ConfigError(f"{flag} must be comma-separated integers >= 0, e.g. 0,1,2; received {str(raw)[:80]!r}.")
-    seeds = []
-    for x in items:
-        if not re.fullmatch(r"\+?\d{1,30}", x) or int(x) > MAX_SEED:
-            raise ConfigError(f"{flag} must be comma-separated integers >= 0 (and < 2**64), e.g. 0,1,2; "
-                              f"received {str(raw)[:80]!r} (bad item {x[:40]!r}).")
-        seeds.append(int(x))
-    dup = sorted({s for s in seeds if seeds.count(s) > 1})
-    if dup:
-        raise ConfigError(f"{flag} lists seed(s) {dup} more than once; give each seed once, e.g. 0,1,2.")
-    return seeds
-
-
-def device_option(raw: object, flag: str = "--device") -> str:
-    """``cpu``, ``cuda`` or ``cuda:N`` (checked for syntax here, for availability by the command).
-
-    Raises:
-        ConfigError: anything else.
-    """
-    text = str(raw).strip()
-    if text in ("cpu", "cuda") or re.fullmatch(r"cuda:\d{1,4}", text):
-        return text
-    raise ConfigError(f"{flag} must be cpu, cuda or cuda:N (N a GPU index); received {str(raw)[:80]!r}.")
+    tmp = tempfile.mkdtemp(prefix=f"paramsym-{kind}-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    return RunDir(tmp), False

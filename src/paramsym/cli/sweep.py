@@ -1,5 +1,16 @@
 """``paramsym sweep SPEC.yaml``: the papers' recipe search (candidates → continue → replicate).
 
+::
+
+    paramsym sweep SPEC.yaml [--out DIR] [--backend local|ray] [--workers N] [--json] [--quiet] [--plan]
+    paramsym sweep [SPEC.yaml] --resume DIR      (or: SPEC.yaml --out DIR --resume)
+
+The output directory is a run of kind ``sweep`` (:mod:`paramsym.experiments.sweep.kind`):
+``config.json`` (the spec), ``metrics.json`` (= ``table.json``), ``env.json``, ``report.md``,
+``table.md``, ``stages.json`` and ``trials/`` (the checkpoints: one discovery run per trial);
+``paramsym report DIR`` renders it. ``--resume DIR`` continues it with the spec it was started
+with; a SPEC given with ``--resume`` must be that spec (an edited one is refused).
+
 Only the standard library at the top level (see :mod:`paramsym.cli`); the sweep itself is
 :func:`paramsym.experiments.sweep.run_sweep`.
 """
@@ -22,16 +33,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "seeds of within-seed 95th percentiles; fits) written to OUT/table.md and OUT/table.json. "
         "See docs/sweep.md for the spec format.",
     )
-    p.add_argument("spec", metavar="SPEC.yaml", help="sweep spec (YAML); e.g. examples/sweeps/hybrid-vs-finite.yaml")
+    p.add_argument("spec", metavar="SPEC.yaml", nargs="?", default=None,
+                   help="sweep spec (YAML); e.g. examples/sweeps/hybrid-vs-finite.yaml (optional with --resume)")
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="local: a process pool on this machine (default); ray: Ray Tune (pip install 'paramsym[ray]')")
     p.add_argument("--address", default=None, metavar="ADDR",
                    help="with --backend ray: an existing cluster's head node HOST:PORT (or ray://HOST:PORT, auto); "
                    "default: start Ray on this machine with --workers CPUs")
     p.add_argument("--workers", default="1", metavar="N", help="trials run at once (processes / Ray CPUs; default 1)")
-    p.add_argument("--resume", action="store_true", help="continue the sweep in --out: finished trials are reused, "
-                   "interrupted ones resume from their checkpoints")
-    p.add_argument("--out", default=None, metavar="DIR", help="output directory (default runs/sweep-<name>-<time>)")
+    p.add_argument("--resume", nargs="?", const="", default=None, metavar="DIR",
+                   help="continue the sweep in DIR (or in --out) with the spec it was started with: finished trials "
+                   "are reused, interrupted ones resume from their checkpoints; a finished sweep is reported")
+    p.add_argument("--out", default=None, metavar="DIR", help="output directory, new or empty (default "
+                   "runs/sweep-<name>-<time>)")
     p.add_argument("--json", action="store_true", help="print table.json instead of table.md")
     p.add_argument("--quiet", action="store_true", help="no progress bar or stage summaries")
     p.add_argument("--plan", action="store_true", help="only check the spec and print the trials and training "
@@ -40,11 +54,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    import os
+
+    from ..errors import ConfigError, SweepSpecError
     from ..experiments.sweep import budget, load_spec, run_sweep
-    from .options import int_option
+    from .options import command_line, int_option
 
     workers = int_option(args.workers, "--workers", 1)
-    spec = load_spec(args.spec)
+    resume, out = args.resume is not None, args.out
+    if args.resume:  # --resume DIR
+        if out is not None and os.path.abspath(out) != os.path.abspath(args.resume):
+            raise ConfigError(f"--resume {args.resume!r} continues the sweep in that directory; drop --out {out!r} "
+                              "(or pass the same directory).")
+        out = args.resume
+    if resume and args.plan:
+        raise ConfigError("--plan only checks a spec; drop --resume (or --plan).")
+    if args.spec is None and not resume:
+        raise SweepSpecError("give the sweep spec SPEC.yaml (e.g. examples/sweeps/tiny.yaml), or --resume DIR to "
+                             "continue a sweep with its own spec.")
+    spec = load_spec(args.spec) if args.spec is not None else None
     if args.plan:
         plan = budget(spec)
         if args.json:
@@ -56,8 +84,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 print(f"  {name:10s} {st['trials']:5d} trials {st['steps']:>12,} steps")
             print(f"  {'total':10s} {plan['trials']:5d} trials {plan['steps']:>12,} steps")
         return 0
-    table = run_sweep(spec, args.out, backend=args.backend, workers=workers, address=args.address,
-                      resume=args.resume, progress=not args.quiet)
+    table = run_sweep(spec, out, backend=args.backend, workers=workers, address=args.address,
+                      resume=resume, progress=not args.quiet, command=command_line())
     if args.json:
         print(json.dumps(table, indent=2))
     else:

@@ -1,22 +1,27 @@
-"""``paramsym teleport``: training with and without symmetry teleports, over seeds.
+"""``paramsym teleport``: training with and without symmetry teleports, over seeds (run kind ``teleport``).
 
 ::
 
-    paramsym teleport --preset booth|rosenbrock|regression-mlp|digits-mlp [--every K] [--seeds N]
-        [--optimizer sgd|adam|adagrad|gd] [--steps N] [--json] [--out DIR] [--threads N]
+    paramsym teleport --preset booth|rosenbrock|regression-mlp|digits-mlp [--every K] [--seeds 0,1,...]
+        [--optimizer sgd|adam|adagrad|gd] [--steps N] [--json] [--quiet] [--threads N] [--out DIR]
+    paramsym teleport --resume DIR [--json]
     paramsym teleport --action RUN_DIR [--json] [--out DIR]
 
 Each seed trains the same initialisation twice, without and with teleports (gradient ascent of an
 orbit objective in the Lie algebra of an exact action, the loss checked to stay on its level set;
 :mod:`paramsym.teleport`), and reports ``step_ratio`` (median over seeds of steps to the target
 loss without teleports / with), ``max_loss_change`` (largest relative loss change of a teleport)
-and ``grad_norm_factor``; ``--out`` writes ``result.json``, ``report.md`` and loss curves (all
-seeds). The presets are described in :mod:`paramsym.experiments.teleport_presets`.
+and ``grad_norm_factor``. ``--seeds`` lists the seed values, as in every command (default: the
+preset's ``0 .. n−1``). ``--out DIR`` keeps the run directory (:mod:`paramsym.experiments.kind_teleport`:
+``config.json``, ``metrics.json``, ``env.json``, ``report.md``, ``result.json`` with every loss
+curve, ``loss_<optimizer>.png`` and one checkpoint per finished (optimizer, seed)); ``--resume DIR``
+continues an interrupted run there. The presets are described in
+:mod:`paramsym.experiments.teleport_presets`.
 
 ``--action RUN_DIR`` teleports the target of a ``paramsym discover`` run with the run's learned
 action (level-set tolerance 1e-6 relative loss change, every step checked;
-:mod:`paramsym.experiments.teleport_learned`) and reports the loss change and whether it is
-within the tolerance.
+:mod:`paramsym.experiments.teleport_learned`; run kind ``teleport-learned``) and reports the loss
+change and whether it is within the tolerance.
 """
 
 from __future__ import annotations
@@ -31,52 +36,88 @@ _PRESETS = ("booth", "rosenbrock", "regression-mlp", "digits-mlp")
 
 
 def register(subparsers) -> None:
+    from ..experiments.teleport_presets import PRESETS
+    from .options import add_run_options
+
     p = subparsers.add_parser(
         "teleport", help="train with and without symmetry teleports (level-set moves to larger gradients), over seeds",
         description="Compare training with and without symmetry teleportation on a preset; report the step ratio to a "
         "target loss, the largest loss change of a teleport and the gradient-norm factor.")
-    p.add_argument("--preset", choices=_PRESETS, help="problem and schedule")
+    p.add_argument("--preset", choices=PRESETS, help="problem and schedule")
     p.add_argument("--action", metavar="RUN_DIR", help="instead of a preset: teleport the target of this `paramsym "
                    "discover` run with its learned action (tolerance 1e-6 relative loss change)")
-    p.add_argument("--every", type=int, default=None, help="teleport every K steps (default: the preset's schedule)")
-    p.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the preset's)")
+    p.add_argument("--every", default=None, help="teleport every K steps (default: the preset's schedule)")
     p.add_argument("--optimizer", action="append", default=None, choices=["gd", "adagrad", "sgd", "adam"],
                    help="optimizer to run (repeatable; default: the preset's: gd,adagrad or sgd,adam)")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--out", help="write result.json, report.md and loss curves to this (new or empty) directory")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--steps", default=None, help="training steps (default: the preset's)")
+    add_run_options(p, seed=False, seeds=True, out="keep the run directory here (new or empty; default: a temporary "
+                    "one): result.json, report.md, loss curves, checkpoints", json="print the summary as JSON")
     p.set_defaults(func=_run)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
+#: the configuration flags of a preset run (field → validator); refused with --resume
+def _flags() -> dict:
+    from .options import int_option, seeds_option
 
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
-    if (args.preset is None) == (args.action is None):
-        raise ConfigError("give exactly one of --preset NAME (train with and without teleports) and --action RUN_DIR "
-                          f"(teleport with a learned action); received --preset {args.preset!r}, --action {args.action!r}.")
-    if args.action is not None:
-        return _run_learned(args)
-    from ..experiments.teleport_presets import TeleportConfig
+    return {"preset": None, "every": lambda raw, flag: int_option(raw, flag, 1),
+            "seeds": lambda raw, flag: tuple(seeds_option(raw, flag)), "optimizer": None,
+            "steps": lambda raw, flag: int_option(raw, flag, 1), "action": None}
 
-    cfg = TeleportConfig(preset=args.preset, every=args.every, seeds=args.seeds, optimizers=args.optimizer,
-                         steps=args.steps).validate()
-    if args.out:
+
+def _kind_of(args: argparse.Namespace) -> str:
+    """The run kind: that of the ``--resume`` directory when it holds a teleport run, else by ``--action``."""
+    import os
+
+    from ..experiments.kind_teleport import KIND, LEARNED_KIND
+
+    if args.resume is not None and os.path.isfile(os.path.join(args.resume, "config.json")):
         from ..runs import RunDir
 
-        RunDir.fresh(args.out)  # refuse a nonempty directory before the work
+        have = RunDir(args.resume).kind()
+        if have in (KIND, LEARNED_KIND):
+            return have
+    return LEARNED_KIND if args.action is not None else KIND
+
+
+def _run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from ..errors import ConfigError
+    from ..experiments.kind_teleport import KIND, LearnedTeleportConfig, TeleportConfig
+    from ..experiments.registry import execute, load_run_config
+    from .options import command_line, open_run, threads_option
+
+    threads = threads_option(args.threads) if args.threads is not None else 1
+    flags = _flags()
+    kind = _kind_of(args)
+    if args.resume is None:
+        if (args.preset is None) == (args.action is None):
+            raise ConfigError("give exactly one of --preset NAME (train with and without teleports) and --action "
+                              f"RUN_DIR (teleport with a learned action); received --preset {args.preset!r}, --action "
+                              f"{args.action!r}.")
+        if args.action is not None:
+            given = [f"--{n}" for n in ("every", "seeds", "optimizer", "steps") if getattr(args, n) is not None]
+            if given:
+                raise ConfigError(f"--action RUN_DIR takes no {', '.join(given)} (they configure the presets' "
+                                  "training runs).")
+            cfg = LearnedTeleportConfig(action=str(args.action))
+        else:
+            values = {k: check(getattr(args, k), "--" + k) for k, check in flags.items()
+                      if check is not None and getattr(args, k) is not None}
+            cfg = dataclasses.replace(TeleportConfig(preset=args.preset), optimizers=args.optimizer, **values)
+        cfg.validate()
+    run, resuming = open_run(args, kind=kind, config_flags=flags)
+    if resuming:
+        cfg = load_run_config(run)
     import torch
 
-    torch.set_num_threads(args.threads)
-    from ..experiments.teleport_presets import run
-    from ..experiments.teleport_report import summary, write_outputs
+    torch.set_num_threads(threads)
+    outcome = execute(kind, cfg, run, resume=resuming, command=command_line(), progress=not args.json and not args.quiet)
+    if kind != KIND:
+        return _print_learned(args, dict(outcome.metrics) | run.read_json("timing.json"))
+    from ..experiments.teleport_report import summary
 
-    result = run(cfg, progress=not args.json)
-    if args.out:
-        write_outputs(result, args.out)
-    s = summary(result)
+    s = summary(run.read_json("result.json"))
     if args.json:
         print(json.dumps(s, indent=2, default=float))
     else:
@@ -86,31 +127,12 @@ def _run(args: argparse.Namespace) -> int:
             acc = f", val acc {d['val_acc_baseline']:.4f} -> {d['val_acc_teleport']:.4f}" if "val_acc_baseline" in d else ""
             print(f"  {o}: step_ratio {d['step_ratio']:.3g} (reached {d['reached']}/{d['seeds']}), teleport time "
                   f"{d['teleport_time_fraction']:.3f} of the run, overhead {d['wall_time_overhead']:.3f}{acc}")
-        if args.out:
-            print(f"wrote {args.out}/report.md", file=sys.stderr)
+        if args.out or args.resume:
+            print(f"run directory: {run.path}", file=sys.stderr)
     return 0
 
 
-def _run_learned(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-
-    given = [f"--{n}" for n in ("every", "seeds", "optimizer", "steps") if getattr(args, n) is not None]
-    if given:
-        raise ConfigError(f"--action RUN_DIR takes no {', '.join(given)} (they configure the presets' training runs).")
-    if args.out:
-        from ..runs import RunDir
-
-        RunDir.fresh(args.out)
-    import torch
-
-    torch.set_num_threads(args.threads)
-    from ..experiments.teleport_learned import learned_teleport
-
-    res = learned_teleport(args.action)
-    if args.out:
-        from ..runs import RunDir
-
-        RunDir.fresh(args.out).write_json("result.json", res)
+def _print_learned(args: argparse.Namespace, res: dict) -> int:
     if args.json:
         print(json.dumps(res, indent=2, default=float))
     else:

@@ -28,26 +28,25 @@ variant adds translations of both biases and the linear map ``out_proj.weight �
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-from ..errors import ConfigError, check_seed
+from ..errors import check_seed
 from ..models.reference import attention_layer, reference_mlp
+from ..presets import Preset, PresetTable
 from ..targets import Target
 from .ansatz import Ansatz, CrossMap, RowMaps, Translations
 
-__all__ = ["AffinePreset", "AFFINE_PRESETS", "build_preset"]
+__all__ = ["AFFINE_PRESETS", "build_preset", "expected_dimension", "preset_samples"]
 
 
-@dataclass(frozen=True)
-class AffinePreset:
-    name: str
-    help: str
-    expected: int
-    build: Callable[[torch.Generator], tuple[Target, Ansatz]]
-    #: a sample count known to suffice (``None``: the solver's automatic count)
-    samples: int | None = None
+def _preset(name: str, summary: str, expected: int, build: Callable[[torch.Generator], tuple[Target, Ansatz]],
+            samples: int | None = None) -> Preset:
+    """An affine preset: ``load()`` returns ``build(generator) -> (target, ansatz)``; ``info["expected"]``
+    is the dimension theory predicts; ``fields["samples"]`` a sample count known to suffice."""
+    return Preset(name, "affine", "paramsym affine --preset " + name, summary,
+                  fields={} if samples is None else {"samples": samples}, info={"expected": expected},
+                  load=lambda: build)
 
 
 def _mlp_target(widths, act, bias, n, gen, name):
@@ -78,31 +77,36 @@ def _attention(bias: bool, gen: torch.Generator) -> tuple[Target, Ansatz]:
     return target, Ansatz(target.p, terms)
 
 
-AFFINE_PRESETS: dict[str, AffinePreset] = {
-    p.name: p
-    for p in [
-        AffinePreset("linear2x2", "two-layer linear U V, 2×2 factors: gl(2)", 4,
-                     lambda g: _mlp_target([2, 2, 2], "identity", False, 16, g, "linear2x2")),
-        AffinePreset("linear3x2", "three-layer linear chain of 2×2 factors: gl(2) ⊕ gl(2)", 8,
-                     lambda g: _mlp_target([2, 2, 2, 2], "identity", False, 16, g, "linear3x2")),
-        AffinePreset("relu242", "bias-free ReLU (2,4,2): 4 commuting rescalings", 4,
-                     lambda g: _mlp_target([2, 4, 2], "relu", False, 32, g, "relu242")),
-        AffinePreset("relu2881", "bias-free ReLU (2,8,8,1), 88 parameters: 16 rescalings", 16,
-                     lambda g: _mlp_target([2, 8, 8, 1], "relu", False, 32, g, "relu2881")),
-        AffinePreset("leakyrelu-bias", "LeakyReLU (3,5,2) with biases: one rescaling per hidden unit", 5,
-                     lambda g: _mlp_target([3, 5, 2], "leaky_relu", True, 32, g, "leakyrelu-bias")),
-        AffinePreset("tanh-mlp", "tanh (3,4,2) with biases: no continuous symmetry", 0,
-                     lambda g: _mlp_target([3, 4, 2], "tanh", True, 32, g, "tanh-mlp")),
-        AffinePreset("attention-d8h2", "bias-free multi-head attention, width 8, 2 heads: "
-                     "per-head gl(4) ⊕ gl(4)", 64, lambda g: _attention(False, g)),
-        AffinePreset("attention-d8h2-bias", "attention with biases: + key-bias and value-bias "
-                     "translations", 80, lambda g: _attention(True, g), samples=96),
-    ]
-}
+AFFINE_PRESETS: PresetTable = PresetTable("affine preset", [
+    _preset("linear2x2", "two-layer linear U V, 2×2 factors: gl(2)", 4,
+            lambda g: _mlp_target([2, 2, 2], "identity", False, 16, g, "linear2x2")),
+    _preset("linear3x2", "three-layer linear chain of 2×2 factors: gl(2) ⊕ gl(2)", 8,
+            lambda g: _mlp_target([2, 2, 2, 2], "identity", False, 16, g, "linear3x2")),
+    _preset("relu242", "bias-free ReLU (2,4,2): 4 commuting rescalings", 4,
+            lambda g: _mlp_target([2, 4, 2], "relu", False, 32, g, "relu242")),
+    _preset("relu2881", "bias-free ReLU (2,8,8,1), 88 parameters: 16 rescalings", 16,
+            lambda g: _mlp_target([2, 8, 8, 1], "relu", False, 32, g, "relu2881")),
+    _preset("leakyrelu-bias", "LeakyReLU (3,5,2) with biases: one rescaling per hidden unit", 5,
+            lambda g: _mlp_target([3, 5, 2], "leaky_relu", True, 32, g, "leakyrelu-bias")),
+    _preset("tanh-mlp", "tanh (3,4,2) with biases: no continuous symmetry", 0,
+            lambda g: _mlp_target([3, 4, 2], "tanh", True, 32, g, "tanh-mlp")),
+    _preset("attention-d8h2", "bias-free multi-head attention, width 8, 2 heads: "
+            "per-head gl(4) ⊕ gl(4)", 64, lambda g: _attention(False, g)),
+    _preset("attention-d8h2-bias", "attention with biases: + key-bias and value-bias "
+            "translations", 80, lambda g: _attention(True, g), samples=96),
+])
+
+
+def expected_dimension(name: str) -> int:
+    """The dimension theory predicts for preset ``name``."""
+    return int(AFFINE_PRESETS.get_preset(name).info["expected"])
+
+
+def preset_samples(name: str) -> int | None:
+    """A sample count known to suffice for preset ``name`` (``None``: the solver's automatic count)."""
+    return AFFINE_PRESETS.get_preset(name).fields.get("samples")
 
 
 def build_preset(name: str, seed: int = 0) -> tuple[Target, Ansatz]:
     """The target and ansatz of preset ``name`` (seeded)."""
-    if name not in AFFINE_PRESETS:
-        raise ConfigError(f"unknown affine preset {name!r}; choose one of {sorted(AFFINE_PRESETS)}.")
-    return AFFINE_PRESETS[name].build(torch.Generator().manual_seed(check_seed(seed)))
+    return AFFINE_PRESETS.get_preset(name).load()(torch.Generator().manual_seed(check_seed(seed)))

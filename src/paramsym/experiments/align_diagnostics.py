@@ -26,9 +26,10 @@ from .align_presets import load_preset
 __all__ = ["modadd_diagnostics"]
 
 
-def modadd_diagnostics(cache_dir: str | None = None, points: int = 13) -> dict:
-    """The numbers of the module docstring (float64)."""
-    arch, a, b, data, info = load_preset("modadd-transformer", cache_dir=cache_dir)
+def modadd_diagnostics(cache_dir: str | None = None, points: int = 13, modadd=None) -> dict:
+    """The numbers of the module docstring (float64); ``modadd``: another training configuration
+    (:class:`~paramsym.experiments.align_presets.ModAddConfig`)."""
+    arch, a, b, data, info = load_preset("modadd-transformer", cache_dir=cache_dir, modadd=modadd)
     p = info["config"]["p"]
     out: dict = {}
     for name, ps in (("A", a), ("B", b)):

@@ -34,10 +34,12 @@ from ..errors import ConfigError
 from ..models.datasets import Split, digits, modular_addition
 from ..models.mlp import mlp
 from ..runs import load_tensors, save_tensors
+from .kind_align import ALIGN_PRESETS
 
-__all__ = ["PRESETS", "DigitsConfig", "ModAddConfig", "cache_root", "load_preset", "run_preset"]
+__all__ = ["ALIGN_PRESETS", "PRESETS", "DigitsConfig", "ModAddConfig", "cache_root", "load_preset", "run_preset"]
 
-PRESETS = ("digits-mlp", "modadd-transformer")
+
+PRESETS = tuple(ALIGN_PRESETS)
 
 
 @dataclass(frozen=True)
@@ -135,14 +137,19 @@ def train_modadd(cfg: ModAddConfig, seed: int, data: Split) -> dict[str, Tensor]
 def _cached(path: Path, train, meta: dict) -> dict[str, Tensor]:
     if path.exists():
         return load_tensors(path)
-    params = train()
-    save_tensors(path, params, {"config": json.dumps(meta)})
-    return params
+    save_tensors(path, train(), {"config": json.dumps(meta)})
+    # read back: a fresh and a cached run then align the very same tensors (the in-memory ones gave
+    # last-bit differences in the distances), so a resumed run's metrics equal an uninterrupted one's
+    return load_tensors(path)
 
 
 def load_preset(name: str, *, cache_dir: str | os.PathLike | None = None, width: int | None = None,
-                seeds: tuple[int, int] = (0, 1)) -> tuple[Architecture, dict[str, Tensor], dict[str, Tensor], Split, dict]:
+                seeds: tuple[int, int] = (0, 1), modadd: ModAddConfig | None = None
+                ) -> tuple[Architecture, dict[str, Tensor], dict[str, Tensor], Split, dict]:
     """``(arch, θ_A, θ_B, data, info)`` of a preset, training and caching the models on first use.
+
+    ``modadd``: another ``modadd-transformer`` training configuration (e.g. fewer steps for the
+    ``--quick`` budget of ``paramsym reproduce align-modadd-transformer``; its tag names the cache file).
 
     Raises:
         ConfigError: an unknown preset name.
@@ -157,7 +164,7 @@ def load_preset(name: str, *, cache_dir: str | os.PathLike | None = None, width:
         return arch, ps[0], ps[1], data, {"preset": name, "config": asdict(cfg), "seeds": list(seeds),
                                           "cache": str(root)}
     if name == "modadd-transformer":
-        cfg = ModAddConfig() if width is None else ModAddConfig(n_embd=int(width))
+        cfg = modadd or (ModAddConfig() if width is None else ModAddConfig(n_embd=int(width)))
         data = modular_addition(cfg.p, cfg.data_seed, cfg.train_fraction)
         ps = [_cached(root / f"{cfg.tag()}-seed{s}.safetensors", lambda s=s: train_modadd(cfg, s, data),
                       asdict(cfg) | {"seed": s}) for s in seeds]

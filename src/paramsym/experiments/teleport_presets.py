@@ -14,6 +14,12 @@ and the aggregates of :func:`aggregate`):
 * ``regression-mlp`` — the anchor's multi-layer regression (:mod:`.teleport_mlp`).
 * ``digits-mlp`` — an MLP 64 → 32 → 32 → 10 on scikit-learn digits (:mod:`.teleport_mlp`).
 
+Seeds: ``TeleportConfig.seeds`` lists the seed values (``--seeds 0,1,2``, as in every command);
+by default seeds ``0 .. n−1`` with the preset's ``n`` (:data:`DEFAULT_SEEDS`). Each (optimizer,
+seed) pair is one *job* (baseline and teleport run from the same initialisation); :func:`run`
+takes a ``job`` hook through which the ``teleport`` run kind checkpoints every finished job
+(:mod:`paramsym.experiments.kind_teleport`), so an interrupted run continues where it stopped.
+
 ``step_ratio`` is the median over seeds of (steps to the target without teleports) / (steps with);
 (a baseline that never reaches the target counts its full length: a lower bound, flagged by
 ``baseline_reached``); ``max_loss_change`` the largest relative loss change of an accepted
@@ -26,19 +32,45 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..presets import Preset, PresetTable
 
-__all__ = ["DEFAULT_SEEDS", "DEFAULT_STEPS", "PRESETS", "TeleportConfig", "run", "aggregate", "steps_to", "OPTIMIZERS"]
+if TYPE_CHECKING:
+    import torch
 
-PRESETS = ("booth", "rosenbrock", "regression-mlp", "digits-mlp")
+__all__ = ["DEFAULT_SEEDS", "DEFAULT_STEPS", "PRESETS", "TELEPORT_PRESETS", "TeleportConfig", "run", "aggregate", "steps_to",
+           "OPTIMIZERS", "Job"]
+
 #: accepted optimizers per preset; the first ones are the defaults (run when --optimizer is not given)
 OPTIMIZERS = {"booth": ["gd"], "rosenbrock": ["gd"], "regression-mlp": ["gd", "adagrad"], "digits-mlp": ["sgd", "adam"]}
+#: default number of seeds per preset (seeds ``0 .. n−1``)
 DEFAULT_SEEDS = {"booth": 1, "rosenbrock": 5, "regression-mlp": 5, "digits-mlp": 10}
 #: training steps per preset (when --steps is not given)
 DEFAULT_STEPS = {"booth": 30, "rosenbrock": 1000, "regression-mlp": 300, "digits-mlp": 600}
+_SUMMARIES = {"booth": "GD on Booth from (5, −5), one exact SO(2) teleport at step 4",
+              "rosenbrock": "GD on Rosenbrock, teleports every 100 steps (one-step descent objective)",
+              "regression-mlp": "the anchor's 5→6→7→8 LeakyReLU regression, one rescaling teleport at step 5",
+              "digits-mlp": "MLP 64→32→32→10 on digits, rescaling teleports every 200 (SGD) / 100 (Adam) steps"}
+
+
+def _preset(name: str) -> Preset:
+    return Preset(name, "teleport", "paramsym teleport --preset " + name,
+                  f"{_SUMMARIES[name]} (optimizers {', '.join(OPTIMIZERS[name])}; {DEFAULT_SEEDS[name]} seeds)",
+                  info={"optimizers": list(OPTIMIZERS[name]), "seeds": DEFAULT_SEEDS[name]})
+
+
+#: the ``paramsym teleport --preset`` entries (listed by ``paramsym list``)
+TELEPORT_PRESETS: PresetTable = PresetTable("teleport preset", [_preset(n) for n in _SUMMARIES])
+PRESETS = tuple(TELEPORT_PRESETS)
+#: ``job(optimizer, seed, compute) -> record``: returns the job's record, calling ``compute()`` unless
+#: it is already known (the run kind's checkpoint)
+Job = Callable[[str, int, Callable[[], dict]], dict]
+
+
+def _no_checkpoint(optimizer: str, seed: int, compute: Callable[[], dict]) -> dict:
+    return compute()
 
 
 @dataclass
@@ -48,7 +80,7 @@ class TeleportConfig:
     Attributes:
         preset: one of :data:`PRESETS`.
         every: teleport every ``every`` steps (``None``: the preset's schedule).
-        seeds: number of seeds (``None``: the preset's default).
+        seeds: the seed values (``None``: ``0 .. n−1``, ``n`` the preset's :data:`DEFAULT_SEEDS`).
         optimizers: optimizers to compare (``None``: the preset's, :data:`OPTIMIZERS`).
         steps: training steps (``None``: the preset's, :data:`DEFAULT_STEPS`).
         cache_dir: where trained/initial models are cached (digits).
@@ -82,7 +114,7 @@ class TeleportConfig:
 
     preset: str
     every: int | None = None
-    seeds: int | None = None
+    seeds: tuple[int, ...] | None = None
     optimizers: list[str] | None = None
     steps: int | None = None
     cache_dir: str | None = None
@@ -98,11 +130,25 @@ class TeleportConfig:
     max_factor: float = 2.0
     norm_penalty: float = 0.0
 
+    @classmethod
+    def quick(cls) -> TeleportConfig:
+        """Booth, one seed (a fraction of a second)."""
+        return cls(preset="booth")
+
+    def seed_values(self) -> list[int]:
+        """The seeds run: ``seeds``, or ``0 .. n−1`` with the preset's default ``n``."""
+        return list(self.seeds) if self.seeds is not None else list(range(DEFAULT_SEEDS[self.preset]))
+
     def validate(self) -> TeleportConfig:
         """Check the fields; raise :class:`ConfigError` naming the bad one."""
         if self.preset not in PRESETS:
             raise ConfigError(f"unknown teleport preset {self.preset!r}; choose one of {', '.join(PRESETS)}.")
-        for name in ("every", "seeds", "steps"):
+        if self.seeds is not None:
+            seeds = list(self.seeds)
+            if not seeds or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in seeds) \
+                    or len(set(seeds)) != len(seeds):
+                raise ConfigError(f"--seeds must be distinct integers >= 0, e.g. 0,1,2; received {self.seeds!r}.")
+        for name in ("every", "steps"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
                 raise ConfigError(f"--{name} must be an integer ≥ 1; received {v!r}.")
@@ -141,6 +187,8 @@ def gd_run(f: Callable, p0: torch.Tensor, lr: float, steps: int, due: Callable[[
 
     ``losses[k]`` is the loss after ``k`` updates; a teleport on step ``k`` happens before update ``k``.
     """
+    import torch
+
     from ..teleport import teleport
 
     p, losses, summaries, t_tele = p0.clone(), [], [], 0.0
@@ -160,7 +208,9 @@ def gd_run(f: Callable, p0: torch.Tensor, lr: float, steps: int, due: Callable[[
     return {"losses": losses, "teleports": summaries, "seconds": time.perf_counter() - t0, "teleport_seconds": t_tele}
 
 
-def _two_d(cfg: TeleportConfig, progress: bool) -> dict:
+def _two_d(cfg: TeleportConfig, progress: bool, job: Job = _no_checkpoint) -> dict:
+    import torch
+
     from ..teleport import descent_objective
     from ..teleport.functions import BoothRotation, RosenbrockRotation, booth, rosenbrock
 
@@ -177,14 +227,15 @@ def _two_d(cfg: TeleportConfig, progress: bool) -> dict:
     kwargs = {"steps": 50, "step_size": 0.1, "tol": 1e-10}
     if not booth_like:
         kwargs["objective"] = descent_objective(f, lr)
-    runs = []
-    for seed in range(cfg.seeds or DEFAULT_SEEDS[cfg.preset]):
+    def one(seed: int) -> dict:
         p0 = torch.tensor([5.0, -5.0] if booth_like else [-1.0, -1.0], dtype=torch.float64)
         if seed > 0 and not booth_like:
             p0 = p0 + 0.05 * torch.randn(2, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         base = gd_run(f, p0, lr, steps)
         tele = gd_run(f, p0, lr, steps, due, action, kwargs)
-        runs.append({"seed": seed, "optimizer": "gd", "start": p0.tolist(), "baseline": base, "teleport": tele})
+        return {"seed": seed, "optimizer": "gd", "start": p0.tolist(), "baseline": base, "teleport": tele}
+
+    runs = [job("gd", seed, lambda seed=seed: one(seed)) for seed in cfg.seed_values()]
     out = {"runs": runs, "target": {"gd": target}, "lr": {"gd": lr}, "steps": steps}
     if booth_like and steps >= 9:
         out["loss_at_step_9"] = {"baseline": runs[0]["baseline"]["losses"][9], "teleport": runs[0]["teleport"]["losses"][9]}
@@ -231,18 +282,23 @@ def aggregate(result: dict) -> dict:
     }
 
 
-def run(cfg: TeleportConfig, progress: bool = False) -> dict:
-    """Run a preset with and without teleports; return the per-seed runs and the aggregates."""
+def run(cfg: TeleportConfig, progress: bool = False, job: Job | None = None) -> dict:
+    """Run a preset with and without teleports; return the per-seed runs and the aggregates.
+
+    ``job`` (optional) wraps each (optimizer, seed) job: the run kind's checkpoint (module docstring).
+    ``seeds`` in the result is the number of seeds, ``seed_values`` the seeds.
+    """
     cfg.validate()
+    job = job or _no_checkpoint
     t0 = time.perf_counter()
     if cfg.preset in ("booth", "rosenbrock"):
-        result = _two_d(cfg, progress)
+        result = _two_d(cfg, progress, job)
     else:
         from .teleport_mlp import run_mlp_preset
 
-        result = run_mlp_preset(cfg, cfg.optimizers or OPTIMIZERS[cfg.preset], cfg.seeds or DEFAULT_SEEDS[cfg.preset],
-                                progress)
-    result.update(preset=cfg.preset, every=cfg.every, seeds=cfg.seeds or DEFAULT_SEEDS[cfg.preset])
+        result = run_mlp_preset(cfg, cfg.optimizers or OPTIMIZERS[cfg.preset], cfg.seed_values(), progress, job)
+    seeds = cfg.seed_values()
+    result.update(preset=cfg.preset, every=cfg.every, seeds=len(seeds), seed_values=seeds)
     result.update(aggregate(result))
     result["seconds"] = time.perf_counter() - t0
     return result

@@ -12,7 +12,7 @@ from ..runs import ensure_dir, write_json
 
 __all__ = ["summary", "render", "write_outputs"]
 
-_TOP = ("preset", "every", "seeds", "steps", "step_ratio", "max_loss_change", "grad_norm_factor", "loss_at_step_9",
+_TOP = ("preset", "every", "seeds", "seed_values", "steps", "step_ratio", "max_loss_change", "grad_norm_factor", "loss_at_step_9",
         "seconds")
 
 
@@ -59,8 +59,9 @@ def render(result: dict, figures: list[str]) -> str:
         l9 = result["loss_at_step_9"]
         lines += ["", f"Loss at step 9: baseline {l9['baseline']:.4g}, teleport {l9['teleport']:.4g}."]
     lines += [""] + [f"![{Path(f).stem}]({f})" for f in figures]
+    seeds = ",".join(str(x) for x in result.get("seed_values", range(result["seeds"])))
     lines += ["", f"Regenerate: `paramsym teleport --preset {result['preset']}"
-              + (f" --every {result['every']}" if result.get("every") else "") + f" --seeds {result['seeds']} --out DIR`", ""]
+              + (f" --every {result['every']}" if result.get("every") else "") + f" --seeds {seeds} --out DIR`", ""]
     return "\n".join(lines)
 
 

@@ -27,7 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .measurements import render_actions, render_align, render_compensation, render_teleport
+from .measurements import (
+    render_actions,
+    render_align,
+    render_align_modadd,
+    render_align_rebasin,
+    render_compensation,
+    render_teleport,
+    render_teleport_grad_norm,
+    render_teleport_learned,
+    render_transformer_learned,
+    render_transformer_objectives,
+)
 from .registry import CLAIMS, RUNS
 from .runs import AFFINE_FULL, CENSUS_FULL
 
@@ -228,6 +239,13 @@ BLOCKS: dict[str, Block] = {
         Block("align-digits", ("align-digits-mlp",), render_align),
         Block("compensation-models", ("compensation-models",), render_compensation),
         Block("action-checks", ("actions-verdict",), render_actions),
+        Block("align-rebasin", ("align-rebasin",), render_align_rebasin),
+        Block("align-modadd", ("align-modadd-transformer",), render_align_modadd),
+        Block("teleport-grad-norm", ("teleport-grad-norm",), render_teleport_grad_norm),
+        Block("teleport-learned", ("teleport-learned",), render_teleport_learned),
+        Block("transformer-learned", ("transformer-drift-random-learned", "transformer-drift-uncompensated-learned",
+                                      "transformer-motion", "transformer-composition"), render_transformer_learned),
+        Block("transformer-objectives", ("transformer-learned-objectives",), render_transformer_objectives),
     )
 }
 

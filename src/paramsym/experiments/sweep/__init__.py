@@ -8,9 +8,9 @@ percentiles; fits). Backends: a local process pool, or Ray Tune (``paramsym[ray]
 
 from __future__ import annotations
 
-from .driver import KIND, budget, plan_candidates, run_sweep
+from .driver import KIND, budget, plan_candidates, run_sweep, stored_spec
 from .spec import METRICS, VARIANTS, SelectSpec, SweepSpec, load_spec, spec_from_dict
 from .trials import make_trial, run_trial, trial_config, trial_id
 
 __all__ = ["KIND", "METRICS", "budget", "VARIANTS", "SelectSpec", "SweepSpec", "load_spec", "make_trial", "plan_candidates",
-           "run_sweep", "run_trial", "spec_from_dict", "trial_config", "trial_id"]
+           "run_sweep", "run_trial", "spec_from_dict", "stored_spec", "trial_config", "trial_id"]

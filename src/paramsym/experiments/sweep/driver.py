@@ -9,11 +9,17 @@ Protocol (the papers' validation search, [Discovery] §6 / App. D):
 3. **replicate** — the selected point of each variant on fresh ``replication_seeds``,
    ``replicate_steps`` each, aggregated into the paper's table (:func:`~.table.aggregate`).
 
-Files in ``OUT``: ``config.json`` (kind ``sweep``, the spec), ``env.json``, ``trials/<id>/`` (one
-discovery run per trial, plus ``trial.json`` and ``summary.json``), ``table.json`` and
-``table.md`` (written last; they depend only on the spec and the trials' metrics, so an
-interrupted and resumed sweep writes the same table as an uninterrupted one), ``stages.json``
-(timings and counts). A trial whose ``metrics.json`` exists is never run again.
+``OUT`` is a run directory of kind ``sweep`` (:mod:`.kind`, written through
+:func:`paramsym.experiments.registry.execute`): ``config.json`` (the spec's fields, kind
+``sweep``, provenance), ``env.json`` (one entry per start or resume: backend, workers),
+``trials/<id>/`` (one discovery run per trial, plus ``trial.json`` and ``summary.json``: the
+checkpoints), ``metrics.json`` = ``table.json`` and ``table.md`` (written last; they depend only
+on the spec and the trials' metrics, so an interrupted and resumed sweep writes the same
+``metrics.json``, byte for byte, as an uninterrupted one), ``stages.json`` (timings and
+counts), ``report.md``. A trial whose ``metrics.json`` exists is never run again. A sweep is
+resumed with the spec it was started with (read from ``config.json`` when none is given); an
+edited spec is refused (:class:`~paramsym.errors.SweepSpecError`), never mixed with the old
+trials.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from .spec import SweepSpec
 from .table import aggregate, rank, render_table, score
 from .trials import SUMMARY_FILE, make_trial, summarize, trial_config
 
-__all__ = ["KIND", "budget", "default_out", "plan_candidates", "run_sweep"]
+__all__ = ["KIND", "budget", "default_out", "plan_candidates", "run_protocol", "run_sweep", "stored_spec"]
 
 KIND = "sweep"
 
@@ -97,19 +103,46 @@ def _trial(spec: SweepSpec, variant: str, point: dict[str, Any], seed: int, step
                       quick=spec.quick, device=spec.device, figures=spec.figures, stage=stage, parent=parent)
 
 
-def _open_out(spec: SweepSpec, out: str | os.PathLike | None, resume: bool) -> RunDir:
+def _open_out(spec: SweepSpec | None, out: str | os.PathLike | None, resume: bool) -> RunDir:
+    """The run directory: a fresh one (missing or empty), or with ``resume`` an existing sweep's,
+    whose spec must equal ``spec`` (when given)."""
+    from ...provenance import canonical
+
     if out is None:
         if resume:
-            raise RunDirError("--resume needs --out DIR: the directory of the sweep to continue.")
-        return RunDir.fresh(default_out(spec))
+            raise RunDirError("--resume needs the directory of the sweep to continue: `paramsym sweep --resume DIR` "
+                              "(or --out DIR --resume).")
+        return RunDir.fresh(default_out(spec), command="paramsym sweep")
     run = RunDir(out)
-    if resume:
-        if run.path.exists() and any(run.path.iterdir()):
-            if not run.has("config.json") or run.read_json("config.json").get("kind") != KIND:
-                raise RunDirError(f"{str(run.path)!r} is not a sweep directory (no config.json of kind 'sweep'); "
-                                  "pass the --out of an earlier `paramsym sweep`, or a new directory without --resume.")
-        return run
-    return RunDir.fresh(out)
+    if not resume:
+        return RunDir.fresh(out, command="paramsym sweep")
+    if not run.path.is_dir():
+        raise RunDirError(f"--resume {str(run.path)!r}: no such directory; expected the directory of an earlier "
+                          "`paramsym sweep SPEC --out DIR`. Check the path, or drop --resume to start a fresh sweep.")
+    if not run.has("config.json") or run.kind() != KIND:
+        raise RunDirError(f"{str(run.path)!r} is not a sweep directory (no config.json of kind 'sweep'); pass the "
+                          "--out of an earlier `paramsym sweep`, or a new directory without --resume.")
+    if spec is not None:
+        stored = run.read_json("config.json").get("spec")
+        if not isinstance(stored, dict) or stored != canonical(spec):
+            stored = stored if isinstance(stored, dict) else {}
+            keys = sorted(k for k in set(stored) | set(canonical(spec)) if stored.get(k) != canonical(spec).get(k))
+            raise SweepSpecError(f"the spec differs from the one the sweep in {str(run.path)!r} was started with "
+                                 f"(keys {keys}); its trials belong to that spec. Resume with the original spec "
+                                 "(or without SPEC: it is read from config.json), or start the edited spec with "
+                                 "--out NEWDIR.")
+    return run
+
+
+def stored_spec(out: str | os.PathLike) -> SweepSpec:
+    """The spec a sweep directory was started with (from its ``config.json``).
+
+    Raises:
+        RunDirError: not a sweep directory; RunFileError: an unreadable or edited config.json.
+    """
+    from ..registry import load_run_config
+
+    return load_run_config(_open_out(None, out, resume=True)).spec
 
 
 class _Stage:
@@ -167,13 +200,15 @@ def _select(spec: SweepSpec, stage: str, points: dict[str, list[dict]], trials: 
     return table, order
 
 
-def run_sweep(spec: SweepSpec, out: str | os.PathLike | None = None, *, backend: Any = "local", workers: int = 1,
-              address: str | None = None, resume: bool = False, progress: bool = True,
-              on_trial: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run the sweep protocol of ``spec``; return the table (also written to ``OUT/table.json``).
+def run_sweep(spec: SweepSpec | None, out: str | os.PathLike | None = None, *, backend: Any = "local",
+              workers: int = 1, address: str | None = None, resume: bool = False, progress: bool = True,
+              on_trial: Callable[[dict[str, Any]], None] | None = None,
+              command: str | None = None) -> dict[str, Any]:
+    """Run the sweep protocol of ``spec``; return the table (also ``OUT/metrics.json`` and ``OUT/table.json``).
 
     Args:
-        spec: a validated spec (:func:`~.spec.load_spec`).
+        spec: a validated spec (:func:`~.spec.load_spec`); ``None`` with ``resume``: the spec the
+            sweep in ``out`` was started with.
         out: output directory; new sweeps need it missing or empty (default
             ``runs/sweep-<name>-<time>``).
         backend: ``local`` (process pool) or ``ray`` (Ray Tune), or a backend object from
@@ -182,34 +217,56 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike | None = None, *, backend:
         workers: trials at once (local processes; Ray CPUs of a local instance).
         address: Ray cluster to connect to (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``).
         resume: continue the sweep in ``out``: finished trials are read, interrupted ones resume
-            from their checkpoints.
+            from their checkpoints; a finished sweep is returned as it is.
         progress: a progress bar over each stage's trials and a one-line summary per stage (stderr).
         on_trial: called in the driver with each finished trial's summary (e.g. for logging).
+        command: the command line, recorded in the provenance.
 
     Raises:
-        SweepSpecError: a grid value the configuration rejects (before anything is written);
-        RunDirError: ``out`` is not empty without ``resume``, or not a sweep directory;
+        SweepSpecError: a grid value the configuration rejects (before anything is written), or
+            ``resume`` with a spec other than the one the sweep was started with;
+        RunDirError: ``out`` is not empty without ``resume``, or (with ``resume``) missing or not
+            a sweep directory;
         BackendUnavailableError: Ray missing or its cluster unreachable (nothing is deleted).
     """
-    from ...config import to_dict
+    from ..registry import execute
     from .backends import make_backend
 
-    points = plan_candidates(spec)  # every configuration checked before anything starts
+    if spec is None:
+        if not resume:
+            raise SweepSpecError("a new sweep needs its spec (SPEC.yaml); only --resume reads it from the sweep.")
+        spec = stored_spec(out)
+    plan_candidates(spec)  # every configuration checked before anything starts
     run = _open_out(spec, out, resume)
     owned = isinstance(backend, str)
-    engine = make_backend(backend, workers, address) if owned else backend
+    engine = make_backend(backend, workers, address) if owned else backend  # an unusable backend fails here
     try:
-        run.write_json("config.json", {"kind": KIND, "spec": to_dict(spec)})
-        run.write_env(spec.validation_seeds[0], spec.device, backend=engine.name, workers=engine.workers, address=address)
-        stage = _Stage(run, engine, progress, on_trial)
-        table = _protocol(spec, points, stage)
-        run.write_json("stages.json", stage.log)
-        run.write_json("table.json", table)
-        run.write_text("table.md", render_table(table))
-        return table
+        if resume and run.has("metrics.json"):  # finished: reported, nothing rerun or rewritten
+            return run.read_json("metrics.json")
+        from .kind import SweepConfig
+
+        outcome = execute(KIND, SweepConfig(spec), run, resume=resume, command=command, progress=progress,
+                          seed=spec.validation_seeds[0],
+                          options={"engine": engine, "on_trial": on_trial},
+                          env={"device": spec.device, "backend": engine.name, "workers": engine.workers,
+                               "address": address})
+        return outcome.metrics
     finally:
         if owned:
             engine.close()
+
+
+def run_protocol(spec: SweepSpec, run: RunDir, engine: Any, *, progress: bool = True,
+                 on_trial: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The three stages in ``run`` on ``engine``; writes ``stages.json``, ``table.json``, ``table.md``;
+    returns the table (the sweep kind's ``run``)."""
+    points = plan_candidates(spec)
+    stage = _Stage(run, engine, progress, on_trial)
+    table = _protocol(spec, points, stage)
+    run.write_json("stages.json", stage.log)
+    run.write_json("table.json", table)
+    run.write_text("table.md", render_table(table))
+    return table
 
 
 def _protocol(spec: SweepSpec, points: dict[str, list[dict]], stage: _Stage) -> dict[str, Any]:

@@ -1,0 +1,277 @@
+"""Exports of a model's permutation symmetries, each verified through the written data alone.
+
+* ``permutation-spec`` — :class:`~paramsym.census.permspec.PermutationSpec` as JSON,
+  ``{"perms": {ID: n}, "axes": {tensor: [ID or null per axis]}}`` (the block convention of
+  :mod:`paramsym.census.permspec`).
+* ``mergekit`` — an architecture description in MergeKit's JSON layout (written from the format's
+  documented fields: ``model_type``, ``architectures``, ``pre_weights``, ``num_layers_config_key``,
+  ``layer_templates.weights`` with ``${layer_index}``, ``post_weights``; per weight ``name``,
+  ``input_space``, ``output_space``, ``is_embed``, ``is_vector``, ``head_split``, ``is_kq``).
+  Spaces: ``running_residual`` (the stream), ``up_${layer_index}`` (FFN units),
+  ``attn_qk_${layer_index}`` / ``attn_v_${layer_index}`` (with ``head_split``). The space fields
+  follow ``nn.Linear`` (``input_space`` = axis 1, ``output_space`` = axis 0; a vector's space is
+  its only axis). Tensors that this cannot describe (``Conv1D``'s transposed storage, fused
+  ``[Q | K | V]`` / ``[gate | up]`` tensors) get no space fields, and a space touching them is
+  dropped from every tensor (never half written).
+
+:func:`export` checks, before writing anything, that the path does not exist, then verifies the
+data: the JSON is serialised, parsed back, and random elements of every permutation it describes
+are applied **from the parsed data alone** (a random permutation per ID / per space without
+``head_split``; a random permutation of the key/value heads for ``head_split`` spaces is not
+applied — MergeKit leaves its meaning to the merge method), and the model's outputs compared
+(≤ 1e-10 relative in float64, 1e-5 in float32 or for models computing their norms in float32).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import ConfigError, ExportPathExistsError, ToleranceError
+from .permspec import PermutationSpec, spec_from_spaces, verify_spec
+from .spaces import Spaces
+
+__all__ = ["FORMATS", "export", "mergekit_architecture", "mergekit_as_spec", "export_tolerance", "spec_for_model"]
+
+FORMATS = ("permutation-spec", "mergekit")
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+
+
+def export_tolerance(spaces: Spaces, dtype: torch.dtype) -> float:
+    """1e-10 in float64, 1e-5 in float32 or where the model's norms compute in float32 inside
+    (probed: :attr:`~paramsym.census.spaces.Spaces.float32_inside`; HF's RMSNorm upcasts)."""
+    if dtype != torch.float64 or spaces.float32_inside:
+        return 1e-5
+    return 1e-10
+
+
+def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpec) -> dict[str, Any]:
+    """The MergeKit architecture description of ``model`` (module docstring).
+
+    Axis spaces come from ``spec`` (residual, FFN units) and from the attention layout (query/key
+    and value/output spaces with ``head_split``), restricted to ``nn.Linear``-layout tensors.
+    """
+    cfg = getattr(model, "config", None)
+    params = dict(model.named_parameters())
+    L = len(spaces.layout.layers)
+    key = next((k for k in _LAYER_KEYS if getattr(cfg, k, None) == L), None)
+    if key is None:
+        raise ConfigError(f"mergekit export: no config key among {list(_LAYER_KEYS)} equals the {L} layers found.")
+    layer_prefix = spaces.layout.layers[0].module.rsplit(".", 1)[0] + "." if "." in spaces.layout.layers[0].module else ""
+    pat = re.compile(rf"^{re.escape(layer_prefix)}(\d+)\.")
+    # per tensor: axis -> space name
+    space_of: dict[str, dict[int, str]] = {}
+    lin_out_in = {w: lay for w, lay in spaces.layouts.items()}
+    bad_spaces: set[str] = set()
+
+    def mark(name: str, axis: int, space: str) -> None:
+        space_of.setdefault(name, {})[axis] = space
+
+    for name, ids in spec.axes.items():
+        for ax, pid in enumerate(ids):
+            if pid == "P_res":
+                mark(name, ax, "running_residual")
+            elif pid is not None and pid.startswith("P_ffn_"):
+                mark(name, ax, f"up_{pid[6:]}")
+    heads: dict[str, dict[str, str]] = {}
+    for layer in spaces.layout.layers:
+        a = layer.attention
+        i = layer.index
+        for proj, sp in ((a.q, f"attn_qk_{i}"), (a.k, f"attn_qk_{i}"), (a.v, f"attn_v_{i}")):
+            if proj.features is None and proj.layout == "out_in":
+                mark(proj.weight, 0, sp)
+                heads.setdefault(proj.weight, {})["head_split"] = "output"
+                if sp.startswith("attn_qk"):
+                    heads[proj.weight]["is_kq"] = "true"
+                if proj.bias:
+                    mark(proj.bias, 0, sp)
+            else:
+                bad_spaces.add(sp)
+        if a.o.layout == "out_in":
+            mark(a.o.weight, 1, f"attn_v_{i}")
+            heads.setdefault(a.o.weight, {})["head_split"] = "input"
+    # spaces touching a tensor the (out, in) convention cannot describe are dropped everywhere
+    for name, axes in space_of.items():
+        if params[name].dim() == 2 and lin_out_in.get(name, "out_in") != "out_in":
+            bad_spaces |= set(axes.values())
+    for name in list(space_of):
+        space_of[name] = {ax: s for ax, s in space_of[name].items() if s not in bad_spaces}
+
+    def entry(name: str) -> dict[str, Any]:
+        m = pat.match(name)
+        tmpl = pat.sub(lambda m: f"{layer_prefix}${{layer_index}}.", name)
+        e: dict[str, Any] = {"name": tmpl}
+        t = params[name]
+        sp = dict(space_of.get(name, {}))
+        if m:  # layer spaces are templated like the names
+            sp = {ax: re.sub(rf"_{m.group(1)}$", "_${layer_index}", s) for ax, s in sp.items()}
+        if name in spaces.embeddings and name == _input_embedding_name(model, params):
+            e["is_embed"] = True
+        if t.dim() == 1:
+            e["is_vector"] = True
+            if 0 in sp:
+                e["input_space"] = sp[0]
+        elif t.dim() == 2:
+            if name in spaces.embeddings:
+                if 1 in sp:
+                    e["output_space"] = sp[1]
+            else:
+                if 1 in sp:
+                    e["input_space"] = sp[1]
+                if 0 in sp:
+                    e["output_space"] = sp[0]
+        h = heads.get(name, {})
+        if "head_split" in h and (("output_space" in e and h["head_split"] == "output")
+                                  or ("input_space" in e and h["head_split"] == "input")):
+            e["head_split"] = h["head_split"]
+            if h.get("is_kq"):
+                e["is_kq"] = True
+        return e
+
+    pre, post, layer0 = [], [], []
+    seen_layer = False
+    for name in params:
+        m = pat.match(name)
+        if m:
+            seen_layer = True
+            if m.group(1) == "0":
+                layer0.append(entry(name))
+        elif seen_layer:
+            post.append(entry(name))
+        else:
+            pre.append(entry(name))
+    return {"model_type": getattr(cfg, "model_type", type(model).__name__),
+            "architectures": list(getattr(cfg, "architectures", None) or [type(model).__name__]),
+            "pre_weights": pre, "num_layers_config_key": key, "layer_templates": {"weights": layer0},
+            "post_weights": post}
+
+
+def _input_embedding_name(model: nn.Module, params: Mapping[str, Tensor]) -> str | None:
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    for n, p in params.items():
+        if emb is not None and p is emb.weight:
+            return n
+    return None
+
+
+def mergekit_as_spec(arch: Mapping[str, Any], params: Mapping[str, Tensor], num_layers: int) -> PermutationSpec:
+    """The permutations a MergeKit description states, read from the description alone: one per
+    space not split into heads (``input_space`` on axis 1 — a vector's only axis —, ``output_space``
+    on axis 0 of layer weights and on axis 1 of the pre/post weights without an ``input_space``, the
+    embeddings). A weight's ``head_split`` side (``"output"`` / ``"input"``) marks its space as
+    split into heads; those spaces are not permuted.
+
+    Raises:
+        ConfigError: a listed tensor that the model does not have.
+    """
+    perms: dict[str, int] = {}
+    axes: dict[str, list[str | None]] = {n: [None] * p.dim() for n, p in params.items()}
+    head_spaces: set[str] = set()
+    entries: list[dict[str, Any]] = [dict(e, _outer=True) for e in list(arch.get("pre_weights", []))
+                                      + list(arch.get("post_weights", []))]
+    for i in range(num_layers):
+        for w in arch["layer_templates"]["weights"]:
+            e = dict(w, _outer=False)
+            for k in ("name", "input_space", "output_space"):
+                if k in e:
+                    e[k] = e[k].replace("${layer_index}", str(i))
+            entries.append(e)
+    for e in entries:
+        side = {"output": "output_space", "input": "input_space"}.get(e.get("head_split", ""))
+        if side and side in e:
+            head_spaces.add(e[side])
+    for e in entries:
+        n = e["name"]
+        if n not in params:
+            raise ConfigError(f"mergekit description lists {n!r}, which the model does not have.")
+        t = params[n]
+        placements = []
+        if t.dim() == 1 and "input_space" in e:
+            placements.append((0, e["input_space"]))
+        elif t.dim() == 2:
+            if "input_space" in e:
+                placements.append((1, e["input_space"]))
+            if "output_space" in e:
+                placements.append((1 if e["_outer"] and "input_space" not in e else 0, e["output_space"]))
+        for ax, sp in placements:
+            if sp in head_spaces:
+                continue
+            perms[sp] = t.shape[ax]
+            axes[n][ax] = sp
+    return PermutationSpec(perms, axes)
+
+
+def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs: Mapping[str, Any],
+           output: Callable[[Any], Tensor], seed: int = 0) -> dict[str, Any]:
+    """Verify and write the ``fmt`` export of ``model`` to ``path`` (a new file).
+
+    ``model`` must be the float64 (or float32) model the spaces were derived on. Returns
+    ``{"path", "format", "verification": {...}, "omitted": [...]}``.
+
+    Raises:
+        ConfigError: an unknown format.
+        ExportPathExistsError: ``path`` exists (nothing is overwritten).
+        ToleranceError: the verification fails (nothing is written).
+    """
+    if fmt not in FORMATS:
+        raise ConfigError(f"--export must be one of {list(FORMATS)}; received {fmt!r}.")
+    path = Path(path)
+    if path.exists():
+        raise ExportPathExistsError(f"--out {str(path)!r} already exists; the export never overwrites. Choose a new path "
+                                    "or remove the file.")
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    spec = spec_from_spaces(spaces, params)
+    if fmt == "permutation-spec":
+        data: dict[str, Any] = spec.to_json()
+        parsed = json.loads(json.dumps(data))
+        check_spec = PermutationSpec({k: int(v) for k, v in parsed["perms"].items()}, parsed["axes"])
+        out_perm = "P_res" if spaces.output_in_stream else None
+    else:
+        data = mergekit_architecture(model, spaces, spec)
+        parsed = json.loads(json.dumps(data))
+        check_spec = mergekit_as_spec(parsed, params, len(spaces.layout.layers))
+        out_perm = "running_residual" if spaces.output_in_stream else None
+    dtype = next(iter(params.values())).dtype
+    tol = export_tolerance(spaces, dtype)
+    if not check_spec.perms:
+        raise ConfigError(f"--export {fmt}: the description of {type(model).__name__} states no permutation that can be "
+                          "verified (MergeKit's space fields assume (out, in) weights; this model stores (in, out) or fused "
+                          "tensors); use --export permutation-spec.")
+    rep = verify_spec(model, check_spec, params, inputs, output, torch.Generator().manual_seed(seed),
+                      output_perm=out_perm)
+    rep["tolerance"] = tol
+    if rep["max_error"] > tol or rep["min_motion"] <= 0:
+        raise ToleranceError(f"{fmt} export of {type(model).__name__} failed its verification: max relative output change "
+                             f"{rep['max_error']:.2e} > {tol:.0e} (per permutation: "
+                             f"{ {k: f'{v:.1e}' for k, v in rep['errors'].items()} }); nothing written.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "x") as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
+    return {"path": str(path), "format": fmt, "verification": rep, "omitted": spec.omitted,
+            "perms": dict(check_spec.perms), "log10_order": check_spec.log10_order()}
+
+
+def spec_for_model(model: nn.Module, seed: int = 0) -> PermutationSpec:
+    """The permutation spec of an HF model, traced on a float64 copy (the model is not changed).
+
+    Raises:
+        TraceError: the tracer cannot follow the model.
+    """
+    import copy
+
+    from ..models.adapters import require_eager
+    from .spaces import derive_spaces
+    from .walk import _output, default_inputs
+
+    work = require_eager(copy.deepcopy(model)).double().eval()
+    inputs = default_inputs(work, torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        spaces = derive_spaces(work, inputs, _output)
+    return spec_from_spaces(spaces, {k: v.detach() for k, v in model.named_parameters()})

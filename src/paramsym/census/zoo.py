@@ -1,0 +1,88 @@
+"""Tiny Hugging Face models built from configs offline (hidden 32–64, 2 layers, a few heads).
+
+One small config per architecture of issue 18, with eager attention, random weights drawn
+under ``torch.random.fork_rng`` (the global RNG is untouched). Used by the tests, the
+benchmarks and ``paramsym census --preset tiny-<name>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError
+
+__all__ = ["TINY", "tiny_model", "tiny_names"]
+
+
+def _cfgs() -> dict[str, Callable[[], object]]:
+    import transformers as t
+
+    common = dict(vocab_size=96, num_hidden_layers=2)
+    return {
+        "llama": lambda: t.LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                                       head_dim=16, **common),
+        "mistral": lambda: t.MistralConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                           intermediate_size=96, head_dim=16, sliding_window=None, **common),
+        "qwen2": lambda: t.Qwen2Config(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                                       **common),
+        "gemma": lambda: t.GemmaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=1, intermediate_size=96,
+                                       head_dim=16, **common),
+        "phi3": lambda: t.Phi3Config(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, intermediate_size=96,
+                                     pad_token_id=0, **common),
+        "gpt2": lambda: t.GPT2Config(n_embd=48, n_head=4, n_layer=2, vocab_size=96, n_positions=64),
+        "gpt_neox": lambda: t.GPTNeoXConfig(hidden_size=64, num_attention_heads=4, intermediate_size=128, rotary_pct=0.5,
+                                            **common),
+        "bert": lambda: t.BertConfig(hidden_size=48, num_attention_heads=4, intermediate_size=96,
+                                     max_position_embeddings=64, **common),
+        "roberta": lambda: t.RobertaConfig(hidden_size=48, num_attention_heads=4, intermediate_size=96,
+                                           max_position_embeddings=64, pad_token_id=1, **common),
+        "distilbert": lambda: t.DistilBertConfig(dim=48, n_heads=4, hidden_dim=96, n_layers=2, vocab_size=96,
+                                                 max_position_embeddings=64),
+        "opt": lambda: t.OPTConfig(hidden_size=48, num_attention_heads=4, ffn_dim=96, word_embed_proj_dim=48,
+                                   max_position_embeddings=64, pad_token_id=1, **common),
+        "falcon": lambda: t.FalconConfig(hidden_size=64, num_attention_heads=4, num_kv_heads=2,
+                                         new_decoder_architecture=True, **common),
+        "stablelm": lambda: t.StableLmConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                             intermediate_size=96, partial_rotary_factor=0.25, **common),
+    }
+
+
+#: the architectures with a tiny config
+TINY = ["llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "bert", "roberta", "distilbert", "opt", "falcon",
+        "stablelm"]
+
+
+def tiny_names() -> list[str]:
+    """The architectures :func:`tiny_model` builds."""
+    return list(TINY)
+
+
+def tiny_model(name: str, seed: int = 0, causal_lm: bool = False, std: float = 0.2) -> nn.Module:
+    """A tiny random model of architecture ``name`` (``AutoModel``, or ``AutoModelForCausalLM``
+    with ``causal_lm=True``), eager attention, in eval mode. Weights are redrawn ``N(0, std²)``
+    (norm scales ``1 + N(0, std²)``, biases ``N(0, std²)``) so that no symmetry hides behind
+    zero biases or unit norm scales.
+
+    Raises:
+        ConfigError: an unknown name (the known ones are listed).
+    """
+    cfgs = _cfgs()
+    if name not in cfgs:
+        raise ConfigError(f"tiny_model: unknown architecture {name!r}; known: {TINY}.")
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    cfg = cfgs[name]()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        cls = AutoModelForCausalLM if causal_lm else AutoModel
+        model = cls.from_config(cfg, attn_implementation="eager")
+        with torch.no_grad():
+            for _, p in model.named_parameters():
+                if p.dim() == 1 and bool((p == 1).all()):
+                    p.copy_(1 + std * torch.randn_like(p))
+                else:
+                    p.copy_(std * torch.randn_like(p))
+    return model.eval()

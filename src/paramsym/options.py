@@ -1,0 +1,125 @@
+"""The one place a command-line value is validated (standard library only).
+
+Every command reads numeric options as text and checks them here, so a bad value is a named
+one-line :class:`~paramsym.errors.ConfigError` (which flag, what was expected, what was
+received) with exit status 2, raised before any run directory is created. The same checks
+serve the ``paramsym`` sub-commands in :mod:`paramsym.cli` and those that live beside their
+concepts (:mod:`paramsym.attention.cli`), so ``--seed``, ``--seeds``, ``--threads`` and
+``--device`` mean and accept the same in every command:
+
+* ``--seed N``: an integer ``0 <= N < 2**63`` (:data:`MAX_SEED`; torch's generators take a
+  signed 64-bit seed: ``2**64``, ``2**63`` and negatives are refused);
+* ``--seeds A,B,...``: distinct seeds, each as ``--seed``;
+* ``--threads N``: torch CPU threads, ``1 <= N <= 4096``;
+* ``--device``: ``cpu``, ``cuda`` or ``cuda:N``.
+
+The argparse side (adding the shared flags, the ``--out``/``--resume`` rule) is
+:mod:`paramsym.cli.options`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import ConfigError
+
+__all__ = ["MAX_SEED", "MAX_THREADS", "device_option", "float_option", "int_option", "seed_option", "seeds_option",
+           "threads_option"]
+
+#: the largest seed accepted: every seed fits torch's signed 64-bit ``manual_seed`` (and ``seed + 1``
+#: the derived generators some commands use stays below ``2**64``)
+MAX_SEED = 2**63 - 1
+#: the largest ``--threads``
+MAX_THREADS = 4096
+
+
+def int_option(raw: object, flag: str, minimum: int, maximum: int | None = None) -> int:
+    """``raw`` as an integer in ``[minimum, maximum]``.
+
+    Raises:
+        ConfigError: ``raw`` is not an integer (``"1.5"``, ``"nan"``, ``"ten"``) or out of range.
+    """
+    want = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+    if isinstance(raw, bool):
+        raise ConfigError(f"{flag} must be {want}; received {raw!r}.")
+    text = str(raw).strip()
+    if not re.fullmatch(r"[+-]?\d{1,30}", text):
+        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r}.")
+    value = int(text)
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ConfigError(f"{flag} must be {want}; received {value}.")
+    return value
+
+
+def float_option(raw: object, flag: str, *, minimum: float | None = None, exclusive: bool = False) -> float:
+    """``raw`` as a finite float, ``> minimum`` (``exclusive``) or ``>= minimum``.
+
+    Raises:
+        ConfigError: not a number, NaN or infinite, or below the minimum.
+    """
+    want = "a finite number" if minimum is None else f"a finite number {'>' if exclusive else '>='} {minimum:g}"
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r}.") from None
+    low = minimum is not None and (value <= minimum if exclusive else value < minimum)
+    if not math.isfinite(value) or low:
+        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r}.")
+    return value
+
+
+def seed_option(raw: object, flag: str = "--seed") -> int:
+    """``raw`` as a seed ``0 <= seed < 2**63``.
+
+    Raises:
+        ConfigError: not an integer, negative, or ``>= 2**63`` (e.g. ``2**64``).
+    """
+    text = str(raw).strip()
+    if isinstance(raw, bool) or not re.fullmatch(r"[+-]?\d{1,30}", text) or not 0 <= int(text) <= MAX_SEED:
+        shown = text[:80] if re.fullmatch(r"[+-]?\d{1,80}", text) else repr(str(raw)[:80])
+        raise ConfigError(f"{flag} must be an integer seed with 0 <= seed < 2**63; received {shown}. "
+                          f"Pass e.g. {flag} 0.")
+    return int(text)
+
+
+def seeds_option(raw: object, flag: str = "--seeds") -> list[int]:
+    """A comma-separated list of distinct seeds ``0 <= s < 2**63``, e.g. ``0,1,2``.
+
+    Raises:
+        ConfigError: empty, not integers, negative, too large or repeated.
+    """
+    items = [x.strip() for x in str(raw).split(",")]
+    if not any(items):
+        raise ConfigError(f"{flag} must be comma-separated integers >= 0, e.g. 0,1,2; received {str(raw)[:80]!r}.")
+    seeds = []
+    for x in items:
+        if not re.fullmatch(r"\+?\d{1,30}", x) or int(x) > MAX_SEED:
+            raise ConfigError(f"{flag} must be comma-separated integers >= 0 (and < 2**63), e.g. 0,1,2; "
+                              f"received {str(raw)[:80]!r} (bad item {x[:40]!r}).")
+        seeds.append(int(x))
+    dup = sorted({s for s in seeds if seeds.count(s) > 1})
+    if dup:
+        raise ConfigError(f"{flag} lists seed(s) {dup} more than once; give each seed once, e.g. 0,1,2.")
+    return seeds
+
+
+def threads_option(raw: object, flag: str = "--threads") -> int:
+    """``raw`` as a torch CPU thread count ``1 <= N <= 4096``.
+
+    Raises:
+        ConfigError: not an integer or out of range.
+    """
+    return int_option(raw, flag, 1, MAX_THREADS)
+
+
+def device_option(raw: object, flag: str = "--device") -> str:
+    """``cpu``, ``cuda`` or ``cuda:N`` (checked for syntax here, for availability by the command).
+
+    Raises:
+        ConfigError: anything else.
+    """
+    text = str(raw).strip()
+    if text in ("cpu", "cuda") or re.fullmatch(r"cuda:\d{1,4}", text):
+        return text
+    raise ConfigError(f"{flag} must be cpu, cuda or cuda:N (N a GPU index); received {str(raw)[:80]!r}.")

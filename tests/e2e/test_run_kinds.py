@@ -1,0 +1,239 @@
+"""Every command a run kind: ``census``, ``affine`` and ``compensate`` write config/metrics/env,
+``paramsym report`` renders their directories, the shared options mean the same everywhere
+(seed range, the ``--out``/``--resume`` rule), and a resumed run ends with the same
+``metrics.json``, byte for byte, as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from paramsym.cli import main
+from paramsym.errors import ConfigError
+from paramsym.options import MAX_SEED, seed_option
+
+RUNS = {
+    "affine": ["affine", "--preset", "linear2x2"],
+    "census": ["census", "--preset", "mlp-relu"],
+    "compensate": ["compensate", "--model", "llama-tiny", "--layer", "1", "--unit", "3", "--tokens", "8"],
+}
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> dict[str, Path]:
+    """One finished run directory of each converted command (made once for this module)."""
+    root = tmp_path_factory.mktemp("kinds")
+    out = {}
+    for kind, argv in RUNS.items():
+        assert main([*argv, "--quiet", "--out", str(root / kind)]) == 0, kind
+        out[kind] = root / kind
+    return out
+
+
+@pytest.mark.parametrize("kind", list(RUNS))
+def test_run_directory_and_report(made, kind, capsys) -> None:
+    d = made[kind]
+    config = json.loads((d / "config.json").read_text())
+    assert config["kind"] == kind
+    prov = config["provenance"]
+    assert prov["command"].startswith(f"paramsym {kind} ") and len(prov["config_hash"]) == 16 and prov["code_version"]
+    from paramsym.experiments.registry import load_run_config
+    from paramsym.provenance import config_hash
+    from paramsym.runs import RunDir
+
+    cfg = load_run_config(RunDir(d))
+    assert config_hash(cfg) == prov["config_hash"]  # the typed config round-trips through config.json
+    starts = json.loads((d / "env.json").read_text())["starts"]
+    assert len(starts) == 1 and starts[0]["resumed"] is False
+    metrics = json.loads((d / "metrics.json").read_text())
+    assert "seconds" not in metrics and "train_cpu_seconds" not in metrics  # times live in timing.json
+    written = (d / "report.md").read_text()
+    (d / "report.md").unlink()
+    capsys.readouterr()
+    assert main(["report", str(d)]) == 0
+    assert (d / "report.md").read_text() == written  # re-rendered from the run's files alone
+    capsys.readouterr()
+    assert main(["report", str(d), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == metrics
+
+
+def test_json_output_is_the_metrics_plus_timing(made, tmp_path, capsys) -> None:
+    capsys.readouterr()
+    assert main([*RUNS["affine"], "--json", "--quiet", "--out", str(tmp_path / "a")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    timing = json.loads((tmp_path / "a" / "timing.json").read_text())
+    assert printed == {**metrics, **timing}
+    for key in ("dimension", "gap", "singular_values", "expected", "commutativity", "closure_residual", "seconds"):
+        assert key in printed, key
+    assert printed["dimension"] == printed["expected"] == 4  # gl(2), an independent closed form
+    # the same run with --seed 0 given explicitly is the same configuration and the same numbers
+    assert main([*RUNS["affine"], "--seed", "0", "--json", "--quiet", "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "metrics.json").read_bytes() == (tmp_path / "a" / "metrics.json").read_bytes()
+
+
+@pytest.mark.parametrize("kind", list(RUNS))
+def test_non_empty_out_is_refused_and_nothing_changes(made, kind, capsys) -> None:
+    d = made[kind]
+    before = _files(d)
+    capsys.readouterr()
+    assert main([*RUNS[kind], "--quiet", "--out", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "RunDirError" in err and "is not empty" in err
+    assert f"paramsym {kind} --resume {d}" in err
+    assert _files(d) == before
+
+
+@pytest.mark.parametrize("kind", list(RUNS))
+def test_resume_rule(made, kind, tmp_path, capsys) -> None:
+    d = made[kind]
+    before = _files(d)
+    capsys.readouterr()
+    # a directory that does not exist: a named error, not a silent fresh start
+    assert main([RUNS[kind][0], "--resume", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert "RunDirError" in err and "no such directory" in err and err.count("\n") == 1
+    assert not (tmp_path / "missing").exists()
+    # another command's run
+    other = next(k for k in RUNS if k != kind)
+    assert main([RUNS[kind][0], "--resume", str(made[other])]) == 2
+    assert f"holds a run of kind '{other}'" in capsys.readouterr().err
+    # configuration flags with --resume
+    assert main([RUNS[kind][0], "--resume", str(d), "--seed", "3"]) == 2
+    assert "saved configuration" in capsys.readouterr().err
+    # a finished run is reported, not rerun
+    assert main([RUNS[kind][0], "--resume", str(d), "--json", "--quiet"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    metrics = json.loads((d / "metrics.json").read_text())
+    assert {k: printed[k] for k in metrics if k != "per_unit"} == {k: v for k, v in metrics.items() if k != "per_unit"}
+    assert _files(d) == before
+
+
+def test_resume_of_an_unfinished_run_recomputes_the_same_bytes(tmp_path, capsys) -> None:
+    d = tmp_path / "a"
+    assert main([*RUNS["affine"], "--quiet", "--out", str(d)]) == 0
+    full = (d / "metrics.json").read_bytes()
+    (d / "metrics.json").unlink()  # as if killed before its metrics
+    (d / "report.md").unlink()
+    assert main(["report", str(d)]) == 2
+    assert "paramsym affine --resume" in capsys.readouterr().err
+    assert main(["affine", "--resume", str(d), "--quiet"]) == 0
+    assert (d / "metrics.json").read_bytes() == full
+    starts = json.loads((d / "env.json").read_text())["starts"]
+    assert [s["resumed"] for s in starts] == [False, True]
+
+
+def test_edited_config_is_refused_on_resume(tmp_path, capsys) -> None:
+    d = tmp_path / "a"
+    assert main([*RUNS["affine"], "--quiet", "--out", str(d)]) == 0
+    (d / "metrics.json").unlink()
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["tol"] = 1e-3
+    (d / "config.json").write_text(json.dumps(cfg))
+    capsys.readouterr()
+    assert main(["affine", "--resume", str(d)]) == 2
+    assert "was edited after the run started" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("raw", [str(2**64), str(2**63), "-1", "1.5", "nan", "ten", "", str(-(2**64))])
+def test_seed_range_is_one_rule(raw) -> None:
+    with pytest.raises(ConfigError, match=r"--seed must be an integer seed with 0 <= seed < 2\*\*63"):
+        seed_option(raw)
+
+
+def test_seed_edges_accepted() -> None:
+    assert seed_option("0") == 0 and seed_option(str(2**63 - 1)) == MAX_SEED == 2**63 - 1
+
+
+@pytest.mark.parametrize("argv", [
+    ["affine", "--preset", "linear2x2"],
+    ["census", "--preset", "mlp-relu"],
+    ["compensate", "--model", "llama-tiny", "--layer", "0", "--unit", "0"],
+    ["attention", "classify", "w.safetensors", "--group", "D4"],
+    ["discover"],
+    ["attribute", "--preset", "lifting-sanity"],
+])
+@pytest.mark.parametrize("seed", [str(2**64), "-1"])
+def test_every_command_refuses_the_same_bad_seeds(argv, seed, tmp_path, capsys) -> None:
+    capsys.readouterr()
+    assert main([*argv, "--seed", seed, "--out", str(tmp_path / "x")] if argv[0] != "attention" else
+                [*argv, "--seed", seed]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ConfigError" in err and "--seed" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "paramsym.cli", *args]
+
+
+def _env() -> dict[str, str]:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    return dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg", HF_HUB_OFFLINE="1",
+                PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+LEARNED = [*RUNS["compensate"], "--learned", "--objective", "finite", "--steps", "40", "--checkpoint-every", "5",
+           "--quiet"]
+
+
+@pytest.mark.slow
+def test_compensate_learned_killed_at_a_checkpoint_resumes_byte_identical(tmp_path: Path) -> None:
+    full = tmp_path / "full"
+    subprocess.run(_cli(*LEARNED, "--out", str(full)), check=True, env=_env(), capture_output=True, timeout=900)
+
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(_cli(*LEARNED, "--out", str(killed)), env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    state = killed / "discovery-finite" / "checkpoint" / "state.json"
+    deadline = time.time() + 600
+    while time.time() < deadline and not state.exists():
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert state.exists(), "no checkpoint was written before the deadline"
+    assert not (killed / "metrics.json").exists(), "the run finished before it could be killed"
+    step = json.loads(state.read_text())["step"]
+    assert 0 < step < 40
+
+    subprocess.run(_cli("compensate", "--resume", str(killed), "--quiet"), check=True, env=_env(),
+                   capture_output=True, timeout=900)
+    assert (killed / "metrics.json").read_bytes() == (full / "metrics.json").read_bytes()
+    sub_starts = json.loads((killed / "discovery-finite" / "env.json").read_text())["starts"]
+    assert [s.get("resumed_from_step") for s in sub_starts] == [None, step]  # training continued, not restarted
+    assert [s["resumed"] for s in json.loads((killed / "env.json").read_text())["starts"]] == [False, True]
+
+
+def test_every_listed_preset_command_parses_and_names_a_known_preset(capsys) -> None:
+    """``paramsym list --json``: each row's command is a valid command line of its command, and the
+    name resolves in that command's own table (one vocabulary, no stale rows)."""
+    import shlex
+
+    from paramsym.cli import build_parser
+    from paramsym.experiments.registry import KINDS, all_presets
+
+    parser = build_parser()
+    rows = all_presets()
+    assert len({(r.kind, r.name) for r in rows}) == len(rows)
+    for r in rows:
+        args = parser.parse_args(shlex.split(r.command)[1:])
+        assert getattr(args, "preset", None) == r.name or getattr(args, "model", None) == r.name, r
+        assert r.kind in KINDS, r
+    from paramsym.presets import Preset, PresetTable
+
+    table = PresetTable("demo preset", [Preset("a", "affine", "paramsym affine --preset a", "one")])
+    with pytest.raises(ConfigError, match=r"--preset 'b' is not a known demo preset; valid: \['a'\]"):
+        table.get_preset("b")
+    with pytest.raises(ValueError, match="duplicate"):
+        PresetTable("demo preset", [table["a"], table["a"]])
