@@ -206,6 +206,11 @@ class PickleWeightsError(InputFileError):
     unpickled (it could run code); the message names the file and how to convert it to safetensors."""
 
 
+class MemoryBudgetError(ConfigError):
+    """A memory budget (``--max-memory``, ``max_memory=``) that is not a size > 0: expected
+    ``512MiB``, ``2GiB`` or a number of bytes (``paramsym.groups.memory.MemoryBudget``)."""
+
+
 # -- census (issue 18) -------------------------------------------------------------------------
 class TraceError(UnsupportedModelError):
     """The census's tracer cannot follow a model without an adapter: the message names the module,

@@ -33,7 +33,7 @@ denominator are 0 when the numerator is 0 too and ``inf`` otherwise.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -149,14 +149,19 @@ def median(x: Tensor) -> float:
 
 # -- the output scale (one definition) ----------------------------------------------------------
 
-def output_scale(outputs: Tensor, *, what: str = "the target's output", hint: str = "") -> float:
+def output_scale(outputs: Tensor | Iterable[Tensor], *, what: str = "the target's output", hint: str = "") -> float:
     """``s_F = sqrt(E‖F − E F‖²)``: the centred RMS of outputs ``(n, q)`` over n parameter points.
 
-    The expectation is the mean over the rows; ``s_F`` measures how much the output varies over
-    the points, the unit of every output error.
+    The one definition of the output scale in paramsym. The expectation is the mean over the
+    rows; ``s_F`` measures how much the output varies over the points, the unit of every output
+    error. ``outputs`` may also be an iterable of row chunks ``(n_c, q)`` (evaluated lazily
+    within a memory budget, e.g. :meth:`paramsym.targets.FFNBoundaryTarget.output_chunks`): the
+    chunks' means and centred sums of squares ``M2`` are merged pairwise (Chan et al.:
+    ``M2 = M2_a + M2_b + ‖μ_b − μ_a‖² n_a n_b / (n_a + n_b)``), never as a difference of squares.
+    One chunk is the dense formula.
 
     Args:
-        outputs: ``(n, q)`` outputs ``F(θ_k)`` (or ``(n,)`` for scalar outputs).
+        outputs: ``(n, q)`` outputs ``F(θ_k)`` (or ``(n,)`` for scalar outputs), or chunks of rows.
         what: names the output in the error message.
         hint: what to do, appended to the error message.
 
@@ -165,15 +170,31 @@ def output_scale(outputs: Tensor, *, what: str = "the target's output", hint: st
         DegenerateTargetError: ``s_F = 0`` or ``s_F ≤ 1e-10 ×`` the output's RMS ``sqrt(E‖F‖²)``:
             the output does not vary with the parameters.
     """
-    F = outputs.detach().to(torch.float64)
-    F = F.reshape(F.shape[0], -1)
-    check_finite(what, F, "The model produced NaN/inf at the parameter points.")
-    s_F = float((F - F.mean(0)).pow(2).sum(-1).mean().sqrt())
-    rms = float(F.pow(2).sum(-1).mean().sqrt())
+    chunks = [outputs] if isinstance(outputs, Tensor) else outputs
+    n, mean, m2, sum_sq, dense = 0, None, 0.0, 0.0, None
+    for chunk in chunks:
+        F = chunk.detach().to(torch.float64)
+        F = F.reshape(F.shape[0], -1)
+        check_finite(what, F, "The model produced NaN/inf at the parameter points.")
+        nb, mb = F.shape[0], F.mean(0)
+        m2b = float((F - mb).pow(2).sum())
+        sum_sq += float(F.pow(2).sum())
+        if mean is None:
+            n, mean, m2, dense = nb, mb, m2b, F
+            continue
+        dense = None
+        delta, tot = mb - mean, n + nb
+        m2 = m2 + m2b + float(delta.pow(2).sum()) * n * nb / tot
+        mean, n = mean + delta * (nb / tot), tot
+    if dense is not None:  # one chunk: the dense formula
+        s_F = float((dense - dense.mean(0)).pow(2).sum(-1).mean().sqrt())
+        rms = float(dense.pow(2).sum(-1).mean().sqrt())
+    else:
+        s_F, rms = (m2 / max(n, 1)) ** 0.5, (sum_sq / max(n, 1)) ** 0.5
     if not s_F > 1e-10 * rms or s_F == 0.0:
         raise DegenerateTargetError(
             f"{what} does not depend on the parameter block: its variation s_F = {s_F:.3g} (output RMS "
-            f"{rms:.3g}) over {F.shape[0]} points. " + (hint or "Select parameters that the output uses, or pass s_F= explicitly.")
+            f"{rms:.3g}) over {n} points. " + (hint or "Select parameters that the output uses, or pass s_F= explicitly.")
         )
     return s_F
 

@@ -52,7 +52,7 @@ def test_budget_option(capsys):
     _one_line_error(capsys, ["attention", "count", "--group", "D4", "--heads", "8",
                              "--max-memory", "1KiB"], "TooLargeError", "4 KiB")
     _one_line_error(capsys, ["attention", "count", "--group", "D4", "--heads", "8",
-                             "--max-memory", "lots"], "ConfigError", "--max-memory")
+                             "--max-memory", "lots"], "MemoryBudgetError", "--max-memory")
     _one_line_error(capsys, ["group", "S6"], "TooLargeError", "2.78 GiB")
     assert main(["attention", "count", "--group", "D4", "--heads", "8", "--max-memory", "4096",
                  "--quiet"]) == 0

@@ -16,9 +16,10 @@ import torch
 
 from paramsym.census.export import spec_for_model
 from paramsym.census.permspec import PermutationSpec, verify_spec
-from paramsym.census.walk import _output, default_inputs
+from paramsym.census.walk import default_inputs
 from paramsym.census.zoo import tiny_model
 from paramsym.cli import main
+from paramsym.targets import model_output as _output
 
 #: llama: every weight carries spaces; q/k split into heads as a key/query pair, v/o split into heads
 MERGEKIT_LLAMA = {

@@ -16,6 +16,7 @@ from paramsym.errors import ShapeError, TooLargeError, UnknownArchitectureError
 from paramsym.models.adapters import adapt
 from paramsym.models.loading import load_model
 from paramsym.targets import FFNBoundaryTarget
+from paramsym.verdict import output_scale
 
 transformers = pytest.importorskip("transformers")
 
@@ -98,10 +99,12 @@ def test_output_scale_in_chunks_matches_dense_and_refuses_over_budget(saved):
     pts = T.theta0 + 0.01 * torch.randn(40, T.p, dtype=torch.float64, generator=g)
     F = torch.func.vmap(T)(pts)
     dense = float((F - F.mean(0)).pow(2).sum(1).mean().sqrt())
-    chunked = T.output_scale(pts, max_memory=3 * T.estimate_bytes(1))  # chunks of 3 points
+    chunks = list(T.output_chunks(pts, max_memory=3 * T.estimate_bytes(1)))  # chunks of 3 points
+    assert [c.shape[0] for c in chunks] == [3] * 13 + [1]
+    chunked = output_scale(iter(chunks))  # the one s_F, merging the chunks
     assert abs(chunked - dense) / dense < 1e-12
     with pytest.raises(TooLargeError, match="MiB"):
-        T.output_scale(pts, max_memory=10)
+        T.output_chunks(pts, max_memory=10)
 
 
 def test_real_minilm_closed_form():

@@ -225,3 +225,28 @@ def test_module_function_per_sample_view_matches_target_and_the_model():
         ModuleFunction(net, "fc1.weight[0]").per_sample()
     with pytest.raises(ShapeError, match="leading batch"):
         ModuleFunction(net, "fc1.bias").per_sample(lambda apply, x: apply(x)[0])({}, X)
+
+
+def test_model_output_is_the_one_extractor_of_target_and_census():
+    """``model_output``: a tensor as is, ``.logits`` (HF heads), ``.last_hidden_state`` (HF base
+    models), a leading tensor of a tuple; the Target and the census read the same tensor."""
+    transformers = pytest.importorskip("transformers")
+    from paramsym.census import census
+    from paramsym.targets import model_output
+
+    t = torch.ones(2, 3)
+    assert model_output(t) is t and model_output((t, "x")) is t
+    assert model_output(SimpleNamespace(logits=t, last_hidden_state=2 * t)) is t
+    assert model_output(SimpleNamespace(last_hidden_state=t)) is t
+    with pytest.raises(ShapeError, match="cannot take a tensor from the model output of type dict"):
+        model_output({"a": t})
+    cfg = transformers.BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                                  vocab_size=40, max_position_embeddings=16)
+    torch.manual_seed(0)
+    bert = transformers.AutoModel.from_config(cfg, attn_implementation="eager").eval()
+    ids = {"input_ids": torch.randint(0, 40, (1, 6), generator=torch.Generator().manual_seed(0))}
+    target = Target(bert, ["encoder.layer.0.intermediate.dense.weight"], ids)
+    with torch.no_grad():
+        ref = bert(**ids).last_hidden_state.double()
+    torch.testing.assert_close(target(target.theta0).reshape(ref.shape).double(), ref, rtol=1e-6, atol=1e-6)
+    assert census(bert, ids, copy_model=True).all_verified  # the census evaluates through the same extractor

@@ -43,7 +43,7 @@ def test_cli_json_and_errors(capsys):
         err = capsys.readouterr().err
         assert "TooLargeError" in err and "affine solve" in err and "--max-memory" in err
         assert main(["affine", "--preset", "relu242", "--max-memory", "lots"]) == 2
-        assert "ConfigError" in capsys.readouterr().err
+        assert "MemoryBudgetError" in capsys.readouterr().err  # a ConfigError
         assert main(["affine", "--list"]) == 0
         assert "attention-d8h2-bias" in capsys.readouterr().out
     finally:

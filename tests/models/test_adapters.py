@@ -13,6 +13,7 @@ from torch import nn
 
 from paramsym.errors import InputFileError, UnknownArchitectureError
 from paramsym.models import adapters as A
+from paramsym.models.loading import load_model
 
 transformers = pytest.importorskip("transformers")
 
@@ -47,7 +48,7 @@ def _weight(model, proj: A.Projection) -> tuple[torch.Tensor, torch.Tensor | Non
 
 def test_from_pretrained_round_trip_and_layout(saved):
     mt, path = saved
-    model = A.load_pretrained(path)
+    model = load_model(path)
     assert model.config._attn_implementation == "eager"
     layout = A.adapt(model)
     assert layout.model_type == mt and len(layout.layers) == 2
@@ -67,7 +68,7 @@ def test_from_pretrained_round_trip_and_layout(saved):
 def test_projections_reproduce_the_modules_q_k_v(saved):
     """x → W x + b through the adapter's positions equals the module's own q/k/v (before rotary)."""
     mt, path = saved
-    model = A.load_pretrained(path).double()
+    model = load_model(path).double()
     att = A.adapt(model).layers[1].attention
     mod = dict(model.named_modules())[att.module]
     captured = {}
@@ -95,7 +96,7 @@ def test_projections_reproduce_the_modules_q_k_v(saved):
 
 def test_unknown_model_type_lists_known_and_register(saved):
     _, path = saved
-    model = A.load_pretrained(path)
+    model = load_model(path)
     model.config.model_type = "mystery"
     with pytest.raises(UnknownArchitectureError, match=r"known: \['bert', 'gpt2', 'gpt_neox', 'llama'.*register_adapter"):
         A.adapt(model)
@@ -110,9 +111,9 @@ def test_unknown_model_type_lists_known_and_register(saved):
 
 def test_missing_path_is_named(tmp_path):
     with pytest.raises(InputFileError, match="does not exist"):
-        A.load_pretrained(tmp_path / "nope")
-    with pytest.raises(InputFileError, match="cannot load"):
-        A.load_pretrained(tmp_path)  # exists but holds no model
+        load_model(tmp_path / "nope")
+    with pytest.raises(InputFileError, match="no config.json"):
+        load_model(tmp_path)  # exists but holds no model
 
 
 def test_require_eager_switches_sdpa():
@@ -129,7 +130,7 @@ def test_mha_layout():
 
 
 def test_forward_mode_ad_through_loaded_model(saved):
-    """A Target on a model loaded by load_pretrained (eager attention) has JVPs, equal to the
+    """A Target on a model loaded by load_model (eager attention) has JVPs, equal to the
     reverse-mode Jacobian times the tangent (GPT-NeoX's eager softmax runs in float32, so a
     finite difference would only agree to ~1e-2 there, and the two modes to ~3e-7)."""
     from torch.func import jacrev, jvp
@@ -137,7 +138,7 @@ def test_forward_mode_ad_through_loaded_model(saved):
     from paramsym.targets import Target
 
     _, path = saved
-    model = A.load_pretrained(path).double()
+    model = load_model(path).double()
     att = A.adapt(model).layers[0].attention
     ids = torch.randint(0, 40, (1, 5), generator=torch.Generator().manual_seed(0))
     target = Target(model, [att.q.weight, att.k.weight], {"input_ids": ids})

@@ -95,3 +95,23 @@ def test_cli_action(run_dir, capsys, tmp_path):
     assert "ConfigError" in capsys.readouterr().err
     assert main(["teleport", "--action", run_dir, "--seeds", "3"]) == 2
     assert "takes no --seeds" in capsys.readouterr().err
+
+
+def test_teleport_learned_takes_any_action_and_target():
+    """The teleport area's part alone (no run directory): with an exact action (positive
+    rescaling of a bias-free ReLU MLP's hidden units) the block moves, the output and loss stay."""
+    from paramsym.actions.catalogue import RescalingAction
+    from paramsym.errors import ConfigError
+    from paramsym.models.reference import reference_mlp
+    from paramsym.targets import Target
+    from paramsym.teleport.learned import teleport_learned
+
+    net = reference_mlp([2, 4, 2], "relu", bias=False, generator=torch.Generator().manual_seed(3))
+    target = Target(net, ["fc1.weight", "fc2.weight"], torch.randn(16, 2, generator=torch.Generator().manual_seed(4)))
+    action = RescalingAction(target.block, "fc1.weight", "fc2.weight")
+    res = teleport_learned(action, target, tol=1e-10, steps=5)
+    assert res["steps"] >= 1 and res["param_change"] > 1e-3
+    assert res["rel_loss_change"] <= 1e-10 and res["output_change"] <= 1e-10 and res["within_tol"]
+    assert res["grad_norm_factor"] > 1.0  # the objective ‖∇L‖² was raised
+    with pytest.raises(ConfigError, match="targets must have 32 entries"):
+        teleport_learned(action, target, targets=torch.zeros(3))

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from ..actions.linear import check_homogeneous
 from ..errors import ActionError, ArchitectureMismatchError, ShapeError
 from ..models.adapters import AttentionLayout, Projection, adapt
+from ..targets.base import model_output
 
 __all__ = ["Architecture", "UnitGroup", "check_same_architecture", "hf_architecture", "mlp_architecture"]
 
@@ -258,8 +259,7 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
 
     def forward(p: Mapping[str, Tensor], x: Tensor) -> Tensor:
         out = functional_call(model, dict(p), (x,))
-        y = out.logits if getattr(out, "logits", None) is not None else out.last_hidden_state
-        y = y[:, -1]
+        y = model_output(out)[:, -1]
         k = info["n_classes"]  # set later by callers that choose the data (arch.info["n_classes"])
         return y if k is None else y[:, :k]
 

@@ -160,14 +160,15 @@ def _rep_name(spec: str, copies: int) -> str:
 
 # ------------------------------------------------------------------------------ count / table
 def _cmd_count(args: argparse.Namespace) -> int:
+    from ..groups.finite import FiniteGroup
+    from ..groups.reps import Representation
     from .components import component_count, format_scientific
-    from .loading import parse_group, parse_rep
 
     heads = _int_option(args, "heads", 1)
     copies = _int_option(args, "copies", 1)
     budget = _max_memory(args)
-    G = parse_group(args.group)
-    rep = parse_rep(G, args.rep, max_memory=budget, progress=_progress(args))
+    G = FiniteGroup.parse(args.group)
+    rep = Representation.parse(G, args.rep, max_memory=budget, progress=_progress(args))
     res = component_count(rep, heads, copies=copies, rep_name=args.rep, progress=_progress(args), max_memory=budget)
     if args.json:
         _print_json(res.to_dict())
@@ -232,12 +233,12 @@ def _output_error(path: str, exc: OSError, what: str):
 def _cmd_clusterings(args: argparse.Namespace) -> int:
     import itertools
 
+    from ..groups.finite import FiniteGroup
     from .clusterings import count_partial_clusterings, enumerate_partial_clusterings
-    from .loading import parse_group
 
     heads = _int_option(args, "heads", 1)
     limit = _int_option(args, "limit", 0)
-    G = parse_group(args.group)
+    G = FiniteGroup.parse(args.group)
     n = count_partial_clusterings(G, heads, up_to=args.up_to, max_memory=_max_memory(args))
     listing = None
     if not args.count_only and args.up_to == "isomorphism":
@@ -268,8 +269,10 @@ def _cmd_classify(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
+    from ..groups.finite import FiniteGroup
+    from ..groups.reps import Representation
     from .equivariance import equivariance_errors
-    from .loading import load_weights, parse_group, parse_rep
+    from .loading import load_weights
     from .structure import default_rtol, recover_clustering
 
     copies = _int_option(args, "copies", 1)
@@ -277,8 +280,8 @@ def _cmd_classify(args: argparse.Namespace) -> int:
     tol = None if args.tol is None else _float_option(args, "tol", positive=True)
     bias_tol = _float_option(args, "bias_tol", nonnegative=True)
     seed = _int_option(args, "seed", 0, 2**64 - 1)
-    G = parse_group(args.group)
-    rep = parse_rep(G, args.rep, copies, max_memory=_max_memory(args), progress=_progress(args))
+    G = FiniteGroup.parse(args.group)
+    rep = Representation.parse(G, args.rep, copies, max_memory=_max_memory(args), progress=_progress(args))
     w = load_weights(args.weights, num_heads=num_heads, bias_tol=bias_tol)
     rtol = tol if tol is not None else default_rtol(w.stored_dtype or w.M.dtype)
     rec = recover_clustering(w.M, w.R, rep, rtol=rtol)
@@ -355,9 +358,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
     import torch
 
     from ..errors import ShapeError
+    from ..groups.finite import FiniteGroup
+    from ..groups.reps import Representation
     from ..runs import save_tensors
     from .clusterings import count_partial_clusterings, enumerate_partial_clusterings
-    from .loading import parse_group, parse_rep
     from .structure import build_equivariant_rmhsa
 
     heads = _int_option(args, "heads", 1)
@@ -366,8 +370,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     seed = _int_option(args, "seed", 0, 2**64 - 1)
     perturb = _float_option(args, "perturb")
     _check_out_file(args.out, args.overwrite)
-    G = parse_group(args.group)
-    rep = parse_rep(G, args.rep, copies, max_memory=_max_memory(args), progress=_progress(args))
+    G = FiniteGroup.parse(args.group)
+    rep = Representation.parse(G, args.rep, copies, max_memory=_max_memory(args), progress=_progress(args))
     total = count_partial_clusterings(G, heads, max_memory=_max_memory(args))
     if not 0 <= index < total:
         raise ShapeError(f"--index {index}: there are {total} clusterings, indices 0..{total - 1}.")

@@ -62,8 +62,10 @@ class AttentionTableConfig:
         bad = [c for c in self.copies if isinstance(c, bool) or not isinstance(c, int) or c < 1]
         if not self.copies or bad:
             raise ConfigError(f"copies must be a nonempty list of integers >= 1; received {self.copies!r}.")
-        if self.max_memory is not None and (not isinstance(self.max_memory, int) or self.max_memory < 1):
-            raise ConfigError(f"max_memory must be a number of bytes >= 1 or None; received {self.max_memory!r}.")
+        if self.max_memory is not None:
+            from ..groups.memory import MemoryBudget
+
+            MemoryBudget(self.max_memory, "max_memory")  # MemoryBudgetError (a ConfigError) names the field
 
 
 def table(cfg: AttentionTableConfig, *, progress: bool = False) -> dict[str, Any]:
@@ -73,12 +75,13 @@ def table(cfg: AttentionTableConfig, *, progress: bool = False) -> dict[str, Any
         ConfigError: an invalid field; GroupError, TooLargeError, ShapeError: from the group and
             representation specs (e.g. a representation over the memory budget).
     """
+    from ..groups.finite import FiniteGroup
+    from ..groups.reps import Representation
     from .components import component_table
-    from .loading import parse_group, parse_rep
 
     cfg.validate()
-    G = parse_group(cfg.group)
-    rep = parse_rep(G, cfg.rep, max_memory=cfg.max_memory, progress=progress)
+    G = FiniteGroup.parse(cfg.group, argument="group")
+    rep = Representation.parse(G, cfg.rep, max_memory=cfg.max_memory, progress=progress, argument="rep")
     rows = component_table(rep, cfg.copies, cfg.heads, rep_name=cfg.rep, progress=progress, max_memory=cfg.max_memory)
     return {"group": G.name, "rep": cfg.rep, "heads": cfg.heads, "rows": [r.to_dict() for r in rows]}
 

@@ -29,7 +29,9 @@ from .flows import (
     LiftRecord,
     angular_profile,
     flow_record,
+    phase_shift,
     predicted_function,
+    predicted_profile,
     rms,
     run_flow,
 )
@@ -86,6 +88,6 @@ __all__ = [
     "equivariance_error_x", "finite_difference_matvec", "finite_group", "flow_record",
     "function_from_module", "largest_singular_value", "lie_group", "lift",
     "lift_matrix_free", "o2", "orbit_tangent", "orbit_tangent_x", "polar_grid",
-    "predicted_function", "probe_leak", "reynolds", "reynolds_x", "rms", "rotation", "run_flow",
+    "phase_shift", "predicted_function", "predicted_profile", "probe_leak", "reynolds", "reynolds_x", "rms", "rotation", "run_flow",
     "so2", "stack_rows", "transform_x",
 ]

@@ -19,7 +19,9 @@ with function-space time ``τ = Σ_k s·dt/‖z_k‖`` for unit steps and ``τ =
 A :class:`FlowTrace` records ``‖δ‖`` against its prediction, the lifting residual of every
 solve, and parameter snapshots for deviation profiles and pictures. Angular deviation profiles
 ``d_t(φ) = f_t(r cos φ, r sin φ) − mean_φ f_t`` and their predictions come from
-:func:`angular_profile` and :func:`predicted_function`.
+:func:`angular_profile` and :func:`predicted_function`; :func:`predicted_profile` predicts a
+sampled profile exactly (``d_0(φ + τ)`` along +c, ``e^{−τ} d_0`` along −b) and
+:func:`phase_shift` fits ``s`` in ``d_t(φ) ≈ d_0(φ + s)`` (the +c prediction is ``s = τ``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..errors import ShapeError
 from .problem import SymmetryProblem
 from .symmetry import InputFunction, equivariance_error_x, reynolds_x, transform_x
 
@@ -334,6 +337,65 @@ def angular_profile(
         y = g(x)
     d = y - y.mean(0, keepdim=True)
     return phi.numpy(), d.numpy()
+
+
+def predicted_profile(d0: np.ndarray, direction: str, tau: float) -> np.ndarray:
+    """Exact prediction of a deviation profile at function-space time ``tau``.
+
+    ``d_0(φ + τ)`` along ``"+c"`` (trigonometric interpolation of the equispaced samples; the
+    seed's ``d_t(φ) = d_0(φ + t)``), ``e^{−τ} d_0`` along ``"-b"``. ``d0``: ``[n]`` or ``[n, K]``.
+    """
+    a = np.asarray(d0, dtype=np.float64)
+    if direction == "-b":
+        return math.exp(-tau) * a
+    if direction != "+c":
+        raise ShapeError(f"direction must be '+c' or '-b', received {direction!r}.")
+    m = np.arange(a.shape[0] // 2 + 1).reshape((-1,) + (1,) * (a.ndim - 1))
+    return np.fft.irfft(np.fft.rfft(a, axis=0) * np.exp(1j * m * tau), n=a.shape[0], axis=0)
+
+
+def phase_shift(d0: np.ndarray, d1: np.ndarray, *, grid: int = 7200) -> tuple[float, float]:
+    """Best ``s`` with ``d1(φ) ≈ d0(φ + s)`` for profiles on equispaced angles ``φ_j = 2πj/n``.
+
+    Both arrays have shape ``[n]`` or ``[n, K]`` (K profiles fitted with one common shift, e.g.
+    several α). ``d0(φ + s)`` is the trigonometric interpolant of the samples, so the fit is
+    exact for band-limited profiles. Minimises ``Σ_m |D1_m − D0_m e^{ims}|²`` over the Fourier
+    coefficients: a grid search on ``(−π, π]`` refined by a bounded scalar minimisation.
+
+    Returns:
+        ``(s, misfit)`` with ``misfit = ‖d1 − d0(· + s)‖ / ‖d1‖`` (0 for an exact shift).
+    """
+    from scipy.optimize import minimize_scalar
+
+    a0 = np.asarray(d0, dtype=np.float64)
+    a1 = np.asarray(d1, dtype=np.float64)
+    if a0.shape != a1.shape or a0.ndim not in (1, 2) or a0.shape[0] < 3:
+        raise ShapeError(f"profiles must have equal shapes [n] or [n, K] with n ≥ 3, received {a0.shape}, {a1.shape}.")
+    if a0.ndim == 1:
+        a0, a1 = a0[:, None], a1[:, None]
+    n = a0.shape[0]
+    F0, F1 = np.fft.rfft(a0, axis=0), np.fft.rfft(a1, axis=0)
+    m = np.arange(F0.shape[0])[:, None]
+    # weight the real-FFT bins so that Σ_m w_m |·|² is Parseval's Σ_φ |·|² · n
+    w = np.full((F0.shape[0], 1), 2.0)
+    w[0] = 1.0
+    if n % 2 == 0:
+        w[-1] = 1.0
+    cross = (w * np.conj(F0) * F1).sum(1)  # Σ_K w conj(F0) F1, per m
+
+    def objective(s: float) -> float:
+        return -float(np.real((cross * np.exp(-1j * m[:, 0] * s)).sum()))
+
+    ss = np.linspace(-math.pi, math.pi, grid, endpoint=False)
+    vals = -np.real(np.exp(-1j * np.outer(ss, m[:, 0])) @ cross)
+    s0 = float(ss[int(np.argmin(vals))])
+    h = 2 * math.pi / grid
+    s = float(minimize_scalar(objective, bounds=(s0 - h, s0 + h), method="bounded",
+                              options={"xatol": 1e-12}).x)
+    shifted = np.fft.irfft(F0 * np.exp(1j * m * s), n=n, axis=0)
+    nrm = float(np.linalg.norm(a1))
+    misfit = float(np.linalg.norm(a1 - shifted)) / nrm if nrm > 0 else 0.0
+    return s, misfit
 
 
 def rms(d: np.ndarray) -> float:

@@ -26,19 +26,15 @@ from torch import Tensor
 
 from ..errors import GroupError, RepresentationError, ShapeError
 from ..groups import finite as finite_groups
+from ..groups.lie import rotation, so2_generator
 from ..groups.reps import Representation
 from .jacobian import check_probes
 
-
-def rotation(angle: float | Tensor, dtype: torch.dtype = torch.float64) -> Tensor:
-    """``R_φ = [[cos φ, −sin φ], [sin φ, cos φ]]`` (counter-clockwise)."""
-    a = torch.as_tensor(angle, dtype=dtype)
-    c, s = torch.cos(a), torch.sin(a)
-    return torch.stack([torch.stack([c, -s]), torch.stack([s, c])])
-
-
-#: SO(2) generator of [Attribution] App. C.1: ``exp(tΩ) = R_{−t}``
-OMEGA = torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)
+#: SO(2) generator of [Attribution] App. C.1: ``Ω = −J = Jᵀ = [[0, 1], [−1, 0]]`` with the one
+#: so(2) generator ``J`` of :func:`paramsym.groups.lie.so2_generator` (``exp(tJ) = R_t``,
+#: counter-clockwise), so ``exp(tΩ) = R_{−t}``. Attribution keeps the paper's sign: its
+#: sensitivities c*, b* and flows are stated along Ω. (``Jᵀ`` rather than ``−J``: no −0 entries.)
+OMEGA = so2_generator(torch.float64).T.contiguous()
 #: reflection ``(u, v) ↦ (u, −v)`` of a plane
 REFLECTION = torch.tensor([[1.0, 0.0], [0.0, -1.0]], dtype=torch.float64)
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..errors import ShapeError
+from ..errors import ParameterNameError, ShapeError
 from ..params import ParameterBlock
 from ..targets import ParamFunction
 from .jacobian import JacobianOperator, check_outputs, dense_jacobian, function_from_module
@@ -88,6 +88,10 @@ class SymmetryProblem:
             polar probe set; :meth:`function_of_x` then evaluates through a
             :class:`~paramsym.attribution.polar.PolarGridFunction`, so Reynolds averages (``δ``,
             the flows' predictions) cost one evaluation per rotation offset.
+        cache_size: keep the lifts at the last ``cache_size`` parameter vectors (0: no cache).
+            With a cache both lifts are always solved (the second costs one product once ``J``
+            is factorised), so flows that start from the same ``θ₀`` share one Jacobian and
+            factorisation (the Hamiltonian walks).
     """
 
     fn: ParamFunction
@@ -101,6 +105,7 @@ class SymmetryProblem:
     chunk_size: int | None = 256
     lsmr_options: dict[str, Any] = field(default_factory=dict)
     grid: PolarGrid | None = None
+    cache_size: int = 0
 
     def __post_init__(self):
         self.params = {k: v.detach().to(torch.float64) for k, v in self.params.items()}
@@ -154,8 +159,23 @@ class SymmetryProblem:
         """Compute ``η``, ``δ`` and the requested lifts (``"c"``, ``"b"``) at ``θ``.
 
         A lift not requested is returned with ``NaN`` residual and a zero direction; for a group
-        without Haar quadrature (only ``"c"`` possible) ``delta`` is ``NaN``.
+        without Haar quadrature (only ``"c"`` possible) ``delta`` is ``NaN``. With
+        ``cache_size > 0`` both lifts are solved (where the group has a quadrature) and the
+        result is cached by the parameter vector.
         """
+        if self.cache_size > 0:
+            th = self.theta0 if theta is None else theta.detach().to(torch.float64)
+            key = th.numpy().tobytes()
+            cache = self.__dict__.setdefault("_lift_cache", {})
+            if key not in cache:
+                both = ("c", "b") if self.group.order != 0 else tuple(which)
+                cache[key] = self._lifts(th, both, warn)
+                while len(cache) > self.cache_size:
+                    cache.pop(next(iter(cache)))
+            return cache[key]
+        return self._lifts(theta, which, warn)
+
+    def _lifts(self, theta: Tensor | None, which: Sequence[str], warn: bool) -> Attribution:
         eta = self.eta(theta)
         if self.group.order == 0 and "b" not in which:  # no Haar quadrature: δ is undefined
             delta = torch.full_like(eta, float("nan"))
@@ -188,6 +208,37 @@ class SymmetryProblem:
             sens = out["c"].column_norms / (m**0.5)
         return Attribution(out["c"], out["b"], eta, delta, values, self.layout, sens)
 
+
+    def input_layer_direction(self, weight: str, theta: Tensor | None = None) -> Tensor:
+        """The closed-form lift of ``η`` through the input layer: ``z`` with ``ΔW = −W ξ_τ`` on ``weight``.
+
+        If the inputs enter ``f`` only through ``W x`` (``f(x) = g(W x + b)``, ``weight`` = ``W``)
+        and the group acts on inputs only (``ρ(ξ) = 0``), then the orbit tangent is
+        ``η(x) = −D_x f(x)·(ξ_τ x) = −∇g·(W ξ_τ x) = J · vec(−W ξ_τ)``: moving ``W``
+        along ``−W ξ_τ`` moves the function along η exactly, so ``η ∈ Im J`` whenever ``W`` is
+        trainable ([Attribution]'s known-answer case; ``lifting-sanity``). Returns the flat
+        direction in this problem's layout (zeros outside ``weight``); ``‖J z − η‖ / ‖η‖`` is 0
+        up to rounding exactly when those assumptions hold.
+
+        Raises:
+            ParameterNameError: ``weight`` is not a trainable tensor of the problem.
+            ShapeError: the group acts on the outputs too, or ``weight`` is not ``(h, dimX)``.
+        """
+        tau, rho = self.group.generator(self.xi)
+        if float(rho.abs().max()) != 0.0:
+            raise ShapeError(f"input_layer_direction: {self.group.name} also acts on the outputs (ρ(ξ) ≠ 0); the closed "
+                             "form covers groups acting on the inputs only.")
+        params = self.unflatten(theta)
+        if weight not in params:
+            raise ParameterNameError(f"input_layer_direction: {weight!r} is not a trainable tensor of the problem; "
+                                     f"trainable: {sorted(params)}.")
+        W = params[weight]
+        if W.ndim != 2 or W.shape[1] != tau.shape[0]:
+            raise ShapeError(f"input_layer_direction: {weight!r} has shape {tuple(W.shape)}; expected (h, {tau.shape[0]}) "
+                             "(the layer the inputs enter through).")
+        delta = {k: torch.zeros_like(v) for k, v in params.items()}
+        delta[weight] = -W @ tau.to(W.dtype)
+        return self.layout.flatten(delta)
 
     def generator_lifts(self, theta: Tensor | None = None) -> list[LiftResult]:
         """``c*(ξ_k) = J⁺ η_{ξ_k}`` for every basis generator of the group (one factorisation of

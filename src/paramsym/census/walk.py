@@ -56,9 +56,12 @@ from torch.func import functional_call
 from ..errors import ConfigError, UnknownArchitectureError, UnsupportedModelError, check_seed
 from ..groups.memory import check_memory, dense_bytes
 from ..models.adapters import adapt, known_model_types, require_eager
+from ..targets.base import model_output
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
 
 __all__ = ["CensusEntry", "CensusResult", "census", "default_inputs"]
+
+_output = model_output  # thin alias: the one HF-output extractor is targets.model_output
 
 
 @dataclass
@@ -173,18 +176,6 @@ def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
 
-def _output(out: Any) -> Tensor:
-    if isinstance(out, Tensor):
-        return out
-    for attr in ("last_hidden_state", "logits"):
-        v = getattr(out, attr, None)
-        if isinstance(v, Tensor):
-            return v
-    if isinstance(out, (tuple, list)) and out and isinstance(out[0], Tensor):
-        return out[0]
-    raise ConfigError(f"cannot take a tensor from the model output of type {type(out).__name__}.")
-
-
 def _unrecognised(model: nn.Module, covered: set[str]) -> list[dict[str, Any]]:
     out = []
     for name, mod in model.named_modules():
@@ -271,7 +262,7 @@ def census(
         trace_inputs = dict(inputs) if isinstance(inputs, Mapping) else default_inputs(work, torch.Generator().manual_seed(int(seed)))
         try:
             with torch.no_grad():
-                spaces = derive_spaces(work, trace_inputs, _output)
+                spaces = derive_spaces(work, trace_inputs, model_output)
         except TraceError:
             if layout is None:
                 raise
@@ -300,7 +291,7 @@ def census(
 
     def forward(p: Mapping[str, Tensor]) -> Tensor:
         with torch.no_grad():
-            return _output(functional_call(work, dict(p), args, kwargs))
+            return model_output(functional_call(work, dict(p), args, kwargs))
 
     base = forward(params)
     entries = []
@@ -342,10 +333,10 @@ def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, base: Tensor, 
     if spaces.output_in_stream:
         return out | {"verified": False, "note": "not verified: the output is the final norm's output (a base model); "
                                                  "take the census of the model with its LM head"}
-    new, _ = rotate_residual(work, inputs, _output, gen, spaces=spaces)
+    new, _ = rotate_residual(work, inputs, model_output, gen, spaces=spaces)
     with torch.no_grad():
-        got = _output(new(**inputs))
-    ref = _output(work(**inputs))
+        got = model_output(new(**inputs))
+    ref = model_output(work(**inputs))
     err = float((got - ref).norm() / ref.norm())
     t = max(tol, 1e-5) if spaces.float32_inside else tol
     return out | {"verified_error": err, "verified": err <= t, "tolerance": t}

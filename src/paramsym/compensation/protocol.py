@@ -34,6 +34,7 @@ from torch import Tensor, nn
 
 from ..actions.compensating import CompensatingAction, select_compensators, translation_element
 from ..errors import ConfigError, ShapeError, TooLargeError
+from ..groups.memory import budget_bytes
 from ..models.adapters import adapt
 from ..targets import FFNBoundaryTarget, capture_inputs
 
@@ -133,6 +134,7 @@ def prepare(model: nn.Module, *, layer: int, unit: int, batch: Mapping[str, Tens
     H = ffn.hidden
     if not 0 <= int(unit) < H:
         raise ShapeError(f"--unit {unit} is out of range: layer {layer}'s FFN has {H} units (0..{H - 1}). Choose one of them.")
+    max_memory = budget_bytes(max_memory)
     need = 8 * H * (ffn.up.in_features * (2 if ffn.gate is not None else 1) + ffn.down.out_features + 64)
     if need > max_memory:
         raise TooLargeError(f"the all-units features of layer {layer} need about {need / 2**20:.0f} MiB in float64, over the "

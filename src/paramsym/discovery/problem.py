@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError, DegenerateTargetError, TooLargeError, check_finite
+from ..errors import ConfigError, TooLargeError
 from ..models.adapters import require_eager
 from ..targets import Target
 from ..verdict import output_scale
@@ -83,8 +83,8 @@ class DiscoveryProblem:
 
         ``s_F = sqrt(E‖F(θ) − E F‖²)`` (centered RMS: the output's variation over μ;
         :func:`paramsym.verdict.output_scale`) and ``s_θ = sqrt(E‖θ‖²)``. When all ``n`` points
-        fit the budget they are drawn at once; otherwise in chunks of as many as fit, each chunk's
-        centered sum of squares merged pairwise (``M₂ = M₂ᵃ + M₂ᵇ + ‖μᵇ − μᵃ‖² nₐn_b/(nₐ + n_b)``),
+        fit the budget they are drawn at once; otherwise in chunks of as many as fit, merged by
+        :func:`~paramsym.verdict.output_scale` (pairwise means and centred sums of squares),
         so ``s_F`` is accurate relative to itself even when the output's mean is far from ``F(θ0)``
         (a difference ``E‖F − F(θ0)‖² − ‖E(F − F(θ0))‖²`` would lose it to cancellation).
 
@@ -111,33 +111,18 @@ class DiscoveryProblem:
             s_F = output_scale(F, what=what, hint=hint)
             s_theta = float(theta.pow(2).sum(-1).mean().sqrt())
             return Scales(s_F=s_F, s_theta=s_theta, beta=float(beta))
-        with torch.no_grad():
-            mean: Tensor | None = None
-            m2 = sum_f2 = sum_t2 = 0.0
+        sum_t2 = 0.0
+
+        def chunks():
+            nonlocal sum_t2
             done = 0
             while done < n:
                 m = min(chunk, n - done)
                 theta = self.sample(m, generator, torch.float64)
-                F = torch.func.vmap(target)(theta).reshape(m, -1)
-                check_finite(what, F, "The model produced NaN/inf at the parameter points.")
-                # pairwise merge of centered sums (Chan et al.): m2 = Σ‖F − mean‖², never E‖F‖² − ‖E F‖²
-                mb = F.mean(0)
-                m2b = float((F - mb).pow(2).sum())
-                if mean is None:
-                    mean, m2 = mb, m2b
-                else:
-                    delta = mb - mean
-                    m2 += m2b + float(delta.pow(2).sum()) * done * m / (done + m)
-                    mean = mean + delta * (m / (done + m))
-                sum_f2 += float(F.pow(2).sum())
+                with torch.no_grad():
+                    yield torch.func.vmap(target)(theta).reshape(m, -1)
                 sum_t2 += float(theta.pow(2).sum())
                 done += m
-                del theta, F
-        s_F = (m2 / n) ** 0.5
-        rms = (sum_f2 / n) ** 0.5
-        if not s_F > 1e-10 * rms or s_F == 0.0:
-            raise DegenerateTargetError(
-                f"{what} does not depend on the parameter block: its variation s_F = {s_F:.3g} (output RMS "
-                f"{rms:.3g}) over {n} points. {hint}"
-            )
+
+        s_F = output_scale(chunks(), what=what, hint=hint)
         return Scales(s_F=s_F, s_theta=(sum_t2 / n) ** 0.5, beta=float(beta))

@@ -6,9 +6,11 @@ import os
 from typing import NamedTuple
 
 import torch
+from torch import nn
 
+from ..actions.base import GroupAction
 from ..actions.learned import LearnedAction
-from ..errors import BlockMismatchError, RunDirError, RunFileError
+from ..errors import BlockMismatchError, ConfigError, RunDirError, RunFileError
 from ..groups.lie import MatrixLieGroup
 from ..runs import RunDir, load_tensors
 from ..targets import Target
@@ -17,7 +19,7 @@ from .files import check_block, load_config, read_block
 from .objectives import Scales
 from .problems import DiscoveryProblem, resolve_problem, scale_generator
 
-__all__ = ["TrainedRun", "load_learned_action", "load_trained"]
+__all__ = ["TrainedRun", "learned_action", "load_learned_action", "load_trained", "run_target"]
 
 
 def _as_run(run_dir: RunDir | str | os.PathLike) -> RunDir:
@@ -79,3 +81,44 @@ def load_trained(run_dir: RunDir | str | os.PathLike, problem: DiscoveryProblem 
     problem = problem if problem is not None else resolve_problem(cfg)
     scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.memory_gb * 2**30 / 4)
     return TrainedRun(load_learned_action(run, problem.target), problem, scales, cfg)
+
+
+# -- a finished run's target and action, checked together (paramsym teleport --action) ----------
+def run_target(run_dir: str | os.PathLike | RunDir, *, model: nn.Module | None = None, batch=None) -> Target:
+    """The target of a discovery run: the run's own (``model=None``), or ``model``'s block on ``batch``.
+
+    Raises:
+        RunDirError / RunFileError: not a discovery run directory.
+        ConfigError: a run trained on a custom target without a ``model``, or a model without a batch.
+        BlockMismatchError: the model lacks tensors of the run's block (both lists are named).
+    """
+    run = _as_run(run_dir)
+    if model is None:
+        cfg = load_config(run)
+        try:
+            return resolve_problem(cfg).target
+        except ConfigError as exc:
+            raise ConfigError(f"the run {str(run.path)!r} was trained on a custom target ({exc}); pass the model and "
+                              "its batch (learned_teleport(run_dir, model=..., batch=...)).") from None
+    if batch is None:
+        raise ConfigError("learned_teleport: a model needs its batch X (the inputs the loss is evaluated on); received none.")
+    names = [e["name"] for e in read_block(run)["entries"]]
+    missing = [n for n in names if n not in dict(model.named_parameters())]
+    if missing:
+        raise BlockMismatchError(f"the run {str(run.path)!r} acts on the tensors {names}; the model lacks {missing} "
+                                 f"(its parameters: {list(dict(model.named_parameters()))}). Pass a model of the run's architecture.")
+    return Target(model, names, batch, name=type(model).__name__)
+
+
+def learned_action(run_dir: str | os.PathLike | RunDir, *, model: nn.Module | None = None,
+                   batch=None) -> tuple[GroupAction, Target]:
+    """``(action, target)``: a finished run's learned action (float64) on :func:`run_target`'s target
+    (in its own dtype; convert with ``target.to(torch.float64)`` where needed).
+
+    Raises:
+        the errors of :func:`run_target` and of :func:`~paramsym.discovery.run.load_learned_action`.
+    """
+    run = _as_run(run_dir)
+    target = run_target(run, model=model, batch=batch)
+    action = load_learned_action(run, target=target).double()
+    return action, target

@@ -55,7 +55,7 @@ import torch
 from torch import Tensor
 
 from ..errors import ConfigError, EmptyBlockError, ShapeError, TooFewSamplesError, TooLargeError
-from ..groups.memory import DEFAULT_MAX_MEMORY, check_memory, format_bytes
+from ..groups.memory import budget_bytes, check_memory, format_bytes
 from ..groups.progress import progress_bar
 from ..targets import Target
 from .ansatz import Ansatz
@@ -296,7 +296,7 @@ def solve_affine(
             f"(the default starts from {max(need + 2, math.ceil(oversample * need))} and doubles them "
             "until the held-out check passes)."
         )
-    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
+    budget = budget_bytes(max_memory)
     est = affine_memory(ansatz, q, samples, held_out=held_out, k=k, dense_limit=dense_limit)
     check_memory(est["minimum"], f"the affine solve of {target!r} ({L} unknowns, {samples} sample points, "
                  f"q = {q}: {format_bytes(est['resident'])} resident, {format_bytes(est['null_space'])} "

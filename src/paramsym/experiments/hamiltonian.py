@@ -32,7 +32,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..attribution.flows import FlowRecord, predicted_function, run_flow
+from ..attribution.flows import (
+    FlowRecord,
+    phase_shift,
+    predicted_function,
+    predicted_profile,
+    run_flow,
+)
+from ..attribution.polar import PolarGrid
+from ..attribution.problem import SymmetryProblem
 from ..attribution.symmetry import equivariance_error_x, polar_grid, so2
 from ..attribution.tables import tensor_table
 from ..config import to_dict
@@ -45,7 +53,6 @@ from ..models.hamiltonian import (
 from ..runs import RunDir, save_tensors
 from .attribution_runs import finish_run, lift_records
 from .hamiltonian_config import HamiltonianConfig
-from .hamiltonian_lift import PolarGrid, TallSymmetryProblem, phase_shift, predicted_profile
 from .hamiltonian_report import report_sections
 from .hamiltonian_train import train_or_load
 
@@ -93,16 +100,18 @@ def force_group(n_quadrature: int = 64):
     return so2(input_dim=3, input_plane=(0, 1), output_dim=2, output_plane=(0, 1), n_quadrature=n_quadrature)
 
 
-def build_problem(model: SeparableHamiltonian, cfg: HamiltonianConfig, alphas: list[float]) -> TallSymmetryProblem:
-    """The stacked-α attribution problem for the learned force (float64)."""
+def build_problem(model: SeparableHamiltonian, cfg: HamiltonianConfig, alphas: list[float]) -> SymmetryProblem:
+    """The stacked-α attribution problem for the learned force (float64): dense lifts (the tall
+    ``J_Lᵀ J_L`` route, since rows ≥ columns), the polar-grid evaluator, and the lifts at the last
+    4 parameter vectors cached (the walks start every flow from the same ``θ₀``)."""
     pot = model.potential.double()
     params = {k: v.detach() for k, v in pot.named_parameters()}
     p = cfg.probe
     grid = PolarGrid(tuple(p.r_max * k / p.n_radii for k in range(1, p.n_radii + 1)),
                      math.lcm(p.n_angles, p.n_quadrature), tuple(alphas))
-    return TallSymmetryProblem(
+    return SymmetryProblem(
         force_function(pot), params, stacked_probes(cfg, alphas), force_group(p.n_quadrature),
-        rtol=p.rtol, gauge=p.gauge, grid=grid,
+        rtol=p.rtol, gauge=p.gauge, grid=grid, cache_size=4,
     )
 
 
@@ -119,7 +128,7 @@ def rotation_error(g, x: Tensor, group, degrees: float) -> float:
 class Observer:
     """Measurements of the learned potential and force at any flat ``θ`` of V."""
 
-    def __init__(self, model: SeparableHamiltonian, problem: TallSymmetryProblem, cfg: HamiltonianConfig):
+    def __init__(self, model: SeparableHamiltonian, problem: SymmetryProblem, cfg: HamiltonianConfig):
         self.pot = model.potential
         self.problem = problem
         self.cfg = cfg

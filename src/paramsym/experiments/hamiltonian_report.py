@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from .. import plots
+from ..attribution.flows import predicted_profile
 from ..runs import RunDir, load_tensors
-from .hamiltonian_lift import predicted_profile
 
 #: figure files and captions, in report order
 FIGURES = (

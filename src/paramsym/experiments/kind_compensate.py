@@ -124,14 +124,13 @@ def _prefix(cfg: CompensateConfig, model):
     from ..errors import InputFileError
 
     if cfg.prefix is not None:
+        from ..models.loading import load_tokenizer
+
         path = getattr(model, "name_or_path", "") or ""
         try:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        except Exception as exc:  # noqa: BLE001 - any failure gets the same advice
-            raise InputFileError(f"--prefix needs the model's tokenizer, which cannot be loaded from {path!r} "
-                                 f"({type(exc).__name__}); use --tokens K for a random prefix.") from exc
+            tok = load_tokenizer(path, quiet=True, argument="--prefix")  # the one loader (offline)
+        except InputFileError as exc:
+            raise InputFileError(f"{exc} Or use --tokens K for a random prefix.") from None
         ids = tok(cfg.prefix, return_tensors="pt")["input_ids"]
         return {"input_ids": ids}
     k = 16 if cfg.tokens is None else cfg.tokens

@@ -10,7 +10,9 @@ in ``Im J`` and ``c* = J⁺η`` reaches it (residual at rounding level). With th
 frozen, the later layers' sensitivities ``∂f/∂θ`` generally do not span ``η`` and the residual
 is large: the rotation cannot be realised by moving the parameters.
 
-The check uses an untruncated-in-effect pseudo-inverse (``τ = 1e-8``) because it is a test of
+The closed form is :meth:`paramsym.attribution.problem.SymmetryProblem.input_layer_direction`;
+this preset only fits the model and composes the library's lifts. The check uses an
+untruncated-in-effect pseudo-inverse (``τ = 1e-8``) because it is a test of
 image membership; the residual at the paper's ``τ = 1e-3`` is reported beside it (a truncated
 pinv discards the part of ``η`` along small singular values even when ``η ∈ Im J``).
 """
@@ -23,10 +25,10 @@ from typing import Any
 import torch
 
 from ..attribution.flows import LiftRecord
-from ..attribution.jacobian import dense_jacobian, function_from_module
+from ..attribution.jacobian import function_from_module
 from ..attribution.lift import LIFT_TOL, RTOL, DenseLift
 from ..attribution.problem import Attribution, SymmetryProblem
-from ..attribution.symmetry import OMEGA, orbit_tangent, polar_grid, so2
+from ..attribution.symmetry import polar_grid, so2
 from ..attribution.tables import tensor_table
 from ..errors import ConfigError
 from ..models.mlp import layer_names, mlp
@@ -99,13 +101,9 @@ def lifting_sanity(
     J = problem.jacobian()
     paper = DenseLift(J, rtol=RTOL, gauge="column").solve(att.eta.reshape(-1))
     closed = None
-    if not freeze_first:
-        W1 = params["fc1.weight"]
-        dW1 = -W1 @ OMEGA
-        fn1, p1 = function_from_module(model, layer_names(model, [1])[:1])
-        J1 = dense_jacobian(fn1, p1, probes)
-        eta = orbit_tangent(fn1, p1, probes, group).reshape(-1)
-        closed = float((J1 @ dW1.reshape(-1) - eta).norm() / eta.norm())
+    if not freeze_first:  # η = J vec(−W₁ξ) in closed form (SymmetryProblem.input_layer_direction)
+        eta = att.eta.reshape(-1)
+        closed = float((J @ problem.input_layer_direction("fc1.weight") - eta).norm() / eta.norm())
     return SanityResult(
         freeze_first=freeze_first,
         attribution=att,

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ..errors import ShapeError
-from .memory import DEFAULT_MAX_MEMORY, check_memory, dense_bytes
+from .memory import budget_bytes, check_memory, dense_bytes
 
 __all__ = ["commutativity", "commutativity_bytes"]
 
@@ -70,7 +70,7 @@ def commutativity(mats: Tensor, *, max_memory: int | None = None) -> float:
     d, s, _ = x.shape
     if d < 2:
         return 0.0
-    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
+    budget = budget_bytes(max_memory)
     check_memory(commutativity_bytes(d, s), f"the commutativity of {d} matrices {s}×{s}", budget,
                  "Check fewer generators at a time.")
     norms = x.flatten(1).norm(dim=1).clamp_min(1e-300)

@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
-from ..errors import GroupError
-
-__all__ = ["register", "parse_group", "describe"]
+__all__ = ["register", "describe"]
 
 _GROUP_HELP = (
     "a name (C6, Z5, D4 = order 8, S3, S4, A4, A5, Q8, V4, C2xC3, D4xC2, ...), generators as "
-    "0-based permutations perm:[[1,2,0],[1,0,2]], or as matrices mat:[[[0,-1],[1,0]]]"
+    "0-based permutations perm:[[1,2,0],[1,0,2]], as matrices mat:[[[0,-1],[1,0]]], or a JSON file "
+    "{\"permutations\": [...]} / {\"matrices\": [...]}"
 )
-_REP_HELP = "representation to decompose: regular (default), perm, trivial, copies:C (C x regular)"
+_REP_HELP = ("representation to decompose: regular (default), perm, trivial, copies:C (C x regular), or a "
+             ".json/.safetensors file with 'matrices' or 'generators'")
 
 
 def register(subparsers) -> None:
@@ -38,47 +36,6 @@ def register(subparsers) -> None:
                    help="memory budget for dense representation matrices, e.g. 8GiB (default 2GiB)")
     p.add_argument("--quiet", action="store_true", help="no progress bars on stderr")
     p.set_defaults(func=_run)
-
-
-def parse_group(spec: str):
-    """A group from a name, ``perm:JSON`` or ``mat:JSON`` (lists of generators)."""
-    from . import finite
-
-    spec = str(spec).strip()
-    for prefix, build in (("perm:", finite.from_permutations),
-                          ("mat:", lambda gens: finite.from_matrices([np.asarray(m, float) for m in gens]))):
-        if spec.startswith(prefix):
-            try:
-                gens = json.loads(spec[len(prefix):])
-            except json.JSONDecodeError as exc:
-                raise GroupError(
-                    f"group {spec!r}: after {prefix!r} give a JSON list of generators, e.g. "
-                    "perm:[[1,2,0],[1,0,2]] (0-based images) or mat:[[[0,-1],[1,0]]]."
-                ) from exc
-            return build(gens)
-    return finite.group_by_name(spec)
-
-
-def _rep(group, spec: str, max_memory: int | None = None):
-    from . import reps
-
-    if spec == "regular":
-        return reps.regular(group, max_memory=max_memory)
-    if spec == "trivial":
-        return reps.trivial(group, max_memory=max_memory)
-    if spec == "perm":
-        if group.permutations is None:
-            raise GroupError(f"--rep perm: {group.name} has no defining permutation action; use regular.")
-        return reps.permutation(group, group.permutations, max_memory=max_memory)
-    if spec.startswith("copies:"):
-        try:
-            c = int(spec[7:])
-        except ValueError:
-            c = 0
-        if c < 1:
-            raise GroupError(f"--rep {spec!r}: expected copies:C with an integer C >= 1.")
-        return reps.copies(reps.regular(group, max_memory=max_memory), c, max_memory=max_memory)
-    raise GroupError(f"--rep {spec!r}: expected one of regular, perm, trivial, copies:C.")
 
 
 def _fmt(z: complex) -> str:
@@ -101,7 +58,9 @@ def describe(group, rep_spec: str = "regular", subgroups: bool = False, *,
 
     classes = group.conjugacy_classes()
     table = character_table(group)
-    rep = _rep(group, rep_spec, max_memory)  # budget first: refuse before any long computation
+    from .reps import Representation
+
+    rep = Representation.parse(group, rep_spec, max_memory=max_memory)  # budget first: refuse before long work
     irr = real_irreps(group, progress=progress)
     dec = decompose(rep, progress=progress)
     out = {
@@ -130,10 +89,11 @@ def describe(group, rep_spec: str = "regular", subgroups: bool = False, *,
 
 
 def _run(args) -> int:
+    from .finite import FiniteGroup
     from .memory import parse_memory
 
     budget = None if args.max_memory is None else parse_memory(args.max_memory)
-    group = parse_group(args.group)
+    group = FiniteGroup.parse(args.group, argument="GROUP")
     info = describe(group, args.rep, args.subgroups, max_memory=budget, progress=not args.quiet)
     if args.json:
         json.dump(info, sys.stdout, indent=1)

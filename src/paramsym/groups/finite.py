@@ -13,7 +13,9 @@ permutations act on ``{0, .., n-1}`` but are *labelled* in 1-based cycle notatio
 
 from __future__ import annotations
 
+import difflib
 import itertools
+import json
 import math
 import re
 from collections.abc import Callable, Hashable, Sequence
@@ -128,6 +130,61 @@ class FiniteGroup:
 
     def __len__(self) -> int:
         return self.order
+
+    @classmethod
+    def parse(cls, spec: str | FiniteGroup, *, argument: str = "--group") -> FiniteGroup:
+        """The one group grammar of every command and of Python callers.
+
+        ``spec`` is one of
+
+        * a name (:func:`group_by_name`): ``C6``/``Z6``, ``D4`` (order 8), ``S3``, ``A4``, ``Q8``,
+          ``V4`` and direct products joined by ``x`` (``C2xC3``, ``D4xC2``);
+        * ``perm:JSON`` — generators as 0-based permutations, ``perm:[[1,2,0],[1,0,2]]``;
+        * ``mat:JSON`` — generators as real matrices, ``mat:[[[0,-1],[1,0]]]``;
+        * a ``.json`` file (read here) holding ``{"permutations": [...]}`` or ``{"matrices": [...]}``
+          of generators;
+        * a :class:`FiniteGroup` (returned as it is).
+
+        Args:
+            spec: the group specification.
+            argument: how the user named it (``"--group"``, ``"GROUP"``), used in errors.
+
+        Raises:
+            GroupError: an unknown name (the closest valid names are suggested), malformed
+                generators or a file without generators.
+            InputFileError: a ``.json`` file that is missing or not JSON.
+            TooLargeError: a group above :data:`MAX_ORDER`.
+        """
+        if isinstance(spec, FiniteGroup):
+            return spec
+        if not isinstance(spec, str):
+            raise GroupError(f"{argument}: expected a group name, perm:JSON, mat:JSON or a .json file; received "
+                             f"{spec!r} ({type(spec).__name__}).")
+        text = spec.strip()
+        for prefix in ("perm:", "mat:"):
+            if text.lower().startswith(prefix):
+                try:
+                    gens = json.loads(text[len(prefix):])
+                except json.JSONDecodeError:
+                    raise GroupError(
+                        f"{argument} {spec!r}: after {prefix!r} give a JSON list of generators, e.g. "
+                        "perm:[[1,2,0],[1,0,2]] (0-based images) or mat:[[[0,-1],[1,0]]]."
+                    ) from None
+                if not isinstance(gens, list) or not gens:
+                    raise GroupError(f"{argument} {spec!r}: after {prefix!r} give a non-empty JSON list of generators.")
+                try:
+                    if prefix == "perm:":
+                        return from_permutations(gens)
+                    return from_matrices([_matrix(m, argument, spec) for m in gens])
+                except GroupError as exc:
+                    text_ = str(exc)
+                    raise GroupError(text_ if text_.startswith(argument) else f"{argument} {spec!r}: {text_}") from None
+        if text.lower().endswith(".json"):
+            return _group_from_file(text, argument)
+        try:
+            return group_by_name(text)
+        except GroupError as exc:
+            raise GroupError(f"{argument}: {exc}") from None
 
     def mul(self, a: int, b: int) -> int:
         """Index of ``a*b``."""
@@ -486,8 +543,15 @@ def from_matrices(gens: Sequence[np.ndarray], name: str | None = None, decimals:
                 f"generator {i} has shape {a.shape} but generator 0 has {np.shape(gens[0])}; "
                 "all generators must be matrices of the same size."
             )
+        if not np.isfinite(a).all():
+            raise GroupError(f"generator {i} has NaN or infinite entries; give a matrix of finite numbers.")
         if abs(np.linalg.det(a)) < 1e-12:
             raise GroupError(f"generator {i} is singular, so it does not lie in a group.")
+        radius = np.abs(np.linalg.eigvals(a))
+        if np.abs(radius - 1.0).max() > 1e-8:  # an element of finite order has all eigenvalues on the unit circle
+            raise GroupError(f"generator {i} has an eigenvalue of modulus {radius[np.argmax(np.abs(radius - 1))]:.6g} ≠ 1, "
+                             "so it has infinite order and generates no finite group; give matrices of finite order "
+                             "(e.g. orthogonal ones).")
         arrs.append(a)
     d = arrs[0].shape[0]
     elems, table, gi = _enumerate(
@@ -612,6 +676,57 @@ _NAME_FORMS = (
 )
 
 
+_WORDS = {"cyclic": "C", "dihedral": "D", "symmetric": "S", "alternating": "A", "quaternion": "Q", "klein": "V"}
+
+
+def closest_group_names(name: str, n: int = 3) -> list[str]:
+    """Up to ``n`` valid group names closest to ``name`` (for "did you mean" in errors)."""
+    text = str(name).strip()
+    digits = re.findall(r"\d+", text)
+    number = digits[0] if digits else "4"
+    word = re.sub(r"[^a-z]", "", text.lower())
+    for w, letter in _WORDS.items():
+        if word and (w.startswith(word) or word.startswith(w[:4])):
+            return [f"{letter}{number}" if letter not in "QV" else {"Q": "Q8", "V": "V4"}[letter]]
+    candidates = [f"{k}{number}" for k in "CDSA"] + ["Q8", "V4", "C2xC3", "D4xC2"]
+    lowered = {c.lower(): c for c in candidates}
+    hits = difflib.get_close_matches(text.lower(), list(lowered), n=n, cutoff=0.3)
+    return [lowered[h] for h in hits] or [f"C{number}", f"D{number}"]
+
+
+def _matrix(m, argument: str, spec: str) -> np.ndarray:
+    try:
+        arr = np.asarray(m, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] == 0:
+        raise GroupError(f"{argument} {spec!r}: every matrix generator must be a non-empty square matrix of numbers; "
+                         f"received {m!r}.")
+    return arr
+
+
+def _group_from_file(path: str, argument: str) -> FiniteGroup:
+    from pathlib import Path
+
+    from ..errors import InputFileError
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise InputFileError(f"{argument}: group file {path!r} does not exist; give a name (D4), perm:JSON or an "
+                             "existing .json file of generators.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputFileError(f"{argument}: cannot read group file {path!r} as JSON ({exc}).") from None
+    if isinstance(data, dict) and "permutations" in data:
+        return from_permutations(data["permutations"])
+    if isinstance(data, dict) and "matrices" in data:
+        return from_matrices([_matrix(m, argument, path) for m in data["matrices"]])
+    keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+    raise GroupError(f"{argument}: group file {path!r} must hold 'permutations' or 'matrices' (generators); found "
+                     f"{keys}.")
+
+
 def group_by_name(name: str) -> FiniteGroup:
     """A group from its name: ``C6``, ``Z6``, ``D4`` (order 8), ``S3``, ``A4``, ``Q8``, ``V4``,
     and direct products such as ``C2xC3`` or ``D4xC2``."""
@@ -622,7 +737,8 @@ def group_by_name(name: str) -> FiniteGroup:
     for f in factors:
         m = re.fullmatch(r"([CZDSAQV])_?(\d+)", f, flags=re.IGNORECASE)
         if not m:
-            raise GroupError(f"unknown group name {name!r} (factor {f!r}). Accepted: {_NAME_FORMS}.")
+            raise GroupError(f"unknown group name {name!r} (factor {f!r}); did you mean "
+                             f"{' or '.join(closest_group_names(f))}? Accepted: {_NAME_FORMS}.")
         kind, n = m.group(1).upper(), int(m.group(2))
         if kind in "CZ":
             groups.append(cyclic(n))
@@ -637,7 +753,8 @@ def group_by_name(name: str) -> FiniteGroup:
         elif kind == "V" and n == 4:
             groups.append(direct_product(cyclic(2), cyclic(2)))
         else:
-            raise GroupError(f"unknown group name {name!r} (factor {f!r}). Accepted: {_NAME_FORMS}.")
+            raise GroupError(f"unknown group name {name!r} (factor {f!r}); did you mean "
+                             f"{' or '.join(closest_group_names(f))}? Accepted: {_NAME_FORMS}.")
     out = groups[0]
     for g in groups[1:]:
         out = direct_product(out, g)

@@ -219,3 +219,28 @@ class MatrixLieGroup(nn.Module):
 def bracket(a: Tensor, b: Tensor) -> Tensor:
     """Matrix commutator ``[a, b] = ab − ba``."""
     return a @ b - b @ a
+
+
+# -- SO(2) ------------------------------------------------------------------------------------
+def so2_generator(dtype: torch.dtype = torch.float64) -> Tensor:
+    """The generator of ``so(2)``: ``J = [[0, −1], [1, 0]]``, the one definition in paramsym.
+
+    Convention: ``exp(t J) = R_t = [[cos t, −sin t], [sin t, cos t]]`` (:func:`rotation`), which
+    rotates the plane **counter-clockwise** by ``t`` radians (``R_t e₁ = (cos t, sin t)``).
+    ``‖J‖_F = √2``; the Frobenius-normalised basis of the algebra is ``J / √2``
+    (:func:`so2_basis`). [Attribution] App. C.1 writes the generator as ``Ω = −J``
+    (``exp(tΩ) = R_{−t}``); ``paramsym.attribution.OMEGA`` is that sign of this matrix.
+    """
+    return torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=dtype)
+
+
+def so2_basis(dtype: torch.dtype = torch.float64) -> Tensor:
+    """The Frobenius-orthonormal basis of ``so(2)``: ``J / √2`` (:func:`so2_generator`), shape ``(1, 2, 2)``."""
+    return so2_generator(dtype).unsqueeze(0) / 2**0.5
+
+
+def rotation(angle: float | Tensor, dtype: torch.dtype = torch.float64) -> Tensor:
+    """``R_φ = exp(φ J) = [[cos φ, −sin φ], [sin φ, cos φ]]`` (counter-clockwise by ``φ``)."""
+    a = torch.as_tensor(angle, dtype=dtype)
+    c, s = torch.cos(a), torch.sin(a)
+    return torch.stack([torch.stack([c, -s]), torch.stack([s, c])])

@@ -6,17 +6,22 @@ constructor in :mod:`paramsym.groups.reps` (and the attention counts built on th
 :func:`check_memory` with its estimate first and raises :class:`~paramsym.errors.TooLargeError`
 naming the estimate, the budget and what to do, instead of dying in the allocator.
 
-The budget is a keyword ``max_memory`` (bytes) wherever it applies; ``None`` means
-:data:`DEFAULT_MAX_MEMORY` (2 GiB). On the command line, ``--max-memory 8GiB``.
+The budget is a keyword ``max_memory`` wherever it applies; ``None`` means
+:data:`DEFAULT_MAX_MEMORY` (2 GiB). Its one type and parser is :class:`MemoryBudget` (bytes,
+an ``int`` > 0; ``"512MiB"``, ``"2GiB"`` or plain bytes; zero, negative and NaN refused by
+:class:`~paramsym.errors.MemoryBudgetError`). On the command line, ``--max-memory 8GiB``.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 
-from ..errors import ConfigError, TooLargeError
+from ..errors import TooLargeError
 
-__all__ = ["DEFAULT_MAX_MEMORY", "format_bytes", "check_memory", "parse_memory", "dense_bytes"]
+__all__ = ["DEFAULT_MAX_MEMORY", "MemoryBudget", "budget_bytes", "format_bytes", "check_memory", "parse_memory",
+           "dense_bytes"]
 
 #: Default budget in bytes for one dense array (2 GiB).
 DEFAULT_MAX_MEMORY = 2 * 2**30
@@ -51,7 +56,7 @@ def check_memory(nbytes: int, what: str, max_memory: int | None = None, hint: st
         max_memory: the budget in bytes; ``None`` for :data:`DEFAULT_MAX_MEMORY`.
         hint: what else to do (appended to the message).
     """
-    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
+    budget = budget_bytes(max_memory)
     if nbytes > budget:
         raise TooLargeError(
             f"{what} would need {format_bytes(nbytes)} of memory ({nbytes} bytes), more than the "
@@ -62,22 +67,62 @@ def check_memory(nbytes: int, what: str, max_memory: int | None = None, hint: st
         )
 
 
-def parse_memory(text: str | int | float) -> int:
-    """``"2GiB"``, ``"500MB"``, ``"4g"``, ``"1e9"`` or a number of bytes -> bytes (> 0).
+class MemoryBudget(int):
+    """A memory budget in bytes (an ``int`` > 0): the one type and parser of every
+    ``--max-memory`` option and ``max_memory`` keyword.
 
-    Raises :class:`~paramsym.errors.ConfigError` for anything else.
+    ``MemoryBudget(value)`` accepts a size with a unit — binary ``KiB``/``MiB``/``GiB``/``TiB``
+    (powers of 2¹⁰), decimal ``kB``/``MB``/``GB``/``TB`` or the bare letters ``k``/``M``/``G``/``T``
+    (powers of 10³), case-insensitive, optional space (``"512MiB"``, ``"2 GiB"``, ``"8G"``) — a
+    number of bytes (``4096``, ``"1e9"``) or another budget. Fractions of a byte are dropped.
+
+    Raises:
+        MemoryBudgetError: anything else, and zero, negative, NaN or infinite sizes (the message
+            names ``argument``, what was received and what to give).
     """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value, unit = float(text), ""
+
+    def __new__(cls, value: str | int | float, argument: str = "--max-memory") -> MemoryBudget:
+        return super().__new__(cls, _parse_bytes(value, argument))
+
+    def __repr__(self) -> str:
+        return f"MemoryBudget({int(self)})"
+
+
+def _parse_bytes(value: str | int | float, argument: str) -> int:
+    from ..errors import MemoryBudgetError
+
+    expect = "a memory size > 0 such as 512MiB, 2GiB, 500MB or a number of bytes"
+    if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
+        raise MemoryBudgetError(f"{argument}: expected {expect}; received {value!r} ({type(value).__name__}).")
+    if not isinstance(value, str):
+        number, unit = float(value), ""
     else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+        m = re.fullmatch(r"\s*([+-]?(?:[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|nan|inf(?:inity)?))\s*([A-Za-z]*)\s*",
+                         value, flags=re.IGNORECASE)
         if not m or m.group(2).lower() not in _UNITS:
-            raise ConfigError(
-                f"--max-memory {text!r}: expected a size such as 2GiB, 500MB, 8G or a number of "
-                "bytes."
-            )
-        value, unit = float(m.group(1)), m.group(2).lower()
-    nbytes = value * _UNITS[unit]
-    if not nbytes > 0 or nbytes != nbytes or nbytes == float("inf"):
-        raise ConfigError(f"--max-memory {text!r}: the memory budget must be > 0.")
+            raise MemoryBudgetError(f"{argument}: expected {expect}; received {value!r}.")
+        number, unit = float(m.group(1)), m.group(2).lower()
+    nbytes = number * _UNITS[unit]
+    if not math.isfinite(nbytes) or nbytes < 1:
+        raise MemoryBudgetError(f"{argument}: the memory budget must be a finite size of at least 1 byte; received "
+                                f"{value!r}. Give e.g. 2GiB.")
     return int(nbytes)
+
+
+def parse_memory(value: str | int | float, argument: str = "--max-memory") -> MemoryBudget:
+    """``"2GiB"``, ``"500MB"``, ``"4g"``, ``"1e9"`` or a number of bytes → a :class:`MemoryBudget`.
+
+    Raises:
+        MemoryBudgetError: anything else, or a size that is not > 0 and finite.
+    """
+    return MemoryBudget(value, argument)
+
+
+def budget_bytes(max_memory: str | int | float | None, argument: str = "max_memory") -> MemoryBudget:
+    """The budget of a ``max_memory`` keyword: ``None`` → :data:`DEFAULT_MAX_MEMORY`, anything else
+    parsed by :class:`MemoryBudget` (so a keyword accepts ``"8GiB"`` as well as bytes).
+
+    Raises:
+        MemoryBudgetError: an invalid budget (zero, negative, NaN, not a size).
+    """
+    return MemoryBudget(DEFAULT_MAX_MEMORY if max_memory is None else max_memory, argument)

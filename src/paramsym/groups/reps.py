@@ -19,6 +19,7 @@ Memory: every constructor estimates its ``(order, d, d)`` float64 array first an
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -32,6 +33,56 @@ __all__ = [
     "Representation", "trivial", "regular", "permutation", "induced", "direct_sum", "tensor",
     "copies", "restrict", "from_generators", "check_dense",
 ]
+
+
+_REP_FORMS = ("regular, trivial, perm, copies:C (C >= 1 copies of regular) or a .json/.safetensors file holding "
+              "'matrices' (one per element) or 'generators'")
+
+
+def _rep_from_file(group: FiniteGroup, path: str, budget: int, argument: str) -> Representation:
+    """A representation read from a ``.json`` / ``.safetensors`` file (see :meth:`Representation.parse`)."""
+    import json
+    from pathlib import Path
+
+    from ..errors import InputFileError
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputFileError(f"{argument}: representation file {path!r} does not exist; give an existing .json or "
+                             f".safetensors file, or one of {_REP_FORMS.split(' or a ')[0]}.")
+    try:
+        if p.suffix.lower() == ".json":
+            raw = json.loads(p.read_text())
+            if not isinstance(raw, dict):
+                raise ValueError(f"top level is a {type(raw).__name__}, not an object")
+        else:
+            from safetensors.numpy import load_file
+
+            raw = load_file(str(p))
+        data = {k: np.asarray(v, dtype=np.float64) for k, v in raw.items() if k in ("matrices", "generators")}
+    except Exception as exc:  # noqa: BLE001 - unreadable JSON/safetensors, ragged lists: one named error
+        raise InputFileError(f"{argument}: cannot read representation file {path!r} ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''}); give 'matrices' or 'generators' as "
+                             "arrays of square matrices.") from None
+    if "matrices" in data:
+        mats = data["matrices"]
+        if mats.ndim != 3 or mats.shape[0] != group.order or mats.shape[1] != mats.shape[2]:
+            raise RepresentationError(
+                f"{path}: 'matrices' must have shape ({group.order}, d, d), one per element of "
+                f"{group.name}; received {mats.shape}."
+            )
+        check_dense(group.order, mats.shape[1], f"the representation in {path}", budget)
+        return Representation(group, mats, name=p.name)
+    if "generators" in data:
+        gens = data["generators"]
+        if gens.ndim != 3 or gens.shape[0] != len(group.generators) or gens.shape[1] != gens.shape[2]:
+            raise RepresentationError(
+                f"{path}: 'generators' must have shape ({len(group.generators)}, d, d), the "
+                f"images of {group.name}'s generators {[group.label(g) for g in group.generators]}; "
+                f"received {gens.shape}."
+            )
+        return from_generators(group, list(gens), max_memory=budget)
+    raise RepresentationError(f"representation file {path!r} must hold 'matrices' or 'generators'.")
 
 
 def check_dense(order: int, dim: int, what: str, max_memory: int | None = None, hint: str = "") -> None:
@@ -91,6 +142,90 @@ class Representation:
 
     def __repr__(self) -> str:
         return f"Representation({self.name!r} of {self.group.name}, dim={self.dim})"
+
+    @classmethod
+    def parse(cls, group: FiniteGroup | str, spec: str = "regular", copies: int = 1, *,
+              max_memory: int | str | None = None, progress: bool = False,
+              argument: str = "--rep") -> Representation:
+        """The one representation grammar of every command: ``R^copies ⊗ ρ`` for a spec ``ρ``.
+
+        ``spec`` is one of ``regular`` (``ρ_reg``), ``trivial``, ``perm`` (the defining
+        permutation action of a group given by permutations), ``copies:C`` (``R^C ⊗ ρ_reg``,
+        block diagonal ``I_C ⊗ ρ_reg(g)``), or a ``.json``/``.safetensors`` file (read here)
+        holding ``matrices`` (one ``(d, d)`` matrix per element, in the group's element order) or
+        ``generators`` (images of ``group.generators``, extended by :func:`from_generators`).
+        Matrices from files are checked to be an orthogonal homomorphism when built; the
+        constructions are exact.
+
+        Args:
+            group: a :class:`FiniteGroup` or a group spec (:meth:`FiniteGroup.parse`).
+            spec: the representation spec.
+            copies: ``C ≥ 1``, the representation is taken ``C`` times.
+            max_memory: budget for the dense ``(order, d, d)`` array (a
+                :class:`~paramsym.groups.memory.MemoryBudget`; ``None``: 2 GiB), checked before
+                it is allocated.
+            progress: announce representations above 256 MiB on stderr.
+            argument: how the user named the spec, used in errors.
+
+        Raises:
+            RepresentationError: an unknown spec (the closest valid ones are suggested), bad
+                ``copies``, a file of the wrong shape or not a homomorphism.
+            InputFileError: a missing or unreadable file.
+            TooLargeError: the dense matrices would exceed the budget (the estimate is named).
+        """
+        from .memory import budget_bytes, format_bytes
+        from .progress import warn
+
+        group = FiniteGroup.parse(group)
+        budget = budget_bytes(max_memory, "--max-memory")
+        hint = ("Use a smaller group, or a smaller representation (--rep perm or trivial) of a group "
+                "whose irreducibles can be computed.")
+        if isinstance(copies, bool) or not isinstance(copies, (int, np.integer)) or copies < 1:
+            raise RepresentationError(f"--copies must be an integer >= 1; received {copies!r}.")
+        if not isinstance(spec, str):
+            raise RepresentationError(f"{argument}: expected {_REP_FORMS}; received {spec!r} ({type(spec).__name__}).")
+        text = spec.strip()
+
+        def announce(dim: int, what: str) -> None:
+            check_dense(group.order, dim * int(copies), what, budget, hint)
+            nbytes = dense_bytes(group.order, dim * int(copies), dim * int(copies))
+            warn(f"building a {format_bytes(nbytes)} representation of {group.name} ({group.order} "
+                 f"matrices {dim * int(copies)}x{dim * int(copies)}); this may take a while.",
+                 enabled=progress and nbytes > 2**28)
+
+        if text == "regular":
+            announce(group.order, f"the regular representation of {group.name}")
+            rep = regular(group, max_memory=budget)
+        elif text == "trivial":
+            announce(1, f"the trivial representation of {group.name}")
+            rep = trivial(group, max_memory=budget)
+        elif text.startswith("copies:"):
+            try:
+                c = int(text.split(":", 1)[1])
+            except ValueError:
+                c = 0
+            if c < 1:
+                raise RepresentationError(f"{argument} {spec!r}: write copies:C with an integer C >= 1.")
+            announce(c * group.order, f"{c} copies of the regular representation of {group.name}")
+            rep = regular(group, max_memory=budget)
+            rep = _copies_of(rep, c, max_memory=budget) if c > 1 else rep
+        elif text == "perm":
+            if group.permutations is None:
+                raise RepresentationError(
+                    f"{argument} perm: the group {group.name} was not given by permutations (it has no defining "
+                    "permutation action); use regular, copies:C or a file of matrices."
+                )
+            announce(group.permutations.shape[1], f"the permutation representation of {group.name}")
+            rep = permutation(group, group.permutations, max_memory=budget)
+        elif text.lower().endswith((".json", ".safetensors")):
+            rep = _rep_from_file(group, text, budget, argument)
+        else:
+            close = difflib.get_close_matches(text.lower(), ["regular", "trivial", "perm", "copies:"], n=2, cutoff=0.4)
+            hint_close = f"did you mean {' or '.join(c if c != 'copies:' else 'copies:C' for c in close)}? " if close else ""
+            raise RepresentationError(f"{argument}: unknown representation {spec!r}; {hint_close}expected {_REP_FORMS}.")
+        if copies > 1:
+            rep = _copies_of(rep, int(copies), max_memory=budget)
+        return rep
 
     def __call__(self, g: int) -> np.ndarray:
         return self.matrices[g]
@@ -308,3 +443,6 @@ def from_generators(group: FiniteGroup, images: Sequence[np.ndarray], tol: float
     for b in group.bfs_order()[1:]:
         m[b] = m[parent[b]] @ imgs[via[b]]
     return Representation(group, m, name="from_generators", tol=tol)
+
+
+_copies_of = copies  # Representation.parse has a parameter named `copies`

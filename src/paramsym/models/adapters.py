@@ -24,8 +24,8 @@ head form the pair rotated by angle ``position · freqs[i]``.
 Register another architecture with :func:`register_adapter` (``fn(model) -> ModelLayout``).
 
 Forward-mode AD: PyTorch's fused attention kernels have no forward-mode derivative, so models
-analysed with JVPs must use the **eager** attention path. :func:`load_pretrained` loads with
-``attn_implementation="eager"``; :func:`require_eager` switches a loaded model to it (or raises
+analysed with JVPs must use the **eager** attention path. :func:`paramsym.models.loading.load_model`
+loads with ``attn_implementation="eager"`` (safetensors only); :func:`require_eager` switches a loaded model to it (or raises
 :class:`~paramsym.errors.AttentionImplementationError` saying what to do).
 """
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -41,14 +40,12 @@ from torch import Tensor, nn
 
 from ..errors import (
     AttentionImplementationError,
-    InputFileError,
-    ShapeError,
     UnknownArchitectureError,
 )
 
 __all__ = [
     "Projection", "AttentionLayout", "FFNLayout", "LayerLayout", "ModelLayout",
-    "register_adapter", "known_model_types", "adapt", "mha_layout", "load_pretrained", "require_eager",
+    "register_adapter", "known_model_types", "adapt", "mha_layout", "require_eager",
     "ffn_activation",
 ]
 
@@ -426,33 +423,6 @@ def require_eager(model: nn.Module) -> nn.Module:
         raise AttentionImplementationError(
             f"{type(model).__name__} uses attention implementation {cfg._attn_implementation!r}, which has no forward-mode "
             f"derivative, and cannot be switched to 'eager' ({exc}). Load it with "
-            "from_pretrained(..., attn_implementation='eager') or paramsym.models.adapters.load_pretrained."
+            "from_pretrained(..., attn_implementation='eager') or paramsym.models.loading.load_model."
         ) from exc
     return model
-
-
-def load_pretrained(path_or_name: str | Path, *, local_only: bool = True) -> nn.Module:
-    """``AutoModel.from_pretrained(path, attn_implementation="eager")`` in eval mode.
-
-    ``local_only`` (default) never downloads: ``path_or_name`` must be a directory written by
-    ``save_pretrained`` (or a name already in the local HF cache).
-
-    Raises:
-        InputFileError: the path does not exist / cannot be loaded.
-    """
-    from transformers import AutoModel
-
-    p = Path(path_or_name)
-    looks_like_path = p.is_absolute() or str(path_or_name).startswith(".") or str(path_or_name).count("/") > 1
-    if not p.exists() and looks_like_path:
-        raise InputFileError(f"model path {str(path_or_name)!r} does not exist; give a directory written by save_pretrained.")
-    try:
-        model = AutoModel.from_pretrained(str(path_or_name), attn_implementation="eager", local_files_only=local_only)
-    except (OSError, ValueError) as exc:
-        raise InputFileError(
-            f"cannot load model {str(path_or_name)!r}: {str(exc).splitlines()[0].rstrip('.') if str(exc) else type(exc).__name__}. "
-            "Give a directory written by save_pretrained (this never downloads)."
-        ) from exc
-    if not isinstance(model, nn.Module):  # pragma: no cover
-        raise ShapeError(f"{path_or_name!r} did not load as a torch model.")
-    return model.eval()

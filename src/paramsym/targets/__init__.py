@@ -33,6 +33,7 @@ from .base import (
     ModuleFunction,
     ParamFunction,
     Target,
+    model_output,
 )
 from .ffn import FFNBoundaryTarget, capture_inputs
 
@@ -46,4 +47,5 @@ __all__ = [
     "ParamFunction",
     "Target",
     "capture_inputs",
+    "model_output",
 ]

@@ -35,7 +35,16 @@ def _split_batch(batch: Batch) -> tuple[tuple, dict]:
     )
 
 
-def _default_output(out: Any) -> Tensor:
+def model_output(out: Any) -> Tensor:
+    """The one tensor taken from a model's output (the one extractor of HF outputs in paramsym).
+
+    ``out`` itself if it is a tensor; else its ``.logits`` (HF heads), else its
+    ``.last_hidden_state`` (HF base models), else its first element if it is a tuple/list
+    starting with a tensor.
+
+    Raises:
+        ShapeError: no tensor can be taken (pass an output callable choosing one).
+    """
     if isinstance(out, Tensor):
         return out
     for attr in ("logits", "last_hidden_state"):
@@ -46,7 +55,7 @@ def _default_output(out: Any) -> Tensor:
         return out[0]
     raise ShapeError(
         f"cannot take a tensor from the model output of type {type(out).__name__}; pass "
-        "output=callable(model_output) -> Tensor to the Target."
+        "output=callable(model_output) -> Tensor (e.g. to the Target) choosing it."
     )
 
 
@@ -244,7 +253,7 @@ class Target(ModuleFunction):
     # -- evaluation ------------------------------------------------------------------------
     def _forward(self, params: Mapping[str, Tensor]) -> Tensor:
         out = functional_call(self.model, dict(params), self._args, self._kwargs)
-        return self.output(out) if self.output is not None else _default_output(out)
+        return self.output(out) if self.output is not None else model_output(out)
 
     def __call__(self, theta: Tensor) -> Tensor:
         """``F_X(θ)`` flattened to a vector of length ``q``."""

@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from ..errors import MaskError, ShapeError, check_finite
+from ..groups.memory import budget_bytes
 from ..params import ParameterBlock, Selection
 from .base import Batch, Target, _split_batch
 
@@ -85,7 +86,7 @@ class FFNBoundaryTarget(Target):
         input_module: the sub-module whose input is the FFN input (default: ``up``'s module).
         block: selections over the compact names (``str`` or ``(name, bool mask)``), or ``None``.
         dtype: dtype of the compact parameters and cached inputs (default float64).
-        max_memory: memory budget in bytes for batched evaluation (:meth:`output_scale`).
+        max_memory: memory budget in bytes for batched evaluation (:meth:`output_chunks`).
     """
 
     def __init__(self, model: nn.Module, batch: Batch, *, up, down, activation: Callable[[Tensor], Tensor],
@@ -103,7 +104,7 @@ class FFNBoundaryTarget(Target):
         self.model, self.batch = model, batch
         self.projections = {"up": up, "down": down, **({"gate": gate} if gate is not None else {})}
         self.activation, self.units, self.n_moving = activation, units, int(n_moving)
-        self.max_memory = int(max_memory)
+        self.max_memory = budget_bytes(max_memory)
         self.name = name or f"{type(model).__name__}:ffn{units[:4]}{'…' if len(units) > 4 else ''}"
         h = inputs if inputs is not None else capture_inputs(model, input_module or up.weight.rsplit(".", 1)[0], batch)
         if h.shape[-1] != up.in_features:
@@ -224,10 +225,12 @@ class FFNBoundaryTarget(Target):
         per = self.p + self.q + self.h.shape[0] * s * (3 if self.gated else 2) + sum(v.numel() for v in self.params.values())
         return int(2 * n_points * per * self.theta0.element_size())
 
-    def output_scale(self, thetas: Tensor, *, max_memory: int | None = None) -> float:
-        """``sqrt(E‖F(θ) − E F‖²)`` over the rows of ``thetas``, evaluated in chunks within the budget.
+    def output_chunks(self, thetas: Tensor, *, max_memory: int | None = None) -> Iterator[Tensor]:
+        """The outputs ``F(θ)`` of the rows of ``thetas`` in chunks of rows that fit the budget.
 
-        Streaming (Chan's pairwise update of the centred sum of squares): memory is one chunk.
+        Pass them to :func:`paramsym.verdict.output_scale` for ``s_F`` (the one definition; it
+        merges chunks without holding them): memory is one chunk. The budget is checked here,
+        before anything is evaluated.
 
         Raises:
             TooLargeError: even one point exceeds ``max_memory`` bytes (default ``self.max_memory``);
@@ -235,27 +238,19 @@ class FFNBoundaryTarget(Target):
         """
         from ..errors import TooLargeError
 
-        budget = self.max_memory if max_memory is None else int(max_memory)
+        budget = self.max_memory if max_memory is None else budget_bytes(max_memory)
         one = self.estimate_bytes(1)
         if one > budget:
             raise TooLargeError(f"evaluating the boundary output at one point needs about {one / 2**20:.1f} MiB, over the "
                                 f"memory budget of {budget / 2**20:.1f} MiB; raise max_memory or use fewer units/tokens.")
         chunk = max(1, budget // one)
-        n, mean, m2 = 0, None, 0.0
-        with torch.no_grad():
+
+        def chunks() -> Iterator[Tensor]:
             for start in range(0, thetas.shape[0], chunk):
-                F = torch.func.vmap(self)(thetas[start:start + chunk].to(self.dtype))
-                nb, mb = F.shape[0], F.mean(0)
-                m2b = float((F - mb).pow(2).sum())
-                if mean is None:
-                    n, mean, m2 = nb, mb, m2b
-                else:
-                    delta = mb - mean
-                    tot = n + nb
-                    m2 = m2 + m2b + float(delta.pow(2).sum()) * n * nb / tot
-                    mean = mean + delta * (nb / tot)
-                    n = tot
-        return float((m2 / max(n, 1)) ** 0.5)
+                with torch.no_grad():
+                    yield torch.func.vmap(self)(thetas[start:start + chunk].to(self.dtype))
+
+        return chunks()
 
     # -- installing edits ---------------------------------------------------------------------
     def compact(self, theta: Tensor) -> dict[str, Tensor]:

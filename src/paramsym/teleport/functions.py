@@ -9,7 +9,8 @@ exactly (the orbit of ``p`` is its whole level set):
 * Rosenbrock ``f(x, y) = (1 − x)² + 100 (y − x²)² = ‖(1 − x, 10 (y − x²))‖²``:
   ``u = (1 − x, 10 (y − x²))``, ``u⁻¹(w) = (x, y)`` with ``x = 1 − w₁``, ``y = x² + w₂ / 10``.
 
-The group is ``SO(2) = {exp(t J)}``, ``J = [[0, −1], [1, 0]]`` (one generator). ``act`` accepts
+The group is ``SO(2) = {exp(t J)}``, ``J = [[0, −1], [1, 0]]`` (one generator, the basis ``J / √2``
+of :func:`paramsym.groups.lie.so2_basis`; ``exp(tJ)`` rotates ``u`` counter-clockwise). ``act`` accepts
 any 2 × 2 matrix (the ambient convention of :class:`~paramsym.actions.base.GroupAction`);
 invariance holds for orthogonal ones.
 """
@@ -22,16 +23,12 @@ import torch
 from torch import Tensor
 
 from ..actions.exact import ExactAction
+from ..groups.lie import so2_basis
 
-__all__ = ["booth", "rosenbrock", "BoothRotation", "RosenbrockRotation", "so2_basis"]
+__all__ = ["booth", "rosenbrock", "BoothRotation", "RosenbrockRotation"]
 
 _A = ((1.0, 2.0), (2.0, 1.0))
 _B = (7.0, 5.0)
-
-
-def so2_basis(dtype: torch.dtype = torch.float64) -> Tensor:
-    """The algebra ``so(2)``: one generator ``J / √2`` (Frobenius-normalised), shape ``(1, 2, 2)``."""
-    return torch.tensor([[[0.0, -1.0], [1.0, 0.0]]], dtype=dtype) / 2**0.5
 
 
 def booth(p: Tensor) -> Tensor:
