@@ -290,3 +290,14 @@ def test_python_api_bad_inputs() -> None:
     action = RescalingAction(F.block, "0.weight", "2.weight", earlier_bias="0.bias")
     with pytest.raises(ConfigError, match="seed"):
         check_action(action, F, seed=-1)
+
+
+def test_missing_model_suggests_only_flags_the_command_has(capsys, tmp_path):
+    """`compensate --model /nonexistent` named `--preset`, which compensate does not have; the
+    argument is named once; census (which has --preset) still suggests it."""
+    missing = str(tmp_path / "nonexistent")
+    code, _, err = _run(capsys, ["compensate", "--model", missing, "--layer", "0", "--unit", "0"])
+    assert code == 2 and "--preset" not in err and "--model: --model" not in err
+    assert "InputFileError" in err and "llama-tiny" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _run(capsys, ["census", "--model", missing])
+    assert code == 2 and "--preset NAME" in err and "--model: --model" not in err

@@ -155,9 +155,12 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
         return build()
 
 
-def load_model(path_or_name: str) -> nn.Module:
+def load_model(path_or_name: str, *, alternative: str | None = None) -> nn.Module:
     """A model directory written by ``save_pretrained``, or a name already in the local HF cache
     (loaded with eager attention; never downloading).
+
+    ``alternative`` ends the error message of an unloadable model (default: ``paramsym census``'s
+    ``--preset NAME`` with the census presets; other commands name their own).
 
     Raises:
         InputFileError: the path does not exist, or nothing loadable is found under the name.
@@ -170,4 +173,5 @@ def load_model(path_or_name: str) -> nn.Module:
     except InputFileError as exc:
         if type(exc) is not InputFileError:
             raise  # PickleWeightsError and other refusals keep their name
-        raise InputFileError(f"--model: {exc} Or use --preset NAME ({sorted(PRESETS)}).") from exc
+        alternative = alternative or f"Or use --preset NAME ({sorted(PRESETS)})."
+        raise InputFileError(f"{exc} {alternative}") from exc

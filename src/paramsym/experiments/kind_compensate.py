@@ -115,7 +115,7 @@ def load_model(name: str, seed: int = 0):
 
     if name in MODELS:
         return build_preset(name, seed)
-    return load_path(name)
+    return load_path(name, alternative=f"Or use --model NAME with a built-in model ({sorted(MODELS)}).")
 
 
 def _prefix(cfg: CompensateConfig, model):
