@@ -55,7 +55,7 @@ def _flags() -> dict:
 def cmd_affine(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..exact.presets import AFFINE_PRESETS
-    from .options import config_from_flags, open_run, threads_option
+    from .options import config_from_flags, run_kind, threads_option
 
     if args.list:
         if args.json:
@@ -68,9 +68,9 @@ def cmd_affine(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..experiments.kind_affine import KIND, AffineConfig
-    from ..experiments.registry import execute, load_run_config
 
     flags = _flags()
+    cfg = None  # read back from the run directory when resuming
     if args.resume is None:
         if not args.preset:
             raise ConfigError(f"--preset is required; valid presets: {sorted(AFFINE_PRESETS)} (or --list).")
@@ -78,16 +78,7 @@ def cmd_affine(args: argparse.Namespace) -> int:
                                    **AFFINE_PRESETS[args.preset].fields)
         cfg = config_from_flags(base, args, flags)
         cfg.validate()
-    run, resuming = open_run(args, kind=KIND, config_flags=flags)
-    if resuming:
-        cfg = load_run_config(run)
-    import torch
-
-    from .options import command_line
-
-    torch.set_num_threads(threads)
-    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(args),
-                      progress=not args.quiet and not args.json, seed=cfg.seed)
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
     out = dict(outcome.metrics)
     if run.has("timing.json"):
         out.update(run.read_json("timing.json"))

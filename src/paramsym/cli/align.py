@@ -80,14 +80,14 @@ def _run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
     from ..experiments.kind_align import KIND, AlignConfig
-    from ..experiments.registry import execute, load_run_config
-    from .options import command_line, config_from_flags, open_run, threads_option
+    from .options import config_from_flags, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     if args.census_groups:
         return _census_groups(args, threads)
     flags = _flags()
     args.models = list(args.models) or None  # none given: not a configuration flag (for --resume)
+    cfg = None  # read back from the run directory when resuming
     if args.resume is None:
         if bool(args.preset) == bool(args.models):
             raise ConfigError("give either two models A B or --preset NAME (not both, not neither).")
@@ -99,14 +99,7 @@ def _run(args: argparse.Namespace) -> int:
             base = cfg.cache_dir or os.environ.get("PARAMSYM_CACHE")
             cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(base).parent.resolve()))
         cfg.validate()
-    run, resuming = open_run(args, kind=KIND, config_flags=flags)
-    if resuming:
-        cfg = load_run_config(run)
-    import torch
-
-    torch.set_num_threads(threads)
-    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(), progress=not args.json and not args.quiet,
-                      seed=cfg.seed)
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
     summary = dict(outcome.metrics) | run.read_json("timing.json")
     if args.json:
         print(json.dumps(summary, indent=1, default=str))

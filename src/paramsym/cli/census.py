@@ -58,27 +58,20 @@ def _run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
     from ..experiments.kind_census import KIND, CensusConfig, report_markdown
-    from ..experiments.registry import execute, load_run_config
-    from .options import command_line, config_from_flags, open_run, threads_option
+    from .options import config_from_flags, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     if getattr(args, "export", None):
         return _export(args, threads)
     flags = _flags()
+    cfg = None  # read back from the run directory when resuming
     if args.resume is None:
         if args.preset is None and args.model is None:
             raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
                               "--resume DIR.")
         cfg = config_from_flags(CensusConfig(preset=None), args, flags)
         cfg.validate()
-    run, resuming = open_run(args, kind=KIND, config_flags=flags)
-    if resuming:
-        cfg = load_run_config(run)
-    import torch
-
-    torch.set_num_threads(threads)
-    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(args), progress=not args.json and not args.quiet,
-                      seed=cfg.seed)
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
     result = dict(outcome.metrics)
     timing = run.read_json("timing.json") if run.has("timing.json") else {}
     if args.json:

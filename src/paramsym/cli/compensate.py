@@ -80,11 +80,11 @@ def _run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the command line, not the library, sets the environment
     from ..errors import ConfigError
     from ..experiments.kind_compensate import KIND, MODELS, CompensateConfig
-    from ..experiments.registry import execute, load_run_config
-    from .options import command_line, config_from_flags, open_run, threads_option
+    from .options import config_from_flags, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     flags = _flags()
+    cfg = None  # read back from the run directory when resuming
     if args.resume is None:
         missing = [f"--{n}" for n in ("model", "layer", "unit") if getattr(args, n) is None]
         if missing:
@@ -97,14 +97,7 @@ def _run(args: argparse.Namespace) -> int:
                 raise ConfigError(f"{', '.join(extra)} only apply to --learned; add --learned or drop them.")
         cfg = config_from_flags(CompensateConfig(), args, flags)
         cfg.validate()
-    run, resuming = open_run(args, kind=KIND, config_flags=flags)
-    if resuming:
-        cfg = load_run_config(run)
-    import torch
-
-    torch.set_num_threads(threads)
-    outcome = execute(KIND, cfg, run, resume=resuming, command=command_line(args), progress=not args.json and not args.quiet,
-                      seed=cfg.seed)
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
     if outcome.already_finished:
         print(f"{run.path} is already finished; `paramsym report {run.path}` regenerates its report.", file=sys.stderr)
     d = dict(outcome.metrics)

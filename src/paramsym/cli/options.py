@@ -154,3 +154,28 @@ def open_run(args: argparse.Namespace, *, kind: str, config_flags: Mapping[str, 
     tmp = tempfile.mkdtemp(prefix=f"paramsym-{kind}-")
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     return RunDir(tmp), False
+
+
+def run_kind(args: argparse.Namespace, *, kind: str, cfg: Any, config_flags: Mapping[str, Any], threads: int,
+             **execute_options: Any):
+    """Run a managed kind from the command line: the one sequence every run-kind command follows.
+
+    Opens the run directory by :func:`open_run` (the ``--out``/``--resume`` rule), reloads the
+    stored configuration when resuming (``cfg`` is then ignored), sets the torch threads and calls
+    :func:`paramsym.experiments.registry.execute` with the command line, ``--json``/``--quiet``
+    (no progress bars) and the config's ``seed`` where it has one. Returns ``(run, cfg, outcome)``
+    (``cfg``: the configuration that ran, the stored one when resuming).
+    """
+    from ..experiments.registry import execute, load_run_config
+
+    run, resuming = open_run(args, kind=kind, config_flags=config_flags)
+    if resuming:
+        cfg = load_run_config(run)
+    import torch
+
+    torch.set_num_threads(threads)
+    if "seed" not in execute_options and isinstance(getattr(cfg, "seed", None), int):
+        execute_options["seed"] = cfg.seed
+    outcome = execute(kind, cfg, run, resume=resuming, command=command_line(args),
+                      progress=not args.json and not args.quiet, **execute_options)
+    return run, cfg, outcome

@@ -84,12 +84,12 @@ def _run(args: argparse.Namespace) -> int:
 
     from ..errors import ConfigError
     from ..experiments.kind_teleport import KIND, LearnedTeleportConfig, TeleportConfig
-    from ..experiments.registry import execute, load_run_config
-    from .options import command_line, open_run, threads_option
+    from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     flags = _flags()
     kind = _kind_of(args)
+    cfg = None  # read back from the run directory when resuming
     if args.resume is None:
         if (args.preset is None) == (args.action is None):
             raise ConfigError("give exactly one of --preset NAME (train with and without teleports) and --action "
@@ -106,13 +106,7 @@ def _run(args: argparse.Namespace) -> int:
                       if check is not None and getattr(args, k) is not None}
             cfg = dataclasses.replace(TeleportConfig(preset=args.preset), optimizers=args.optimizer, **values)
         cfg.validate()
-    run, resuming = open_run(args, kind=kind, config_flags=flags)
-    if resuming:
-        cfg = load_run_config(run)
-    import torch
-
-    torch.set_num_threads(threads)
-    outcome = execute(kind, cfg, run, resume=resuming, command=command_line(), progress=not args.json and not args.quiet)
+    run, cfg, outcome = run_kind(args, kind=kind, cfg=cfg, config_flags=flags, threads=threads, seed=None)
     if kind != KIND:
         return _print_learned(args, dict(outcome.metrics) | run.read_json("timing.json"))
     from ..experiments.teleport_report import summary
