@@ -36,6 +36,11 @@ from torch import Tensor, nn
 from ..errors import ConfigError, NonFiniteError, ShapeError
 from .mlp import mlp
 
+__all__ = [
+    "mexican_hat_potential", "mexican_hat_hamiltonian", "mexican_hat_force", "leapfrog_step", "leapfrog", "rk4", "ScalarMLP", "SeparableHamiltonian",
+    "force_function", "TrajectoryData", "generate_trajectories", "trajectory_windows", "trajectory_loss", "l1_penalty", "train_hamiltonian",
+]
+
 GradFn = Callable[[Tensor], Tensor]
 
 # --------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Every place that reads a model directory goes through :func:`load_model` (and
   arbitrary code when it is loaded, so nothing is ever unpickled;
 * loads the **eager** attention path (``attn_implementation="eager"``): the fused kernels have
   no forward-mode derivative;
-* never downloads (``local_files_only=True``) and never writes ``os.environ``;
+* never downloads (``local_files_only=True``) and never writes the process environment;
 * silences the library's "Loading weights" progress bars and loading warnings with
   ``quiet=True`` (for ``--json`` / ``--quiet``), restoring the previous settings afterwards.
 

@@ -24,6 +24,9 @@ from torch import nn
 
 from ..errors import ConfigError
 
+__all__ = ["activation_module", "mlp", "layer_names", "parameter_count"]
+
+
 _ACTIVATIONS = {
     "gelu": nn.GELU, "tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "softplus": nn.Softplus,
     "sigmoid": nn.Sigmoid, "identity": nn.Identity, "leaky_relu": nn.LeakyReLU,

@@ -18,6 +18,8 @@ from torch import nn
 
 from .mlp import mlp
 
+__all__ = ["reference_mlp", "teacher_student", "attention_layer"]
+
 
 def reference_mlp(widths: Sequence[int], act: str = "relu", *, bias: bool = False,
                   generator: torch.Generator | None = None) -> nn.Sequential:
