@@ -141,7 +141,8 @@ def test_forward_mode_ad_through_loaded_model(saved):
     model = load_model(path).double()
     att = A.adapt(model).layers[0].attention
     ids = torch.randint(0, 40, (1, 5), generator=torch.Generator().manual_seed(0))
-    target = Target(model, [att.q.weight, att.k.weight], {"input_ids": ids})
+    # GPT-2's query and key rows live in one fused tensor: name it once (duplicates are refused)
+    target = Target(model, list(dict.fromkeys([att.q.weight, att.k.weight])), {"input_ids": ids})
     theta = target.theta0
     v = torch.randn(theta.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     _, tangent = jvp(target, (theta,), (v,))
