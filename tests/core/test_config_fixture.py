@@ -109,3 +109,12 @@ def test_teleport_tuning_values_are_the_old_module_constants() -> None:
         assert (cfg.ascent_steps, cfg.regression_ascent_steps) == (old["ASCENT_STEPS"], old["REGRESSION_ASCENT_STEPS"])
         assert (cfg.radius, cfg.max_factor, cfg.norm_penalty) == (old["RADIUS"], old["MAX_FACTOR"], old["NORM_PENALTY"])
     assert not hasattr(TeleportConfig("booth"), "extra")
+
+
+def test_every_preset_has_exactly_one_recipe():
+    """``DiscoverConfig.for_preset`` checks names against the recipes (config.py), the problems
+    are built from ``PRESETS`` (problems.py): the two registries must name the same presets."""
+    from paramsym.discovery.config import DEFAULT_PRESET, RECIPES
+
+    assert set(RECIPES) == set(PRESETS)
+    assert DEFAULT_PRESET in PRESETS

@@ -66,5 +66,6 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 
 
 def test_no_import_cycles_in_paramsym():
-    graph = grimp.build_graph("paramsym", cache_dir=None)
+    # ``if TYPE_CHECKING:`` imports never execute, so they are not edges of the runtime graph.
+    graph = grimp.build_graph("paramsym", cache_dir=None, exclude_type_checking_imports=True)
     assert _cycles(graph) == []

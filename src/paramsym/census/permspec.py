@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -30,7 +30,9 @@ from torch.func import functional_call
 
 from ..errors import ShapeError
 from ..models.adapters import Projection
-from .spaces import Spaces
+
+if TYPE_CHECKING:  # annotation only: spaces imports the finders, which import this module
+    from .spaces import Spaces
 
 __all__ = ["PermutationSpec", "spec_from_spaces", "apply_spec", "random_perms", "verify_spec"]
 

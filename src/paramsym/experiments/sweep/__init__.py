@@ -8,7 +8,8 @@ percentiles; fits). Backends: a local process pool, or Ray Tune (``paramsym[ray]
 
 from __future__ import annotations
 
-from .driver import KIND, budget, plan_candidates, run_sweep, stored_spec
+from .driver import KIND, budget, plan_candidates
+from .launch import run_sweep, stored_spec
 from .spec import METRICS, VARIANTS, SelectSpec, SweepSpec, load_spec, spec_from_dict
 from .trials import make_trial, run_trial, trial_config, trial_id
 

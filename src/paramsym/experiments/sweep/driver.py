@@ -38,7 +38,7 @@ from .spec import SweepSpec
 from .table import aggregate, rank, render_table, score
 from .trials import SUMMARY_FILE, make_trial, summarize, trial_config
 
-__all__ = ["KIND", "budget", "default_out", "plan_candidates", "run_protocol", "run_sweep", "stored_spec"]
+__all__ = ["KIND", "budget", "default_out", "plan_candidates", "run_protocol"]
 
 KIND = "sweep"
 
@@ -134,17 +134,6 @@ def _open_out(spec: SweepSpec | None, out: str | os.PathLike | None, resume: boo
     return run
 
 
-def stored_spec(out: str | os.PathLike) -> SweepSpec:
-    """The spec a sweep directory was started with (from its ``config.json``).
-
-    Raises:
-        RunDirError: not a sweep directory; RunFileError: an unreadable or edited config.json.
-    """
-    from ..registry import load_run_config
-
-    return load_run_config(_open_out(None, out, resume=True)).spec
-
-
 class _Stage:
     """Runs one stage's trials (skipping finished ones) and prints its one-line summary."""
 
@@ -198,62 +187,6 @@ def _select(spec: SweepSpec, stage: str, points: dict[str, list[dict]], trials: 
             table.append({"variant": v, "point": pts[i], "steps": trials[v][i][0]["steps"],
                           "trials": [t["id"] for t in trials[v][i]], "score": scored[i][1], "rank": r + 1})
     return table, order
-
-
-def run_sweep(spec: SweepSpec | None, out: str | os.PathLike | None = None, *, backend: Any = "local",
-              workers: int = 1, address: str | None = None, resume: bool = False, progress: bool = True,
-              on_trial: Callable[[dict[str, Any]], None] | None = None,
-              command: str | None = None) -> dict[str, Any]:
-    """Run the sweep protocol of ``spec``; return the table (also ``OUT/metrics.json`` and ``OUT/table.json``).
-
-    Args:
-        spec: a validated spec (:func:`~.spec.load_spec`); ``None`` with ``resume``: the spec the
-            sweep in ``out`` was started with.
-        out: output directory; new sweeps need it missing or empty (default
-            ``runs/sweep-<name>-<time>``).
-        backend: ``local`` (process pool) or ``ray`` (Ray Tune), or a backend object from
-            :func:`~.backends.make_backend` to share between sweeps (its workers stay started;
-            the caller closes it).
-        workers: trials at once (local processes; Ray CPUs of a local instance).
-        address: Ray cluster to connect to (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``).
-        resume: continue the sweep in ``out``: finished trials are read, interrupted ones resume
-            from their checkpoints; a finished sweep is returned as it is.
-        progress: a progress bar over each stage's trials and a one-line summary per stage (stderr).
-        on_trial: called in the driver with each finished trial's summary (e.g. for logging).
-        command: the command line, recorded in the provenance.
-
-    Raises:
-        SweepSpecError: a grid value the configuration rejects (before anything is written), or
-            ``resume`` with a spec other than the one the sweep was started with;
-        RunDirError: ``out`` is not empty without ``resume``, or (with ``resume``) missing or not
-            a sweep directory;
-        BackendUnavailableError: Ray missing or its cluster unreachable (nothing is deleted).
-    """
-    from ..registry import execute
-    from .backends import make_backend
-
-    if spec is None:
-        if not resume:
-            raise SweepSpecError("a new sweep needs its spec (SPEC.yaml); only --resume reads it from the sweep.")
-        spec = stored_spec(out)
-    plan_candidates(spec)  # every configuration checked before anything starts
-    run = _open_out(spec, out, resume)
-    owned = isinstance(backend, str)
-    engine = make_backend(backend, workers, address) if owned else backend  # an unusable backend fails here
-    try:
-        if resume and run.has("metrics.json"):  # finished: reported, nothing rerun or rewritten
-            return run.read_json("metrics.json")
-        from .kind import SweepConfig
-
-        outcome = execute(KIND, SweepConfig(spec), run, resume=resume, command=command, progress=progress,
-                          seed=spec.validation_seeds[0],
-                          options={"engine": engine, "on_trial": on_trial},
-                          env={"device": spec.device, "backend": engine.name, "workers": engine.workers,
-                               "address": address})
-        return outcome.metrics
-    finally:
-        if owned:
-            engine.close()
 
 
 def run_protocol(spec: SweepSpec, run: RunDir, engine: Any, *, progress: bool = True,

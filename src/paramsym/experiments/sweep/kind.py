@@ -5,7 +5,7 @@
 (:func:`~.driver.run_protocol`) on the run-time ``engine`` (a backend: local processes or Ray;
 not configuration, recorded in ``env.json``) and returns the table as the metrics;
 :func:`render` writes ``report.md`` from ``metrics.json``. Runs go through
-:func:`~.driver.run_sweep`, which opens the directory and picks the backend.
+:func:`~.launch.run_sweep`, which opens the directory and picks the backend.
 """
 
 from __future__ import annotations
