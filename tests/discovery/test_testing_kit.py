@@ -203,7 +203,7 @@ def test_bad_inputs_raise_named_errors(actions):
         check_action(exact, target, bad)
     with pytest.raises(ConfigError, match="include 1"):
         check_action(exact, target, factors=(2, 4))
-    with pytest.raises(ConfigError, match="samples must be ≥ 20"):
+    with pytest.raises(ConfigError, match="samples must be an integer ≥ 20"):
         check_action(exact, target, samples=5)
     with pytest.raises(ConfigError, match="rho"):
         check_action(exact, target, rho=-1.0)
