@@ -10,9 +10,9 @@ from torch import nn
 
 from paramsym.errors import (
     ConfigError,
+    InputFileError,
     NonFiniteError,
     ParameterNameError,
-    RunFileError,
     ShapeError,
 )
 from paramsym.experiments.annulus import AnnulusConfig, build_problem
@@ -115,7 +115,7 @@ def test_load_state_named_errors(tmp_path):
     with pytest.raises(ParameterNameError, match="unexpected tensors"):
         load_mlp_state(tmp_path / "stray.safetensors", WIDTHS, "gelu")
     (tmp_path / "junk.safetensors").write_bytes(b"not a safetensors file")
-    with pytest.raises(RunFileError):
+    with pytest.raises(InputFileError, match="junk.safetensors.*Check the file"):  # the user's file: user advice
         load_mlp_state(tmp_path / "junk.safetensors", WIDTHS, "gelu")
     save_tensors(tmp_path / "p.safetensors", {"points": torch.zeros(4, 2)})
     with pytest.raises(ParameterNameError, match="no tensor 'probes'"):

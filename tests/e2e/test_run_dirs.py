@@ -105,9 +105,16 @@ def _tensor_file(run: Path) -> Path:
     ("config", _garbage, "config.json"),
 ])
 def test_resume_of_a_corrupted_run_is_one_named_line(finished_run: Path, tmp_path: Path, what, corrupt, needle) -> None:
+    """Every checkpoint of that kind corrupted (with one intact older checkpoint the run falls back
+    to it: tests/e2e/test_bad_inputs.py::test_truncated_newest_checkpoint_falls_back)."""
     run = _unfinished_copy(finished_run, tmp_path / "run")
-    target = {"tensors": _tensor_file(run), "state": run / "checkpoint" / "state.json", "config": run / "config.json"}[what]
-    corrupt(target)
+    ckpt = run / "checkpoint"
+    targets = {"tensors": sorted(ckpt.glob("tensors-*.safetensors")),
+               "state": [ckpt / "state.json", *sorted(ckpt.glob("state-*.json"))],
+               "config": [run / "config.json"]}[what]
+    for target in targets:
+        if target.exists():
+            corrupt(target)
     before = _files(run)
     _one_named_line(_cli("discover", "--resume", str(run), "--quiet"), needle, str(run))
     assert _files(run) == before  # nothing removed or rewritten
