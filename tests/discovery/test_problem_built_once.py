@@ -22,13 +22,13 @@ TINY = ["--set", "action.width=16", "--set", "verdict.samples=20", "--set", "ver
 
 def _count_builds(monkeypatch, preset: str) -> list[int]:
     calls: list[int] = []
-    build, summary = problems.PRESETS[preset]
+    build, summary = problems.BUILDERS[preset]
 
     def counting(seed: int):
         calls.append(seed)
         return build(seed)
 
-    monkeypatch.setitem(problems.PRESETS, preset, (counting, summary))
+    monkeypatch.setitem(problems.BUILDERS, preset, (counting, summary))
     return calls
 
 

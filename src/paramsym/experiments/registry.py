@@ -274,10 +274,9 @@ def get_attribution_preset(name: str) -> Preset:
 
 
 def _discovery_presets() -> list[Preset]:
-    from ..discovery.problems import DEFAULT_PRESET, PRESETS
+    from ..discovery.problems import PRESETS
 
-    return [Preset(name, "discovery", "paramsym discover --preset " + name, summary, default=name == DEFAULT_PRESET)
-            for name, (_, summary) in PRESETS.items()]
+    return list(PRESETS.values())
 
 
 def all_presets() -> list[Preset]:
