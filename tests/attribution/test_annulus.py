@@ -85,13 +85,18 @@ def test_attribute_command_quick_end_to_end(tmp_path, capsys):
     os.remove(out / "figures" / "delta_norm.png")
     assert render(run) == text
     assert (out / "figures" / "delta_norm.png").exists()
-    # rerunning into the same directory resumes: finished flows are not recomputed
-    stamp = {p.name: p.stat().st_mtime_ns for p in (out / "flows").glob("*.json")}
-    assert main(["attribute", "--preset", "annulus-wedge", "--quick", "--json", "--out", str(out),
-                 "--flow", "fixed"]) == 0
+    # rerunning into the same directory with the same options resumes: finished flows are not
+    # recomputed; other options (here only the fixed flows) are refused, nothing touched (no mix-up)
+    stamp = {p.name: p.stat().st_mtime_ns for p in (out / "flows").iterdir()}
+    assert main(["attribute", "--preset", "annulus-wedge", "--quick", "--json", "--out", str(out)]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert [r["flow"] for r in again["flows"]] == ["fixed", "fixed"]
-    assert {p.name: p.stat().st_mtime_ns for p in (out / "flows").glob("*.json")} == stamp
+    assert again["flows"] == summary["flows"]
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "flows").iterdir()} == stamp
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main(["attribute", "--preset", "annulus-wedge", "--quick", "--json", "--out", str(out),
+                 "--flow", "fixed"]) == 2
+    assert "RunDirError" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_command_errors_and_sanity_verdict(tmp_path, capsys):
