@@ -97,6 +97,16 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor]) -> Permutatio
             raise ShapeError(f"permutation spec: axis {axis} of {name!r} is claimed by {cur} and {pid}.")
         axes[name][axis] = pid
 
+    def register(pid: str, size: int, rows: dict, what: str, fused: str) -> None:
+        """Group ``pid`` (S_size) on every ``(tensor, axis)`` of ``rows`` when each of its units is a
+        contiguous block of that axis; otherwise record it as omitted (``what`` sits in ``fused``)."""
+        if all(_contiguous(grp, params[n].shape[a]) for (n, a), grp in rows.items()):
+            for (n, a) in rows:
+                put(n, a, pid)
+            perms[pid] = size
+        else:
+            omitted.append(f"{pid} (S_{size}): {what} are not contiguous blocks of one tensor axis ({fused})")
+
     D = spaces.hidden_size
     for name, axis in spaces.stream:
         put(name, axis, "P_res")
@@ -114,14 +124,8 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor]) -> Permutatio
                 for u in range(h):
                     grp[u].append(feats[u])
         rows[(ffn.down.weight, _cols_axis(ffn.down))] = [[u] for u in range(h)]
-        pid = f"P_ffn_{i}"
-        if all(_contiguous([sorted(g) for g in grp], params[n].shape[a]) for (n, a), grp in rows.items()):
-            for (n, a) in rows:
-                put(n, a, pid)
-            perms[pid] = h
-        else:
-            omitted.append(f"{pid} (S_{h}): the FFN units of {ffn.module} are not contiguous blocks of one tensor axis "
-                           "(a fused [gate | up] tensor)")
+        register(f"P_ffn_{i}", h, {k: [sorted(g) for g in grp] for k, grp in rows.items()},
+                 f"the FFN units of {ffn.module}", "a fused [gate | up] tensor")
         # heads: key/value head g with its query heads
         att = layer.attention
         Hkv, G, d = att.num_kv_heads, att.group_size, att.head_dim
@@ -135,14 +139,7 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor]) -> Permutatio
                 for g in range(Hkv):
                     grp[g] += feats[g * per:(g + 1) * per]
         rows[(att.o.weight, _cols_axis(att.o))] = [list(range(g * G * d, (g + 1) * G * d)) for g in range(Hkv)]
-        pid = f"P_heads_{i}"
-        if all(_contiguous(grp, params[n].shape[a]) for (n, a), grp in rows.items()):
-            for (n, a) in rows:
-                put(n, a, pid)
-            perms[pid] = Hkv
-        else:
-            omitted.append(f"{pid} (S_{Hkv}): the heads of {att.module} are not contiguous blocks of one tensor axis "
-                           "(a fused [Q | K | V] tensor)")
+        register(f"P_heads_{i}", Hkv, rows, f"the heads of {att.module}", "a fused [Q | K | V] tensor")
     return PermutationSpec(perms, axes, omitted)
 
 
