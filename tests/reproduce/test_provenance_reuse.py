@@ -227,3 +227,20 @@ def test_stale_run_is_a_cli_error_naming_the_options(tmp_path, capsys, monkeypat
         f = tmp_path / "file"
         f.write_text("x")
         reproduce([CHEAP], quick=True, out=f)
+
+
+def test_a_wrapped_attribution_run_starts_in_a_directory_holding_only_the_record(tmp_path):
+    """`paramsym reproduce` writes reproduce.json into out/<run> before the run starts; the annulus
+    run's other-run check must treat that directory as empty (it refused every full annulus row),
+    and still refuse one holding any other file."""
+    from paramsym.errors import RunDirError
+    from paramsym.experiments.annulus import _check_resumable
+    from paramsym.runs import RunDir
+
+    d = tmp_path / "annulus-wedge"
+    d.mkdir()
+    (d / RECORD).write_text("{}")
+    _check_resumable(RunDir(d), {"preset": "annulus-wedge"})
+    (d / "metrics.json").write_text("{}")
+    with pytest.raises(RunDirError, match="holds no config.json"):
+        _check_resumable(RunDir(d), {"preset": "annulus-wedge"})

@@ -361,8 +361,10 @@ def _check_resumable(out: RunDir, config: dict[str, Any]) -> None:
     """
     from ..errors import RunDirError
     from ..provenance import canonical
+    from .reuse import RECORD
 
-    if not out.path.is_dir() or not any(out.path.iterdir()):
+    # `paramsym reproduce` writes its record into the directory before the run starts
+    if not out.path.is_dir() or not any(p.name != RECORD for p in out.path.iterdir()):
         return
     if not out.has("config.json"):
         raise RunDirError(f"--out {str(out.path)!r} is not empty and holds no config.json (not a run of this preset); "

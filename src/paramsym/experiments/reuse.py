@@ -34,7 +34,7 @@ from ..errors import ConfigError, RunDirError, StaleRunError
 from ..provenance import config_hash, provenance, stale_reason
 from ..runs import read_json, write_json
 
-__all__ = ["PROVENANCE", "REUSE_MODES", "check_reuse", "cpu_seconds", "move_aside", "plan_subrun", "run_subrun",
+__all__ = ["PROVENANCE", "RECORD", "REUSE_MODES", "check_reuse", "cpu_seconds", "move_aside", "plan_subrun", "run_subrun",
            "write_subruns"]
 
 REUSE_MODES = ("refuse", "rerun", "stale")
@@ -42,6 +42,9 @@ REUSE_MODES = ("refuse", "rerun", "stale")
 PROVENANCE = "provenance.json"
 #: file of an experiment run directory listing what each sub-run did (reused, stale, seconds)
 SUBRUNS = "subruns.json"
+#: file `paramsym reproduce` keeps in a run directory it wraps (its provenance record); the wrapped run
+#: treats a directory holding only this file as empty
+RECORD = "reproduce.json"
 
 _HINT = ("move it away or use another output directory (`paramsym reproduce`: --rerun recomputes it, keeping the old "
          "one beside it; --reuse-stale reuses it, marked stale)")

@@ -42,7 +42,7 @@ from typing import Any
 from ...errors import ForeignRunError, ParamsymError, RunFileError, StaleRunError, UnknownClaimError
 from ...provenance import provenance, stale_reason
 from ...runs import read_json, write_json
-from ..reuse import SUBRUNS, check_reuse, cpu_seconds, move_aside
+from ..reuse import RECORD, SUBRUNS, check_reuse, cpu_seconds, move_aside
 from .claims import Claim
 from .registry import CLAIMS, RUNS
 
@@ -52,7 +52,6 @@ __all__ = ["FORMAT", "RECORD", "claim_ids", "closest_claims", "get_claims", "mar
 BY_ID: dict[str, Claim] = {c.id: c for c in CLAIMS}
 #: format tag of ``reproduce.json``
 FORMAT = "paramsym-reproduce/2"
-RECORD = "reproduce.json"
 _HINT = ("pass --rerun to recompute it (the old directory is kept beside it as <run>.stale-<time>) or --reuse-stale "
          "to reuse it marked stale")
 
