@@ -1,4 +1,8 @@
-"""The learned action network with exact identity ([Discovery] §5, eq. 7).
+"""The learned action network ([Discovery] §5, eq. 7), and a learned flow that is a group action by construction.
+
+Two kinds, chosen by ``kind`` (``action.kind`` of a discovery run):
+
+``"direct"`` (default, the paper's eq. 7)::
 
     a_X(g, θ) = θ + ( b(g, θ) − b(I, θ) ),
 
@@ -7,6 +11,30 @@
 SiLU by default, output multiplied by a fixed ``out_scale``. The difference is formed before
 adding θ, with the same deterministic network, so ``a(I, θ) = θ`` holds exactly (bitwise) for
 every θ; composition is learned.
+
+``"flow"`` (beyond the paper)::
+
+    a_X(g, θ) = Φ^{ξ(g)}(θ),   ξ(g) = M⁻¹ (⟨log g, h_j⟩_F)_j,   M_ij = ⟨h_i, h_j⟩_F,
+
+``Φ^ξ`` the time-1 flow of the autonomous field ``Σ_i ξ_i V_i(θ)``, integrated by ``flow_steps``
+classical RK4 steps; ``V(θ) = out_scale · net((θ − θ_c)/θ_scale) ∈ R^{r×p}`` (an MLP of θ alone,
+r fields), ``log`` the principal matrix logarithm (:mod:`paramsym.actions.flow`). Which laws hold:
+
+* identity: ``a(I, θ) = θ`` exactly (``log I = 0`` bitwise, a zero field moves nothing);
+* infinitesimal action: ``D_g a(I, θ)[h_i] = V_i(θ)`` exactly (RK4's derivative in ξ at ξ = 0 is
+  the field), so the fields the objectives and the verdict differentiate are the network's;
+* one generator (r = 1), or several commuting generators whose fields commute
+  (``[V_i, V_j] = 0``): ``g = exp(Σ t_i h_i)`` gives ``ξ = t``, and ``Φ^s ∘ Φ^t = Φ^{s+t}``,
+  ``Φ^{−t} ∘ Φ^t = id`` hold for the exact flow; the computed ones hold to RK4's global
+  truncation error ``O((|t|/N)⁴)`` and rounding (float32 in training, float64 in the tests).
+  For r = 1 the learned generator is only a label: ``exp(t h) ↦ Φ^t`` whatever h is;
+* several generators that do not commute: ``ξ`` projects the Baker–Campbell–Hausdorff
+  logarithm of a product onto the span, and the flow of ``Σ ξ_i V_i`` is an action only when
+  ``h ↦ Σ_i ξ_i(h) V_i`` is a Lie-algebra anti-homomorphism (``[V_i, V_j] = −Σ_k c_ij^k V_k`` for
+  ``[h_i, h_j] = Σ_k c_ij^k h_k``) on a closed algebra. That is not built in: the finite and
+  transport losses still have to learn it, exactly as for the direct kind.
+Cost: ``4 N`` network evaluations per action instead of 2; the training step evaluates two flows
+(the second at ``a(g1, θ)``) with the transport tangent carried through the first as a dual number.
 """
 
 from __future__ import annotations
@@ -14,8 +42,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..errors import ConfigError
 from ..groups.lie import MatrixLieGroup
+from . import flow as FL
 from .base import GroupAction, StepQuantities
+
+__all__ = ["KINDS", "LearnedAction", "SiLU", "mlp"]
+
+#: the kinds of learned action (module docstring)
+KINDS = ("direct", "flow")
 
 
 class SiLU(nn.Module):
@@ -38,7 +73,8 @@ def mlp(sizes: list[int], activation: type[nn.Module] = SiLU) -> nn.Sequential:
 
 
 class LearnedAction(GroupAction):
-    """``a(g, θ) = θ + b(g, θ) − b(I, θ)`` with ``b`` an MLP.
+    """``a(g, θ) = θ + b(g, θ) − b(I, θ)`` with ``b`` an MLP (``kind="direct"``), or the RK4 flow
+    ``Φ^{ξ(g)}(θ)`` of learned fields ``V_i(θ)`` (``kind="flow"``; module docstring).
 
     Args:
         group: the (learned or supplied) matrix group.
@@ -49,6 +85,11 @@ class LearnedAction(GroupAction):
         g_scale: scale dividing ``vec(g) − vec(I)``.
         width, depth: hidden width and number of hidden layers (256, 3).
         generator: ``torch.Generator`` for the initialisation.
+        kind: ``"direct"`` (eq. 7) or ``"flow"`` (a group action by construction, module docstring).
+        flow_steps: RK4 steps ``N`` of the flow kind (ignored by the direct kind).
+
+    Raises:
+        ConfigError: an unknown ``kind`` or ``flow_steps < 1``.
     """
 
     def __init__(
@@ -63,8 +104,16 @@ class LearnedAction(GroupAction):
         width: int = 256,
         depth: int = 3,
         generator: torch.Generator | None = None,
+        kind: str = "direct",
+        flow_steps: int = 4,
     ):
         super().__init__()
+        if kind not in KINDS:
+            raise ConfigError(f"action.kind must be one of {list(KINDS)}; received {kind!r}.")
+        if int(flow_steps) < 1:
+            raise ConfigError(f"action.flow_steps must be an integer ≥ 1 (RK4 steps); received {flow_steps!r}.")
+        self.kind = kind
+        self.flow_steps = int(flow_steps)
         self.group = group
         self.p = int(p)
         s = group.size
@@ -73,7 +122,10 @@ class LearnedAction(GroupAction):
         self.register_buffer("theta_scale", (ts.expand(self.p) if ts.ndim == 0 else ts.reshape(-1)).clone())
         self.register_buffer("out_scale", torch.tensor(float(out_scale)))
         self.register_buffer("g_scale", torch.tensor(float(g_scale)))
-        self.net = mlp([s * s + self.p] + [width] * depth + [self.p])
+        if kind == "flow":  # V(θ): r fields of θ alone (an autonomous field per generator)
+            self.net = mlp([self.p] + [width] * depth + [group.num_generators * self.p])
+        else:
+            self.net = mlp([s * s + self.p] + [width] * depth + [self.p])
         if generator is not None:
             with torch.no_grad():
                 for prm in self.net.parameters():
@@ -111,10 +163,15 @@ class LearnedAction(GroupAction):
         return x, dx
 
     def b(self, g: Tensor, theta: Tensor) -> Tensor:
-        """The raw network ``b(g, θ)`` (single or batched)."""
+        """The raw network ``b(g, θ)`` (single or batched; direct kind only)."""
+        if self.kind != "direct":
+            raise ConfigError(f"LearnedAction.b is the direct kind's network; this action is kind={self.kind!r} "
+                              "(use fields_all / act).")
         return self._dual(self._inputs(g, theta), None)[0] * self.out_scale.to(theta.dtype)
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        if self.kind == "flow":
+            return self.act_many(g.unsqueeze(0), theta.unsqueeze(0))[0]
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device)
         return theta + (self.b(g, theta) - self.b(eye, theta))
 
@@ -122,6 +179,8 @@ class LearnedAction(GroupAction):
     def act_many(self, g: Tensor, theta: Tensor) -> Tensor:
         if theta.ndim == 1:
             theta = theta.expand(g.shape[0], -1)
+        if self.kind == "flow":
+            return self.flow(self.coordinates(g, theta.dtype)[0], theta)[0]
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device).expand_as(g)
         # two calls of the same shape, not one call on the concatenation: a row's GEMM result
         # depends on its position in the batch, so only equal positions make a(I, θ) == θ bitwise.
@@ -137,13 +196,21 @@ class LearnedAction(GroupAction):
     def field_many(self, h: Tensor, theta: Tensor) -> Tensor:
         if h.ndim == 2:
             h = h.expand(theta.shape[0], -1, -1)
+        if self.kind == "flow":
+            dxi = FL.algebra_derivative_at_identity(h, self.group.generators().to(theta.dtype))
+            return (dxi.unsqueeze(-1) * self.fields(theta)).sum(1)
         eye = torch.eye(h.shape[-1], dtype=h.dtype, device=h.device).expand_as(h)
         return self._directional(eye, h, theta)
 
     def transported_many(self, g: Tensor, h: Tensor, theta: Tensor) -> Tensor:
+        if self.kind == "flow":
+            xi, dxi = self.coordinates(g, theta.dtype, h @ g)
+            return self.flow(xi, theta, dxi)[1]
         return self._directional(g, h @ g, theta)
 
     def fields_all(self, theta: Tensor) -> Tensor:
+        if self.kind == "flow":
+            return self.fields(theta)
         gens = self.group.generators().to(theta.dtype)
         n, r = theta.shape[0], gens.shape[0]
         v = self.field_many(gens.repeat(n, 1, 1), theta.repeat_interleave(r, 0))
@@ -159,6 +226,8 @@ class LearnedAction(GroupAction):
         derivative, ``b(g2 g1, θ)``, fields at the regulariser points) share one dual pass and
         the evaluations at ``a(g1, θ)`` a second one.
         """
+        if self.kind == "flow":
+            return self._flow_step_quantities(theta, theta_mu, g1, g2, h, infinitesimal=infinitesimal, finite=finite)
         dt = theta.dtype
         n, p = theta.shape
         gens = self.group.generators().to(dt)
@@ -208,3 +277,78 @@ class LearnedAction(GroupAction):
         y, dy = self._dual(x, dx)
         scale = self.out_scale.to(t.dtype)
         return y * scale, dy * scale
+
+    # -- the flow kind ----------------------------------------------------------------------------
+    def coordinates(self, g: Tensor, dtype: torch.dtype | None = None, dg: Tensor | None = None
+                    ) -> tuple[Tensor, Tensor | None]:
+        """``(ξ(g), Dξ(g)[dg])`` with ``ξ(g) = M⁻¹(⟨log g, h_j⟩_F)_j``, each ``(n, r)``
+        (:func:`paramsym.actions.flow.algebra_coordinates`; the second ``None`` without ``dg``)."""
+        dt = dtype or g.dtype
+        return FL.algebra_coordinates(g.to(dt), self.group.generators().to(dt), None if dg is None else dg.to(dt))
+
+    def fields(self, theta: Tensor) -> Tensor:
+        """The learned fields ``V(θ) = out_scale · net((θ − θ_c)/θ_scale)``, ``(n, r, p)`` (flow kind)."""
+        return self._fields_dual(theta, None)[0]
+
+    def _fields_dual(self, theta: Tensor, dtheta: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """``(V(θ), DV(θ)[dθ])`` from one dual pass (the second ``None`` without a tangent)."""
+        n = theta.shape[0]
+        r = self.group.num_generators
+        dt = theta.dtype
+        x = (theta - self.theta_center.to(dt)) / self.theta_scale.to(dt)
+        dx = None if dtheta is None else dtheta / self.theta_scale.to(dt)
+        y, dy = self._dual(x, dx)
+        scale = self.out_scale.to(dt)
+        v = (y * scale).reshape(n, r, self.p)
+        return v, (None if dy is None else (dy * scale).reshape(n, r, self.p))
+
+    def flow(self, xi: Tensor, theta: Tensor, dxi: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """``Φ^ξ(θ)``: ``flow_steps`` RK4 steps of ``dθ/dτ = Σ_i ξ_i V_i(θ)`` on ``τ ∈ [0, 1]``.
+
+        Args:
+            xi: coefficients ``(n, r)``; theta: start points ``(n, p)``.
+            dxi: optional tangent of the coefficients ``(n, r)``: then the second result is
+                ``D_ξ Φ^ξ(θ)[dξ]``, carried through the same RK4 stages as a dual number.
+        """
+        xi = xi.to(theta.dtype)
+        dxi = None if dxi is None else dxi.to(theta.dtype)
+
+        def field(y: Tensor, dy: Tensor | None) -> tuple[Tensor, Tensor | None]:
+            if dy is None:
+                v = self.fields(y)
+                f = (xi.unsqueeze(-1) * v).sum(1)
+                return f, (None if dxi is None else (dxi.unsqueeze(-1) * v).sum(1))
+            v, dv = self._fields_dual(y, dy)
+            f = (xi.unsqueeze(-1) * v).sum(1)
+            return f, (dxi.unsqueeze(-1) * v).sum(1) + (xi.unsqueeze(-1) * dv).sum(1)
+
+        return FL.rk4_flow(field, theta, self.flow_steps)
+
+    def _flow_step_quantities(self, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor, *,
+                              infinitesimal: bool, finite: bool) -> StepQuantities:
+        """The training step of the flow kind: one dual flow from θ (coefficients ``ξ(g1)`` with the
+        transport tangent ``Dξ(g1)[h g1]``, and ``ξ(g2 g1)``), one flow from ``a(g1, θ)`` (``ξ(g2)``);
+        fields are network evaluations. Same values as the generic computation (tested)."""
+        dt = theta.dtype
+        n = theta.shape[0]
+        gens = self.group.generators().to(dt)
+        q_fields = self.fields(torch.cat([theta_mu, theta]) if infinitesimal else theta_mu)
+        xi1, dxi1 = self.coordinates(g1, dt, h @ g1 if infinitesimal else None)
+        if finite:
+            xi = torch.cat([xi1, self.coordinates(g2 @ g1, dt)[0]])
+            dxi = None if dxi1 is None else torch.cat([dxi1, torch.zeros_like(dxi1)])
+            out, dout = self.flow(xi, torch.cat([theta, theta]), dxi)
+            moved, direct = out[:n], out[n:]
+        else:
+            moved, dout = self.flow(xi1, theta, dxi1)
+            direct = None
+        m = theta_mu.shape[0]
+        q = StepQuantities(fields_mu=q_fields[:m], moved=moved, direct=direct)
+        if infinitesimal:
+            q.fields = q_fields[m:]
+            q.transported = dout[:n]
+            dxi_h = FL.algebra_derivative_at_identity(h, gens)
+            q.field_at_moved = (dxi_h.unsqueeze(-1) * self.fields(moved)).sum(1)
+        if finite:
+            q.two_step = self.flow(self.coordinates(g2, dt)[0], moved)[0]
+        return q

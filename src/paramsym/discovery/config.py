@@ -49,7 +49,7 @@ class GroupConfig:
 
 @dataclass
 class ActionConfig:
-    """The action network ``b``: MLP of width × depth, SiLU."""
+    """The action network: MLP of width × depth, SiLU; its kind (``direct`` map or ``flow``)."""
 
     width: int = 256
     depth: int = 3
@@ -57,10 +57,20 @@ class ActionConfig:
     #: magnitude: for small β, e.g. edits of pretrained weights, so that Adam's step size is
     #: relative to the motion rather than to the weights)
     out_scale: str = "theta"
+    #: ``direct``: the paper's ``θ + b(g, θ) − b(I, θ)``; ``flow``: the RK4 flow of learned fields
+    #: along the algebra coordinates of ``g``, a group action by construction for one generator
+    #: (:class:`paramsym.actions.learned.LearnedAction`)
+    kind: str = "direct"
+    #: RK4 steps of the flow kind (``4·flow_steps`` network evaluations per action)
+    flow_steps: int = 4
 
     def validate(self) -> None:
         if self.width < 1 or self.depth < 1:
             raise ConfigError(f"action.width and action.depth must be ≥ 1; received {self.width}, {self.depth}.")
+        if self.kind not in ("direct", "flow"):
+            raise ConfigError(f"action.kind must be 'direct' or 'flow'; received {self.kind!r}.")
+        if self.flow_steps < 1:
+            raise ConfigError(f"action.flow_steps must be ≥ 1 (RK4 steps of the flow kind); received {self.flow_steps}.")
         if self.out_scale not in ("theta", "field"):
             raise ConfigError(f"action.out_scale must be 'theta' or 'field'; received {self.out_scale!r}.")
 

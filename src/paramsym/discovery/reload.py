@@ -56,7 +56,8 @@ def load_learned_action(run_dir: RunDir | str | os.PathLike, target: Target | No
     with torch.random.fork_rng(devices=[]):  # the placeholder initialisation is overwritten below
         group = MatrixLieGroup(cfg.group.size, cfg.group.generators)
         action = LearnedAction(group, p, theta_center=torch.zeros(p), theta_scale=1.0, out_scale=1.0,
-                               width=cfg.action.width, depth=cfg.action.depth)
+                               width=cfg.action.width, depth=cfg.action.depth, kind=cfg.action.kind,
+                               flow_steps=cfg.action.flow_steps)
     try:
         action.load_state_dict(tensors)
     except RuntimeError as exc:

@@ -69,6 +69,8 @@ def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scal
         width=cfg.action.width,
         depth=cfg.action.depth,
         generator=generator,
+        kind=cfg.action.kind,
+        flow_steps=cfg.action.flow_steps,
     )
 
 
@@ -77,9 +79,17 @@ def training_memory(p: int, q: int, cfg: DiscoverConfig) -> int:
     two Adam moments (4 copies), and one step's work (``~24`` float32 vectors of size ``p`` and
     ``~8`` of size ``q`` per batch point: points, moved points, fields, tangents, outputs).
 
-    ``b`` has ``(p + s²) w + (depth − 1) w² + w p`` weights (w = width, s = group size).
+    ``b`` has ``(p + s²) w + (depth − 1) w² + w p`` weights (w = width, s = group size). The flow
+    kind's field network has ``p w + (depth − 1) w² + w r p`` weights and keeps the activations of
+    its ``2 · 4 · flow_steps`` RK4 stages (two flows per step) for the backward pass.
     """
     w, s = cfg.action.width, cfg.group.size
+    if cfg.action.kind == "flow":
+        r = cfg.group.generators
+        weights = (p + 1) * w + (cfg.action.depth - 1) * (w + 1) * w + (w + 1) * r * p
+        stages = 8 * cfg.action.flow_steps
+        work = cfg.train.batch * (24 * p + 8 * q) + stages * 2 * cfg.train.batch * (w * cfg.action.depth + r * p)
+        return 4 * (4 * weights + work)
     weights = (p + s * s + 1) * w + (cfg.action.depth - 1) * (w + 1) * w + (w + 1) * p
     work = cfg.train.batch * (24 * p + 8 * q) + 8 * cfg.train.batch * w * cfg.action.depth * cfg.group.generators
     return 4 * (4 * weights + work)
