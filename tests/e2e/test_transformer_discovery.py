@@ -37,8 +37,12 @@ def test_quick_protocol_writes_a_run_with_every_measure(tmp_path) -> None:
     for variant in ("hybrid", "finite"):
         (row,) = m["per_seed"][variant]
         for key in ("ratio_random", "ratio_uncompensated", "drift_relative", "motion_median",
-                    "composition_stored_median", "composition_stored_p95", "train_seconds", "run_cpu_seconds"):
+                    "composition_error", "composition_error_p95", "beta"):
             assert row[key] is not None and row[key] == row[key], key  # present and not NaN
+        assert row["samples"] == 4 and row["rho"] == 0.5
+        timing = json.loads(out.file("timing.json").read_text())[f"{variant}-seed0"]
+        assert timing["train_cpu_seconds"] > 0  # times live in timing.json, never in metrics.json
+        assert "seconds" not in json.dumps(row)
         assert row["motion_median"] > 0 and row["drift_random"] > 0  # the edit moves weights and the random one drifts
         assert (out.path / f"{variant}-seed0" / "metrics.json").exists()
     text = render(out)
@@ -46,6 +50,7 @@ def test_quick_protocol_writes_a_run_with_every_measure(tmp_path) -> None:
     # finished sub-runs are reused: a second call trains nothing and gives the same metrics
     again = run(TransformerDiscoveryConfig.quick(), out, progress=False, problem=_tiny_problem())
     assert again["median"] == m["median"]
+    assert json.loads(out.file("metrics.json").read_text())["median"] == m["median"] and "timing" in m
 
 
 @pytest.mark.slow
