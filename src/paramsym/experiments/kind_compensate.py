@@ -5,10 +5,11 @@ One FFN unit's incoming weights and bias move by a random translation; ``K`` com
 the edit is installed into the full model (float32) and the drift of the last hidden state on
 the prefix is compared with a random translation of matched motion and with the uncompensated
 update (:mod:`paramsym.compensation`). With ``learned=True`` the learned action ([Discovery] §5)
-is trained on the same unit and compensators with the ``minilm-ffn-unit`` recipe, into the
-discovery run ``OUT/discovery-OBJECTIVE`` (checkpointed every ``checkpoint_every`` steps, so an
-interrupted run continues there on ``--resume``), and its edit ``a(g, θ0)`` is judged by the same
-protocol and keys.
+is trained on the same unit and compensators with the ``minilm-ffn-unit`` recipe (β set for the
+unit before training), into the discovery run ``OUT/discovery-OBJECTIVE`` (checkpointed every
+``checkpoint_every`` steps, so an interrupted run continues there on ``--resume``), and judged by
+the paper's protocol of :func:`paramsym.actions.ffn_unit.evaluate_action` (the module both paths
+share): 32 elements at ρ = 0.5, float32 installation, entrywise motion, stored-weight composition.
 
 Metrics: :meth:`~paramsym.compensation.CompensationResult.as_dict` plus ``model`` (closed form),
 or the learned result (``objective``, ``steps``, ``verdict``, ...); no times: the learned
@@ -62,8 +63,8 @@ class CompensateConfig:
         learned: train the learned compensating action instead of the closed form.
         objective: learned objective, ``hybrid`` or ``finite``.
         steps: training steps of the learned action (``None``: the recipe's).
-        rho: group-element radius of the learned edit (``None``: the transformer-discovery
-            evaluation radius).
+        rho: coefficient radius of the learned action's evaluation elements (``None``: the
+            recipe's 0.5, the paper's).
         checkpoint_every: checkpoint interval of the learned training (``None``: the recipe's).
     """
 

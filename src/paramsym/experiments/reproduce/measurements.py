@@ -323,11 +323,11 @@ def _grad_norm_claim(r):
     return Measured(", ".join(f"{o}: diverged in {v}/{len(r[o])} seeds" for o, v in n.items()), ok, {"optimizers": r})
 
 
-def _td_comp(row: dict[str, Any], p95: bool = False) -> float:
+def _td_comp(row: dict[str, Any], p95: bool = False) -> float | None:
     """The stored-weight composition error of a run's row (``composition_stored_*``: runs before issue 17)."""
     new, old = ("composition_error_p95", "composition_stored_p95") if p95 else ("composition_error",
                                                                               "composition_stored_median")
-    return row[new] if new in row else row[old]
+    return row.get(new, row.get(old))
 
 
 def _td_objectives(r):
@@ -532,9 +532,10 @@ def render_transformer_objectives(rows: dict[str, dict[str, Any]]) -> str:
             cs = "—" if x.get("run_cpu_seconds") is None else f"{x['run_cpu_seconds']:.0f}"
             rho = "—" if x.get("rho") is None else f"{x['rho']:g}"
             beta = "—" if x.get("beta") is None else f"{x['beta']:.3g}"
+            p95 = "—" if _td_comp(x, p95=True) is None else f"{100 * _td_comp(x, p95=True):.2f} %"
             out.append(f"| {v} | {x['seed']} | {x['steps']} | {rho} | {beta} | {cs} | {x['ratio_random']:.1f} | "
                        f"{x['ratio_uncompensated']:.1f} | {100 * x['motion_median']:.4f} % | "
-                       f"{100 * _td_comp(x):.3f} % ({100 * _td_comp(x, p95=True):.2f} %) |")
+                       f"{100 * _td_comp(x):.3f} % ({p95}) |")
     return "\n".join(out)
 
 
