@@ -86,7 +86,8 @@ class StreamRotation:
 
 def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: int = 0,
              max_sweeps: int = 100, attention: Sequence[Any] = (), rotation_axes: Mapping[str, int] | None = None,
-             max_condition: float = 1e2, max_rounds: int = 5) -> tuple[dict[str, Tensor], dict[str, Any]]:
+             max_condition: float = 1e2, max_rounds: int = 5,
+             rtol: float = 1e-6) -> tuple[dict[str, Tensor], dict[str, Any]]:
     """Align ``b`` to ``a`` over the permutation group ``spec`` (any object with ``perms`` and
     ``axes`` — :class:`paramsym.census.permspec.PermutationSpec`, built by
     :func:`paramsym.census.export.spec_for_model`), then over the continuous groups given.
@@ -103,8 +104,8 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
        tensors no other group acts on (the embeddings, the LM head: the only ones whose
        Procrustes problem does not depend on the other groups' elements), then rounds of
        (Procrustes on every stream tensor, permutation matching) — FFN/head permutations act on
-       other axes than ``M``, so they commute — for at most ``max_rounds`` rounds or until ``d``
-       stops decreasing.
+       other axes than ``M``, so they commute — for at most ``max_rounds`` rounds or until a
+       round lowers ``d`` by less than ``rtol`` times its value before alignment.
     3. ``attention`` (``attention``: the traced attention layouts): per key/value head
        ``GL(d_k)`` on query/key (layers without rotary embeddings) and ``GL(d_v)`` on
        value/output (:func:`~paramsym.alignment.matching.match_head_gl`: never above the
@@ -131,7 +132,6 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
     groups = spec_groups(spec, a)
     gen = torch.Generator().manual_seed(seed)
     a64 = {k: v.double() for k, v in a.items()}
-    b64 = {k: v.double() for k, v in b.items()}
 
     def match_all(cur: dict[str, Tensor]) -> tuple[dict[str, Tensor], int]:
         perms, sweeps = match_permutations(a64, cur, groups, generator=gen, max_sweeps=max_sweeps)
@@ -139,8 +139,9 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
             cur = permute(cur, g, perms[g.name])
         return cur, sweeps
 
-    cur, sweeps = match_all(b64)
-    dist = {"before": distance(a64, b64) ** 0.5, "permutation": distance(a64, cur) ** 0.5}
+    dist = {"before": distance(a64, b) ** 0.5}
+    cur, sweeps = match_all({k: v.double() for k, v in b.items()})
+    dist["permutation"] = distance(a64, cur) ** 0.5
     info: dict[str, Any] = {"perms": dict(spec.perms), "sweeps": sweeps}
     axes = dict(rotation_axes or {})
     d = lambda p: distance(a64, p) ** 0.5  # noqa: E731
@@ -164,28 +165,33 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
             for step in steps:
                 t = step(t)
             now = d(t)
-            if now >= best * (1 - 1e-9):
+            if now >= best - rtol * dist["before"]:  # no decrease worth another round
                 break
             p, best = t, now
         return p
 
-    candidates = {"permutation": cur}
+    kept, best_d = "permutation", dist["permutation"]
+
+    def consider(stage: str, p: dict[str, Tensor]) -> None:
+        """Keep ``p`` when it lowers ``d`` (only the best so far is held: one copy of the model)."""
+        nonlocal cur, kept, best_d
+        if d(p) < best_d:
+            cur, kept, best_d = p, stage, d(p)
+        dist[stage] = best_d
+
     start = cur
     if axes:
         fixed = {n: ax for n, ax in axes.items() if all(i in (None, "P_res") for i in spec.axes.get(n, ()))}
         start = match_all(rotate_axes(cur, axes, match_rotation(a64, cur, fixed or axes)))[0]
-        candidates["rotation"] = descend(start, [rotate_all, lambda p: match_all(p)[0]], "rotation_rounds")
+        consider("rotation", descend(start, [rotate_all, lambda p: match_all(p)[0]], "rotation_rounds"))
     if attention:
         conds: list[float] = []
         steps = [lambda p: heads(p, conds)] + ([rotate_all] if axes else []) + [lambda p: match_all(p)[0]]
-        candidates["attention"] = descend(heads(start, conds), steps, "attention_rounds")
+        start = heads(start, conds)
+        consider("attention", descend(start, steps, "attention_rounds"))
         info["attention_max_condition"] = max(conds, default=1.0)
         info["attention_query_key_layers"] = sum(1 for layout in attention if not layout.rotary_dim)
-    kept = "permutation"
-    for stage, p in candidates.items():  # each stage's distance: the best so far (a stage is kept only if it lowers d)
-        if d(p) < d(cur):
-            cur, kept = p, stage
-        dist[stage] = d(cur)
+    del start
     info["kept"] = kept
     out = {k: cur[k].to(b[k].dtype) for k in b}
     info |= {"distance": dist, "distance_before": dist["before"],

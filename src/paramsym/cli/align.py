@@ -43,7 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("models", nargs="*", metavar="MODEL", help="A and B: safetensors files or save_pretrained directories")
     p.add_argument("--preset", choices=list(ALIGN_PRESETS), help="two models trained here from seeds 0 and 1 (cached)")
     p.add_argument("--symmetries", default=None,
-                   help="comma-separated subset of permutation,rescaling,attention (default: all that apply)")
+                   help="comma-separated subset of permutation,rescaling,attention (default: all that apply); "
+                        "with --census-groups: of permutation,rotation,attention (default permutation,attention; "
+                        "rotation: RMSNorm LMs, writes norm-folded models)")
     p.add_argument("--data", default=None, help="evaluation data: auto, digits, modadd:P (files only; default auto)")
     p.add_argument("--activation", default=None, help="activation of an MLP given as safetensors (default relu)")
     p.add_argument("--width", default=None, help="preset hidden width (digits-mlp) / n_embd (modadd)")
@@ -111,15 +113,17 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: the groups ``--census-groups`` aligns over (``--symmetries``; default: all that apply)
+#: the groups ``--census-groups`` aligns over (``--symmetries``; default: permutation,attention —
+#: the rotation rewrites the model (norm scales folded, embeddings untied), so it is asked for)
 CENSUS_SYMMETRIES = ("permutation", "rotation", "attention")
 
 
 def census_plan(model, seed: int = 0, symmetries=None) -> dict:
     """What ``--census-groups`` aligns ``model``'s checkpoints over, traced once on a float64 copy.
 
-    Returns ``{"spec": PermutationSpec, "attention": [AttentionLayout per layer] or [],
-    "rotation": StreamRotation or None, "symmetries": [...]}``. ``rotation`` applies to models
+    ``symmetries``: a subset of :data:`CENSUS_SYMMETRIES` with ``permutation`` (default
+    ``permutation, attention``). Returns ``{"spec": PermutationSpec, "attention": [AttentionLayout
+    per layer] or [], "rotation": StreamRotation or None, "symmetries": [...]}``. ``rotation`` applies to models
     whose stream norms are all RMS-type without bias and whose output is read by a linear map (an
     LM head): :func:`paramsym.census.rotation.rotate_residual` (``M = I``) folds the norm scales.
 
@@ -154,14 +158,13 @@ def census_plan(model, seed: int = 0, symmetries=None) -> dict:
         sp = derive_spaces(work, inputs, _output)
     spec = spec_from_spaces(sp, {k: v.detach() for k, v in model.named_parameters()})
     plan = {"spec": spec, "attention": [], "rotation": None, "symmetries": ["permutation"]}
-    if asked is None or "rotation" in asked:
+    if asked is not None and "rotation" in asked:
         try:
             folded, _ = rotate_residual(work, inputs, _output, gen(), M=torch.eye(sp.hidden_size, dtype=torch.float64),
                                      spaces=sp)
         except SymmetryNotApplicableError as e:
-            if asked is not None:
-                raise SymmetryNotApplicableError(f"--symmetries rotation does not apply to this "
-                                                 f"{type(model).__name__}: {e} Drop it from --symmetries.") from None
+            raise SymmetryNotApplicableError(f"--symmetries rotation does not apply to this "
+                                             f"{type(model).__name__}: {e} Drop it from --symmetries.") from None
         else:
             with torch.no_grad():
                 spf = derive_spaces(folded, inputs, _output)
