@@ -8,12 +8,13 @@ layouts and applying the group elements; aim ≤ 3). Run with one thread:
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/census.py [--presets minilm,llama-tiny,...]
 
-``--part traced`` (issue 18): wall time and peak RSS, each case in a fresh process
-(``os.wait4``), of (a) the census with the traced residual stream (``layout="auto"``: the adapter
+``--part traced`` (issue 18): wall time (of the measured work), CPU time and peak RSS (of the
+whole child: imports and model load included), each case in a fresh process (``os.wait4``), of (a) the census with the traced residual stream (``layout="auto"``: the adapter
 plus the tracer) in float32, and (b) the scramble-alignment — a random element of the whole
-exported permutation group applied, then aligned back by weight matching
-(:func:`paramsym.alignment.checkpoints.align_to`) — on the real all-MiniLM-L6-v2 and on a
-GPT-2-small-sized model from ``GPT2Config()``:
+exported permutation group and a random per-head GL(d_k)/GL(d_v) element applied, then aligned
+back by weight matching and per-head GL (:func:`paramsym.alignment.checkpoints.align_to`; the
+plan traced by :func:`paramsym.cli.align.census_plan`) — on the real all-MiniLM-L6-v2 and on a
+GPT-2-small-sized model from ``GPT2Config()`` (random init, 124M parameters):
 
     OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/census.py --part traced [--cases minilm,gpt2-small]
 """
@@ -56,16 +57,33 @@ def _one(case: str, what: str) -> None:
         summary = {"entries": len(r.entries), "all_verified": r.all_verified,
                    "residual": [e.verified_error for e in r.entries if e.kind == "residual_permutation"]}
     else:
-        from paramsym.alignment.checkpoints import align_to
-        from paramsym.census.export import spec_for_model
-        from paramsym.census.permspec import apply_spec, random_perms
+        import resource
 
-        spec = spec_for_model(model)
+        from paramsym.actions.attention import QueryKeyAction, ValueOutputAction
+        from paramsym.alignment.checkpoints import align_to
+        from paramsym.census.permspec import apply_spec, random_perms
+        from paramsym.cli.align import census_plan
+
+        rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        plan = census_plan(model)  # permutation, attention (the rotation needs RMS norms: neither model has them)
+        t_plan = time.perf_counter() - t0
+        spec, gen = plan["spec"], torch.Generator().manual_seed(1)
         a = {k: v.detach() for k, v in model.named_parameters()}
-        b = apply_spec(a, spec, random_perms(spec, torch.Generator().manual_seed(1)))
-        aligned, info = align_to(a, b, spec)
+        b = apply_spec(a, spec, random_perms(spec, gen))
+        for layout in plan["attention"]:  # a random per-head GL element (cond ≲ 3) through the catalogue actions
+            for cls in (ValueOutputAction,) + (() if layout.rotary_dim else (QueryKeyAction,)):
+                d, n = layout.head_dim, layout.num_kv_heads
+                g = torch.block_diag(*[torch.eye(d) + 0.25 * torch.randn(d, d, generator=gen) / d ** 0.5 for _ in range(n)])
+                block = cls.block_for(b, layout)
+                b = block.scatter(cls(block, layout).act(g.to(b[layout.v.weight].dtype), block.gather(b)), b)
+        t1 = time.perf_counter()
+        aligned, info = align_to(a, b, spec, attention=plan["attention"])
         rel = max(float((aligned[k] - a[k]).norm() / max(float(a[k].norm()), 1e-30)) for k in a)
-        summary = {"groups": len(spec.perms), "sweeps": info["sweeps"], "max_rel_weight_error": rel}
+        summary = {"trace_s": round(t_plan, 1), "align_s": round(time.perf_counter() - t1, 1),
+                   "rss_after_load_MiB": round(rss_model), "params": sum(v.numel() for v in a.values()),
+                   "groups": len(spec.perms), "kept": info["kept"], "rounds": info.get("attention_rounds"),
+                   "distance": {k: float(f"{v:.3g}") for k, v in info["distance"].items()},
+                   "max_rel_weight_error": float(f"{rel:.2g}")}
     print(json.dumps({"seconds": time.perf_counter() - t0, **summary}))
 
 
@@ -73,14 +91,16 @@ def traced(cases: list[str], whats: list[str]) -> None:
     import json
     import subprocess
 
-    print(f"{'case':12s} {'what':10s} {'seconds':>8s} {'peak RSS MiB':>12s}  summary")
+    print(f"{'case':12s} {'what':10s} {'wall s':>8s} {'CPU s':>8s} {'peak RSS MiB':>12s}  summary")
     for case in cases:
         for what in whats:
             proc = subprocess.Popen([sys.executable, __file__, "--one", case, what], stdout=subprocess.PIPE, text=True)
             _, status, usage = os.wait4(proc.pid, 0)
             out = proc.stdout.read().strip().splitlines()
             res = json.loads(out[-1]) if out and status == 0 else {"seconds": float("nan"), "error": status}
-            print(f"{case:12s} {what:10s} {res.pop('seconds'):8.1f} {usage.ru_maxrss / 1024:12.0f}  {res}", flush=True)
+            cpu = usage.ru_utime + usage.ru_stime  # the whole child: imports and model load included
+            print(f"{case:12s} {what:10s} {res.pop('seconds'):8.1f} {cpu:8.1f} {usage.ru_maxrss / 1024:12.0f}  {res}",
+                  flush=True)
 
 
 def main() -> None:

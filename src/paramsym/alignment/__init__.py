@@ -21,22 +21,26 @@ from .arch import (
     hf_architecture,
     mlp_architecture,
 )
-from .checkpoints import align_checkpoints, align_to, spec_groups
+from .checkpoints import StreamRotation, align_checkpoints, align_to, spec_groups
 from .io import data_for, load_pair, load_side, render_report, write_outputs
 from .matching import (
     balance,
     distance,
     match_attention,
+    match_head_gl,
     match_permutations,
     match_rescaling,
+    match_rotation,
     permute,
     rescale,
+    rotate_axes,
     solve_quartic_scales,
 )
 from .path import PathCurve, barrier, evaluate, interpolate, path_curve, relative_output_error
 
 __all__ = [
-    "SYMMETRIES", "AlignmentResult", "Architecture", "PathCurve", "UnitGroup", "align_checkpoints", "align_to",
+    "SYMMETRIES", "AlignmentResult", "Architecture", "PathCurve", "StreamRotation", "UnitGroup", "align_checkpoints",
+    "align_to", "match_head_gl", "match_rotation", "rotate_axes",
     "balance", "barrier", "check_points", "check_same_architecture", "data_for", "distance", "evaluate",
     "hf_architecture", "interpolate", "load_pair", "load_side", "match_attention", "match_permutations",
     "match_rescaling", "mlp_architecture", "path_curve", "permute", "relative_output_error", "render_report", "rescale",

@@ -125,10 +125,12 @@ def apply_rescaling(params: Mapping[str, Tensor], group: UnitGroup, c: Tensor) -
     return block.scatter(act.act(torch.diag(c.to(params[e].dtype)), block.gather(params)), params)
 
 
-def apply_attention(params: Mapping[str, Tensor], layout, gqk: Tensor, gvo: Tensor) -> dict[str, Tensor]:
-    """B with per-head ``QueryKeyAction(g_QK)`` then ``ValueOutputAction(g_VO)`` applied."""
+def apply_attention(params: Mapping[str, Tensor], layout, gqk: Tensor | None, gvo: Tensor) -> dict[str, Tensor]:
+    """B with per-head ``QueryKeyAction(g_QK)`` (skipped when ``None``) then ``ValueOutputAction(g_VO)`` applied."""
     out = dict(params)
     for cls, g in ((QueryKeyAction, gqk), (ValueOutputAction, gvo)):
+        if g is None:
+            continue
         block = cls.block_for(out, layout)
         act = cls(block, layout)
         out = block.scatter(act.act(g.to(out[layout.q.weight].dtype), block.gather(out)), out)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,18 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ArchitectureMismatchError, OutputFileError
+from .align import apply_attention
 from .arch import Member, UnitGroup, check_same_architecture
-from .matching import distance, match_permutations, permute
+from .matching import (
+    distance,
+    match_head_gl,
+    match_permutations,
+    match_rotation,
+    permute,
+    rotate_axes,
+)
 
-__all__ = ["spec_groups", "align_to", "align_checkpoints"]
+__all__ = ["StreamRotation", "spec_groups", "align_to", "align_checkpoints"]
 
 
 def spec_groups(spec, params: Mapping[str, Tensor]) -> list[UnitGroup]:
@@ -55,15 +64,64 @@ def spec_groups(spec, params: Mapping[str, Tensor]) -> list[UnitGroup]:
     return groups
 
 
+@dataclass(frozen=True)
+class StreamRotation:
+    """The orthogonal group ``O(D)`` of an RMSNorm model's residual stream, as the census offers it.
+
+    Attributes:
+        fold: ``fold(model) → model``: an equivalent copy with every norm scale folded into the
+            linear maps reading it (norm weights at their identity value, tied embeddings untied)
+            — :func:`paramsym.census.rotation.rotate_residual` with ``M = I``. On the folded
+            model ``E ↦ E Mᵀ``, ``W_read ↦ W_read Mᵀ``, ``W_write ↦ M W_write``,
+            ``b_write ↦ M b_write`` leaves the outputs unchanged for every orthogonal ``M``.
+        axes: tensor → its axis carrying the stream, on the folded model (embeddings, readers,
+            writers and their biases; not the norms, whose folded scales ``M`` must not move).
+        spec: the permutation spec of the folded model (its tensor names: the LM head untied).
+    """
+
+    fold: Callable[[nn.Module], nn.Module]
+    axes: Mapping[str, int]
+    spec: Any
+
+
 def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: int = 0,
-             max_sweeps: int = 100) -> tuple[dict[str, Tensor], dict[str, Any]]:
+             max_sweeps: int = 100, attention: Sequence[Any] = (), rotation_axes: Mapping[str, int] | None = None,
+             max_condition: float = 1e2, max_rounds: int = 5,
+             rtol: float = 1e-6) -> tuple[dict[str, Tensor], dict[str, Any]]:
     """Align ``b`` to ``a`` over the permutation group ``spec`` (any object with ``perms`` and
     ``axes`` — :class:`paramsym.census.permspec.PermutationSpec`, built by
-    :func:`paramsym.census.export.spec_for_model`).
+    :func:`paramsym.census.export.spec_for_model`), then over the continuous groups given.
+
+    Stages, each a block coordinate descent on the weight distance ``d = ‖θ_A − g·θ_B‖`` (every
+    step minimises ``d`` over one factor of the group with the others fixed, so ``d`` never
+    increases within a stage); the result is the stage with the lowest ``d`` (so the reported
+    ``d`` of each stage is never above the one before):
+
+    1. ``permutation``: Git Re-Basin weight matching over every ID of ``spec`` at once.
+    2. ``rotation`` (``rotation_axes`` given: the folded RMSNorm model's stream axes,
+       :class:`StreamRotation`): ``M ∈ O(D)`` by orthogonal Procrustes
+       (:func:`~paramsym.alignment.matching.match_rotation`: exact, one SVD), started from the
+       tensors no other group acts on (the embeddings, the LM head: the only ones whose
+       Procrustes problem does not depend on the other groups' elements), then rounds of
+       (Procrustes on every stream tensor, permutation matching) — FFN/head permutations act on
+       other axes than ``M``, so they commute — for at most ``max_rounds`` rounds or until a
+       round lowers ``d`` by less than ``rtol`` times its value before alignment.
+    3. ``attention`` (``attention``: the traced attention layouts): per key/value head
+       ``GL(d_k)`` on query/key (layers without rotary embeddings) and ``GL(d_v)`` on
+       value/output (:func:`~paramsym.alignment.matching.match_head_gl`: never above the
+       identity's value; elements of condition number ≤ ``max_condition``), from the start of
+       stage 2 (its embedding-only rotation; the permutation stage without rotation), in rounds
+       of (head GL, Procrustes, permutation matching). It does not start from stage 2's end:
+       there, the Procrustes over value/output tensors still carrying a GL mismatch has bent
+       ``M`` away from the rotation the embeddings fix.
+
+    All arithmetic in float64; the aligned tensors are returned in B's dtypes.
 
     Returns:
-        ``(aligned B parameters, info)``; ``info`` holds the group sizes, the weight distance
-        ``‖θ_A − θ_B‖`` before and after, and the sweeps of weight matching.
+        ``(aligned B parameters, info)``; ``info`` holds the group sizes, ``distance`` (``d`` per
+        stage: ``before``, ``permutation``, ``rotation``, ``attention``), ``distance_before`` /
+        ``distance_after``, the sweeps of weight matching and the rounds of each stage, ``kept``
+        (the stage whose result is returned).
 
     Raises:
         ArchitectureMismatchError: B's tensors differ from A's in names or shapes.
@@ -72,15 +130,72 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
     b = {k: v.detach() for k, v in b.items()}
     check_same_architecture(a, b)
     groups = spec_groups(spec, a)
+    gen = torch.Generator().manual_seed(seed)
     a64 = {k: v.double() for k, v in a.items()}
-    b64 = {k: v.double() for k, v in b.items()}
-    perms, sweeps = match_permutations(a64, b64, groups, generator=torch.Generator().manual_seed(seed),
-                                       max_sweeps=max_sweeps)
-    out = dict(b)
-    for g in groups:
-        out = permute(out, g, perms[g.name])
-    info = {"perms": dict(spec.perms), "sweeps": sweeps, "distance_before": distance(a64, b64) ** 0.5,
-            "distance_after": distance(a64, {k: v.double() for k, v in out.items()}) ** 0.5}
+
+    def match_all(cur: dict[str, Tensor]) -> tuple[dict[str, Tensor], int]:
+        perms, sweeps = match_permutations(a64, cur, groups, generator=gen, max_sweeps=max_sweeps)
+        for g in groups:
+            cur = permute(cur, g, perms[g.name])
+        return cur, sweeps
+
+    dist = {"before": distance(a64, b) ** 0.5}
+    cur, sweeps = match_all({k: v.double() for k, v in b.items()})
+    dist["permutation"] = distance(a64, cur) ** 0.5
+    info: dict[str, Any] = {"perms": dict(spec.perms), "sweeps": sweeps}
+    axes = dict(rotation_axes or {})
+    d = lambda p: distance(a64, p) ** 0.5  # noqa: E731
+
+    def rotate_all(p: dict[str, Tensor]) -> dict[str, Tensor]:
+        return rotate_axes(p, axes, match_rotation(a64, p, axes))
+
+    def heads(p: dict[str, Tensor], conds: list[float]) -> dict[str, Tensor]:
+        for layout in attention:
+            qk, vo = match_head_gl(a64, p, layout, query_key=not layout.rotary_dim, max_condition=max_condition)
+            conds += [float(torch.linalg.cond(m)) for m in ([] if qk is None else [qk]) + [vo]]
+            p = apply_attention(p, layout, qk, vo)
+        return p
+
+    def descend(p: dict[str, Tensor], steps: list, key: str) -> dict[str, Tensor]:
+        """Rounds of ``steps`` while ``d`` decreases (each step lowers the same ``d``)."""
+        best = d(p)
+        for rnd in range(1, max_rounds + 1):
+            info[key] = rnd
+            t = p
+            for step in steps:
+                t = step(t)
+            now = d(t)
+            if now >= best - rtol * dist["before"]:  # no decrease worth another round
+                break
+            p, best = t, now
+        return p
+
+    kept, best_d = "permutation", dist["permutation"]
+
+    def consider(stage: str, p: dict[str, Tensor]) -> None:
+        """Keep ``p`` when it lowers ``d`` (only the best so far is held: one copy of the model)."""
+        nonlocal cur, kept, best_d
+        if d(p) < best_d:
+            cur, kept, best_d = p, stage, d(p)
+        dist[stage] = best_d
+
+    start = cur
+    if axes:
+        fixed = {n: ax for n, ax in axes.items() if all(i in (None, "P_res") for i in spec.axes.get(n, ()))}
+        start = match_all(rotate_axes(cur, axes, match_rotation(a64, cur, fixed or axes)))[0]
+        consider("rotation", descend(start, [rotate_all, lambda p: match_all(p)[0]], "rotation_rounds"))
+    if attention:
+        conds: list[float] = []
+        steps = [lambda p: heads(p, conds)] + ([rotate_all] if axes else []) + [lambda p: match_all(p)[0]]
+        start = heads(start, conds)
+        consider("attention", descend(start, steps, "attention_rounds"))
+        info["attention_max_condition"] = max(conds, default=1.0)
+        info["attention_query_key_layers"] = sum(1 for layout in attention if not layout.rotary_dim)
+    del start
+    info["kept"] = kept
+    out = {k: cur[k].to(b[k].dtype) for k in b}
+    info |= {"distance": dist, "distance_before": dist["before"],
+             "distance_after": distance(a64, {k: v.double() for k, v in out.items()}) ** 0.5}
     return out, info
 
 
@@ -94,9 +209,15 @@ def _save(model: nn.Module, params: Mapping[str, Tensor], path: Path) -> None:
 
 
 def align_checkpoints(model_a: nn.Module, model_b: nn.Module, spec, out: str | os.PathLike, *,
-                      seed: int = 0) -> dict[str, Any]:
-    """Align loaded checkpoint B to A over ``spec``; write ``out/aligned_b``, ``out/merged``
-    (``save_pretrained`` directories) and ``out/alignment.json``.
+                      seed: int = 0, attention: Sequence[Any] = (), rotation: StreamRotation | None = None,
+                      max_condition: float = 1e2) -> dict[str, Any]:
+    """Align loaded checkpoint B to A over ``spec`` (and the continuous groups given, see
+    :func:`align_to`); write ``out/aligned_b``, ``out/merged`` (``save_pretrained`` directories)
+    and ``out/alignment.json``.
+
+    With ``rotation``, both models are first replaced by their folded copies
+    (:attr:`StreamRotation.fold`: the same functions, norm scales folded, embeddings untied), so
+    ``aligned_b`` is B folded and aligned, and ``merged`` the midpoint of folded A and it.
 
     Raises:
         OutputFileError: ``out`` exists and is not empty (nothing is written).
@@ -108,12 +229,17 @@ def align_checkpoints(model_a: nn.Module, model_b: nn.Module, spec, out: str | o
     if type(model_a) is not type(model_b):
         raise ArchitectureMismatchError(f"A is a {type(model_a).__name__} and B a {type(model_b).__name__}; alignment needs "
                                         "two checkpoints of the same architecture.")
+    check_same_architecture(model_a.state_dict(), model_b.state_dict())  # tied tensors listed: a folded B is untied
+    axes = None
+    if rotation is not None:
+        model_a, model_b, spec, axes = rotation.fold(model_a), rotation.fold(model_b), rotation.spec, rotation.axes
     a = {k: v.detach() for k, v in model_a.named_parameters()}
-    aligned, info = align_to(a, dict(model_b.named_parameters()), spec, seed=seed)
+    aligned, info = align_to(a, dict(model_b.named_parameters()), spec, seed=seed, attention=attention,
+                             rotation_axes=axes, max_condition=max_condition)
     merged = {k: (a[k] + aligned[k]) / 2 for k in a}
     out.mkdir(parents=True, exist_ok=True)
     _save(model_b, aligned, out / "aligned_b")
     _save(model_a, merged, out / "merged")
-    info |= {"aligned_b": str(out / "aligned_b"), "merged": str(out / "merged")}
+    info |= {"folded": rotation is not None, "aligned_b": str(out / "aligned_b"), "merged": str(out / "merged")}
     (out / "alignment.json").write_text(json.dumps(info, indent=1) + "\n")
     return info

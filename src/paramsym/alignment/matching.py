@@ -50,7 +50,7 @@ from ..models.adapters import AttentionLayout
 from .arch import UnitGroup
 
 __all__ = ["balance", "match_permutations", "permute", "rescale", "match_rescaling", "solve_quartic_scales",
-           "match_attention", "distance"]
+           "match_attention", "distance", "match_rotation", "rotate_axes", "match_head_gl"]
 
 Params = dict[str, Tensor]
 
@@ -306,22 +306,76 @@ def _best_head_element(xa: Tensor, xb: Tensor, ya: Tensor, yb: Tensor, qk: bool,
 
 def match_attention(a: Mapping[str, Tensor], b: Mapping[str, Tensor], layout: AttentionLayout, *,
                     max_condition: float = 1e3, refine_steps: int = 50) -> tuple[Tensor, Tensor]:
-    """Block-diagonal ``g_QK`` and ``g_VO`` (``H d × H d``) for one attention layer (module docstring),
-    the group elements of :class:`~paramsym.actions.attention.QueryKeyAction` and
-    :class:`~paramsym.actions.attention.ValueOutputAction` on B."""
-    H, d = layout.num_heads, layout.head_dim
-    gqk = torch.zeros(H * d, H * d, dtype=torch.float64)
-    gvo = torch.zeros_like(gqk)
-    for h in range(H):
-        rows = layout.head_rows(h)
-        qa, qb = _head_rows(a, layout.q, rows), _head_rows(b, layout.q, rows)
-        ka, kb = _head_rows(a, layout.k, rows), _head_rows(b, layout.k, rows)
-        M = _best_head_element(qa, qb, ka, kb, True, max_condition, refine_steps)
-        va, vb = _head_rows(a, layout.v, rows), _head_rows(b, layout.v, rows)
-        cols = layout.o.column_positions(rows)  # (out, d)
-        oa = a[layout.o.weight].reshape(-1)[cols].double()
-        ob = b[layout.o.weight].reshape(-1)[cols].double()
-        B = _best_head_element(va, vb, oa, ob, False, max_condition, refine_steps)
-        sl = slice(h * d, (h + 1) * d)
-        gqk[sl, sl], gvo[sl, sl] = M, B
+    """Block-diagonal ``g_QK`` and ``g_VO`` (``H_kv d × H_kv d``) for one attention layer (module
+    docstring), the group elements of :class:`~paramsym.actions.attention.QueryKeyAction` and
+    :class:`~paramsym.actions.attention.ValueOutputAction` on B (:func:`match_head_gl` with both groups)."""
+    gqk, gvo = match_head_gl(a, b, layout, query_key=True, max_condition=max_condition, refine_steps=refine_steps)
     return gqk, gvo
+
+
+def match_rotation(a: Mapping[str, Tensor], b: Mapping[str, Tensor], axes: Mapping[str, int]) -> Tensor:
+    """Orthogonal Procrustes for a rotation ``M ∈ O(D)`` acting on one axis of several tensors.
+
+    ``M`` acts on tensor ``T`` along axis ``axes[T]`` (``T' = T ×_axis M``: with that axis moved
+    first and the rest flattened, ``T'₍₀₎ = M T₍₀₎``; an embedding's or reader's column axis gives
+    ``T Mᵀ``, a writer's row axis ``M T``). For orthogonal ``M``,
+    ``Σ_T ‖A₍₀₎ − M B₍₀₎‖² = const − 2 tr(Mᵀ K)`` with ``K = Σ_T A₍₀₎ B₍₀₎ᵀ`` (``D × D``), so the
+    minimiser over ``O(D)`` is ``M = U Vᵀ`` for ``K = U Σ Vᵀ`` — exact, one SVD.
+
+    Returns:
+        ``M`` (float64, ``D × D``): apply to B along ``axes``.
+    """
+    src = torch.cat([b[n].double().movedim(ax, 0).reshape(b[n].shape[ax], -1) for n, ax in axes.items()], dim=1)
+    dst = torch.cat([a[n].double().movedim(ax, 0).reshape(a[n].shape[ax], -1) for n, ax in axes.items()], dim=1)
+    return _procrustes(src, dst)
+
+
+def rotate_axes(params: Mapping[str, Tensor], axes: Mapping[str, int], M: Tensor) -> Params:
+    """``params`` with ``M`` applied along ``axes`` (:func:`match_rotation`'s convention), dtype kept."""
+    out = dict(params)
+    for n, ax in axes.items():
+        t = params[n]
+        out[n] = torch.tensordot(M.to(t.dtype), t.movedim(ax, 0), dims=1).movedim(0, ax).contiguous()
+    return out
+
+
+def _kv_group_rows(params: Mapping[str, Tensor], layout: AttentionLayout, g: int) -> tuple[Tensor, ...]:
+    """Key/value head ``g`` of ``layout``: ``Q`` (``d × G(D+1)``, its query heads side by side),
+    ``K``, ``V`` (``d × (D+1)``) and ``O`` (``G·D_out × d``, its query heads' columns stacked)."""
+    q = torch.cat([_head_rows(params, layout.q, layout.head_rows(h)) for h in layout.query_heads(g)], dim=1)
+    k = _head_rows(params, layout.k, layout.head_rows(g))
+    v = _head_rows(params, layout.v, layout.head_rows(g))
+    o = torch.cat([params[layout.o.weight].reshape(-1)[layout.o.column_positions(layout.head_rows(h))].double()
+                   for h in layout.query_heads(g)], dim=0)
+    return q, k, v, o
+
+
+def match_head_gl(a: Mapping[str, Tensor], b: Mapping[str, Tensor], layout: AttentionLayout, *,
+                  query_key: bool = True, max_condition: float = 1e2,
+                  refine_steps: int = 50) -> tuple[Tensor | None, Tensor]:
+    """Per key/value head ``g`` the GL elements aligning B to A, grouped-query layers included.
+
+    Query/key (only when ``query_key``; not under rotary embeddings): ``M_g ∈ GL(d_k)`` acts by
+    ``Q_h ↦ M_g Q_h`` for every query head ``h`` reading key head ``g`` and ``K_g ↦ M_g⁻ᵀ K_g``
+    (rows with bias), leaving every score ``q_hᵀ k_g = (M q_h)ᵀ (M⁻ᵀ k_g)`` unchanged; chosen by
+    :func:`_best_head_element` on ``f(M) = ‖M X_B − X_A‖² + ‖M⁻ᵀ K_B − K_A‖²`` with
+    ``X = [Q_h₁ | … | Q_h_G]`` (the module docstring's candidates: identity, Procrustes,
+    Sylvester, refined). Value/output: ``B_g ∈ GL(d_v)``, ``V_g ↦ B_g V_g``, ``O_h ↦ O_h B_g⁻¹``
+    for the query heads of ``g``, on ``f(B) = ‖B V_B − V_A‖² + ‖Y_B B⁻¹ − Y_A‖²`` with
+    ``Y = [O_h₁; …; O_h_G]``. Neither ``f`` exceeds its value at the identity; elements with
+    ``cond > max_condition`` are not taken (rounding of the transformed weights grows with it).
+
+    Returns:
+        ``(g_QK or None, g_VO)``: block-diagonal ``H_kv d × H_kv d`` (block ``g`` = the element of
+        key/value head ``g``), the group elements of
+        :class:`~paramsym.actions.attention.QueryKeyAction` and
+        :class:`~paramsym.actions.attention.ValueOutputAction` (apply them through those actions).
+    """
+    qk, vo = [], []
+    for g in range(layout.num_kv_heads):
+        qa, ka, va, oa = _kv_group_rows(a, layout, g)
+        qb, kb, vb, ob = _kv_group_rows(b, layout, g)
+        if query_key:
+            qk.append(_best_head_element(qa, qb, ka, kb, True, max_condition, refine_steps))
+        vo.append(_best_head_element(va, vb, oa, ob, False, max_condition, refine_steps))
+    return (torch.block_diag(*qk) if query_key else None), torch.block_diag(*vo)

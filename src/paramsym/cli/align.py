@@ -43,7 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("models", nargs="*", metavar="MODEL", help="A and B: safetensors files or save_pretrained directories")
     p.add_argument("--preset", choices=list(ALIGN_PRESETS), help="two models trained here from seeds 0 and 1 (cached)")
     p.add_argument("--symmetries", default=None,
-                   help="comma-separated subset of permutation,rescaling,attention (default: all that apply)")
+                   help="comma-separated subset of permutation,rescaling,attention (default: all that apply); "
+                        "with --census-groups: of permutation,rotation,attention (default permutation,attention; "
+                        "rotation: RMSNorm LMs, writes norm-folded models)")
     p.add_argument("--data", default=None, help="evaluation data: auto, digits, modadd:P (files only; default auto)")
     p.add_argument("--activation", default=None, help="activation of an MLP given as safetensors (default relu)")
     p.add_argument("--width", default=None, help="preset hidden width (digits-mlp) / n_embd (modadd)")
@@ -111,14 +113,85 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the groups ``--census-groups`` aligns over (``--symmetries``; default: permutation,attention —
+#: the rotation rewrites the model (norm scales folded, embeddings untied), so it is asked for)
+CENSUS_SYMMETRIES = ("permutation", "rotation", "attention")
+
+
+def census_plan(model, seed: int = 0, symmetries=None) -> dict:
+    """What ``--census-groups`` aligns ``model``'s checkpoints over, traced once on a float64 copy.
+
+    ``symmetries``: a subset of :data:`CENSUS_SYMMETRIES` with ``permutation`` (default
+    ``permutation, attention``). Returns ``{"spec": PermutationSpec, "attention": [AttentionLayout
+    per layer] or [], "rotation": StreamRotation or None, "symmetries": [...]}``. ``rotation`` applies to models
+    whose stream norms are all RMS-type without bias and whose output is read by a linear map (an
+    LM head): :func:`paramsym.census.rotation.rotate_residual` (``M = I``) folds the norm scales.
+
+    Raises:
+        ConfigError: an unknown or empty ``symmetries``, or one without ``permutation``.
+        SymmetryNotApplicableError: a requested group the model does not have (with the reason).
+        TraceError: the tracer cannot follow the model.
+    """
+    import copy
+
+    import torch
+
+    from ..alignment.checkpoints import StreamRotation
+    from ..census.permspec import spec_from_spaces
+    from ..census.rotation import rotate_residual
+    from ..census.spaces import derive_spaces
+    from ..census.walk import _output, default_inputs
+    from ..errors import ConfigError, SymmetryNotApplicableError
+    from ..models.adapters import require_eager
+
+    asked = None if symmetries is None else [s.strip() for s in symmetries if s.strip()]
+    for s in asked or []:
+        if s not in CENSUS_SYMMETRIES:
+            raise ConfigError(f"--symmetries with --census-groups: unknown {s!r}; choose from "
+                              f"{', '.join(CENSUS_SYMMETRIES)} (comma-separated).")
+    if asked is not None and "permutation" not in asked:
+        raise ConfigError(f"--symmetries with --census-groups must include permutation; received {','.join(asked)!r}.")
+    gen = lambda: torch.Generator().manual_seed(seed)  # noqa: E731
+    work = require_eager(copy.deepcopy(model)).double().eval()
+    inputs = default_inputs(work, gen())
+    with torch.no_grad():
+        sp = derive_spaces(work, inputs, _output)
+    spec = spec_from_spaces(sp, {k: v.detach() for k, v in model.named_parameters()})
+    plan = {"spec": spec, "attention": [], "rotation": None, "symmetries": ["permutation"]}
+    if asked is not None and "rotation" in asked:
+        try:
+            folded, _ = rotate_residual(work, inputs, _output, gen(), M=torch.eye(sp.hidden_size, dtype=torch.float64),
+                                     spaces=sp)
+        except SymmetryNotApplicableError as e:
+            raise SymmetryNotApplicableError(f"--symmetries rotation does not apply to this "
+                                             f"{type(model).__name__}: {e} Drop it from --symmetries.") from None
+        else:
+            with torch.no_grad():
+                spf = derive_spaces(folded, inputs, _output)
+            norms = {n for info in spf.norms.values() for n in (info.weight, info.bias) if n}
+            eye = torch.eye(sp.hidden_size, dtype=torch.float64)
+
+            def fold(m):
+                return rotate_residual(m, default_inputs(m, gen()), _output, gen(), M=eye, spaces=sp)[0]
+
+            fparams = {k: v.detach() for k, v in folded.named_parameters()}
+            plan["rotation"] = StreamRotation(fold, {n: ax for n, ax in spf.stream if n not in norms},
+                                              spec_from_spaces(spf, fparams))
+            plan["symmetries"].append("rotation")
+    if asked is None or "attention" in asked:
+        plan["attention"] = [layer.attention for layer in sp.layout.layers]
+        plan["symmetries"].append("attention")
+    return plan
+
+
 def _census_groups(args: argparse.Namespace, threads: int) -> int:
-    """``--census-groups``: weight-match two HF checkpoints over the census's whole permutation group."""
+    """``--census-groups``: align two HF checkpoints over the census's whole group (permutations,
+    the residual rotation of folded RMSNorm models, per-head GL)."""
     from pathlib import Path
 
     import torch
 
     from ..alignment.checkpoints import align_checkpoints
-    from ..census.export import spec_for_model
     from ..errors import ConfigError, OutputFileError
     from ..models.loading import load_model
     from .options import seed_option
@@ -132,11 +205,14 @@ def _census_groups(args: argparse.Namespace, threads: int) -> int:
         raise OutputFileError(f"--out {args.out!r} exists and is not empty; alignment writes into a new directory.")
     torch.set_num_threads(threads)
     ma, mb = (load_model(m, head="auto", quiet=True, argument=w) for m, w in zip(models, "AB"))
-    spec = spec_for_model(ma, seed)
-    info = align_checkpoints(ma, mb, spec, args.out, seed=seed)
-    info |= {"A": models[0], "B": models[1], "log10_order": spec.log10_order(), "omitted": spec.omitted}
+    plan = census_plan(ma, seed, None if args.symmetries is None else args.symmetries.split(","))
+    spec = plan["spec"]
+    info = align_checkpoints(ma, mb, spec, args.out, seed=seed, attention=plan["attention"], rotation=plan["rotation"])
+    info |= {"A": models[0], "B": models[1], "log10_order": spec.log10_order(), "omitted": spec.omitted,
+             "symmetries": plan["symmetries"]}
     print(json.dumps(info, indent=1) if args.json else
-          f"aligned B to A over {len(info['perms'])} permutation groups (log10 order {info['log10_order']:.1f}): "
-          f"distance {info['distance_before']:.4g} -> {info['distance_after']:.4g}; wrote {info['aligned_b']} and "
-          f"{info['merged']}")
+          f"aligned B to A over {len(info['perms'])} permutation groups (log10 order {info['log10_order']:.1f})"
+          f"{' and ' + ', '.join(plan['symmetries'][1:]) if len(plan['symmetries']) > 1 else ''}: distance "
+          + " -> ".join(f"{v:.4g}" for v in info["distance"].values()) + f" ({', '.join(info['distance'])}); wrote "
+          f"{info['aligned_b']} and {info['merged']}")
     return 0

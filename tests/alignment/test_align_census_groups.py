@@ -1,0 +1,194 @@
+"""``paramsym align A B --census-groups`` over the whole group (issue 18, item 5): permutations,
+the residual rotation of folded RMSNorm models, per-head GL(d_k)/GL(d_v).
+
+The scrambling elements are applied with code independent of the alignment: permutations through
+the census's spec (:func:`paramsym.census.permspec.apply_spec`), the rotation through the census's
+model transformation (:func:`paramsym.census.rotation.rotate_residual`), GL through the catalogue
+actions. References: the real forward pass of the models (loaded back with ``from_pretrained``).
+"""
+
+import json
+import pathlib
+import pickle
+
+import pytest
+import torch
+
+from paramsym.actions.attention import QueryKeyAction, ValueOutputAction
+from paramsym.alignment.checkpoints import align_checkpoints
+from paramsym.alignment.matching import match_rotation, rotate_axes
+from paramsym.census.permspec import apply_spec, random_perms
+from paramsym.census.rotation import random_orthogonal, rotate_residual
+from paramsym.census.walk import _output, default_inputs
+from paramsym.census.zoo import TINY, tiny_model
+from paramsym.cli import main
+from paramsym.cli.align import census_plan
+
+transformers = pytest.importorskip("transformers")
+
+CAUSAL = {"llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "opt", "falcon", "stablelm"}
+RMS = {"llama", "mistral", "qwen2", "gemma", "phi3"}  # RMSNorm LMs: the residual rotation applies
+
+
+def _params(model):
+    return {k: v.detach().clone() for k, v in model.named_parameters()}
+
+
+def _load_into(model, params):
+    with torch.no_grad():
+        for k, p in model.named_parameters():
+            p.copy_(params[k])
+    return model
+
+
+def _gl(d, n, gen, dtype):
+    """Block-diagonal, well-conditioned (cond ≲ 3) random elements of GL(d)^n."""
+    return torch.block_diag(*[torch.eye(d, dtype=dtype) + 0.25 * torch.randn(d, d, generator=gen, dtype=dtype) / d ** 0.5
+                              for _ in range(n)])
+
+
+def _apply_gl(params, layout, gen):
+    """A random per-key/value-head GL element through the catalogue actions (query/key only without rotary)."""
+    out = dict(params)
+    acts = [(ValueOutputAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64))]
+    if not layout.rotary_dim:
+        acts.append((QueryKeyAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64)))
+    for cls, g in acts:
+        block = cls.block_for(out, layout)
+        out = block.scatter(cls(block, layout).act(g.to(out[layout.v.weight].dtype), block.gather(out)), out)
+    return out
+
+
+def _scramble(name, dtype, seed=11, noise=0.0):
+    """(A folded where the rotation applies, B = g·(A + noise), the plan): ``g`` a random element
+    of the whole group, B as a model."""
+    causal = name in CAUSAL
+    model = tiny_model(name, causal_lm=causal).to(dtype)
+    plan = census_plan(model, symmetries=["permutation", "rotation", "attention"] if name in RMS else None)
+    gen = torch.Generator().manual_seed(seed)
+    rot = plan["rotation"]
+    a_model = rot.fold(model) if rot else model
+    spec = rot.spec if rot else plan["spec"]
+    theta = _params(a_model)
+    if noise:
+        theta = {k: v + noise * v.std() * torch.randn(v.shape, generator=gen, dtype=v.dtype) if v.dim() == 2 else v
+                 for k, v in theta.items()}
+    theta = apply_spec(theta, spec, random_perms(spec, gen))
+    b_model = _load_into(tiny_model(name, causal_lm=causal).to(dtype), theta) if not rot else \
+        _load_into(rot.fold(tiny_model(name, causal_lm=causal).to(dtype)), theta)
+    if rot:
+        inputs = default_inputs(b_model, torch.Generator().manual_seed(0))
+        b_model, _ = rotate_residual(b_model, inputs, _output, gen, M=random_orthogonal(b_model.config.hidden_size, gen))
+    theta = _params(b_model)
+    for layout in plan["attention"]:
+        theta = _apply_gl(theta, layout, gen)
+    return a_model, _load_into(b_model, theta), plan
+
+
+def _rel(x, y):
+    return float((x - y).norm() / y.norm())
+
+
+@pytest.mark.parametrize("name,dtype", [(n, torch.float32) for n in TINY] + [("gpt2", torch.float64)])
+def test_scramble_by_the_whole_group_is_undone(tmp_path, name, dtype):
+    """A random element of permutations × residual rotation (RMSNorm LMs) × per-head GL applied to
+    a tiny model; aligned back, the weights are recovered to ≤ 1e-5 relative and the written
+    directories compute A's function."""
+    a_model, b_model, plan = _scramble(name, dtype)
+    a = _params(a_model)
+    moved = {k: _rel(v, a[k]) for k, v in _params(b_model).items() if a[k].norm() > 0}
+    assert max(moved.values()) > 0.1  # scrambled
+    info = align_checkpoints(a_model, b_model, plan["spec"], tmp_path / "out", attention=plan["attention"],
+                             rotation=plan["rotation"])
+    assert info["kept"] == "attention" and ("rotation" in info["distance"]) == (name in RMS)
+    cls = transformers.AutoModelForCausalLM if name in CAUSAL else transformers.AutoModel
+    got = cls.from_pretrained(tmp_path / "out" / "aligned_b", attn_implementation="eager", torch_dtype=dtype).eval()
+    merged = cls.from_pretrained(tmp_path / "out" / "merged", attn_implementation="eager", torch_dtype=dtype).eval()
+    tol = 1e-5 if dtype == torch.float32 else 1e-10
+    for k, v in got.named_parameters():
+        assert float((v - a[k]).norm()) <= tol * max(float(a[k].norm()), 1e-12), (k, _rel(v, a[k]))
+    inputs = default_inputs(a_model, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ref, out, mid = _output(a_model(**inputs)), _output(got(**inputs)), _output(merged(**inputs))
+    assert _rel(out, ref) <= tol and _rel(mid, ref) <= tol
+    assert info["distance_after"] <= tol * info["distance_before"]
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_continuous_groups_lower_the_distance_of_independently_perturbed_models(tmp_path, name):
+    """A and B = g·(A + noise) (independent 30% perturbations of every matrix): the rotation and GL
+    stages lower the weight distance below permutation-only, and the aligned B computes B's function."""
+    a_model, b_model, plan = _scramble(name, torch.float32, noise=0.3)
+    info = align_checkpoints(a_model, b_model, plan["spec"], tmp_path / "out", attention=plan["attention"],
+                             rotation=plan["rotation"])
+    d = info["distance"]
+    assert d["before"] > d["permutation"] and d["attention"] < 0.9 * d["permutation"], d
+    if name in RMS:
+        assert d["rotation"] < d["permutation"], d
+    got = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "aligned_b",
+                                                            attn_implementation="eager").eval()
+    inputs = default_inputs(a_model, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert _rel(_output(got(**inputs)), _output(b_model(**inputs))) <= 1e-5
+
+
+def test_rotate_axes_equals_the_census_rotation():
+    """The alignment's rotation along the traced stream axes is the census's model transformation."""
+    model = tiny_model("llama", causal_lm=True).double()
+    rot = census_plan(model, symmetries=["permutation", "rotation"])["rotation"]
+    folded = rot.fold(model)
+    gen = torch.Generator().manual_seed(3)
+    M = random_orthogonal(64, gen)
+    ref, _ = rotate_residual(folded, default_inputs(folded, gen), _output, gen, M=M)
+    got = rotate_axes(_params(folded), rot.axes, M)
+    assert set(rot.axes) >= {"model.embed_tokens.weight", "lm_head.weight"}
+    for k, v in _params(ref).items():
+        assert torch.allclose(got[k], v, rtol=0, atol=1e-12), k
+    assert torch.allclose(match_rotation(_params(ref), _params(folded), rot.axes), M, atol=1e-10)
+
+
+def test_census_groups_cli_symmetries_and_bad_inputs(tmp_path, capsys):
+    """--symmetries picks the groups; a group the model lacks, an --out that exists and a
+    pickle-only checkpoint are refused by name with nothing written."""
+    tiny_model("gpt2", causal_lm=True).save_pretrained(tmp_path / "A")
+    tiny_model("gpt2", seed=1, causal_lm=True).save_pretrained(tmp_path / "B")
+    base = ["align", str(tmp_path / "A"), str(tmp_path / "B"), "--census-groups", "--json"]
+    assert main(base + ["--symmetries", "permutation", "--out", str(tmp_path / "p")]) == 0
+    assert main(base + ["--out", str(tmp_path / "full")]) == 0
+    p = json.loads((tmp_path / "p" / "alignment.json").read_text())
+    full = json.loads((tmp_path / "full" / "alignment.json").read_text())
+    assert p["kept"] == "permutation" and full["kept"] == "attention"
+    assert full["distance"]["attention"] < full["distance"]["permutation"] == pytest.approx(p["distance_after"])
+    capsys.readouterr()
+    out = tmp_path / "rot"
+    assert main(base + ["--symmetries", "permutation,rotation", "--out", str(out)]) == 2
+    assert "SymmetryNotApplicableError" in capsys.readouterr().err and not out.exists()
+    assert main(base + ["--symmetries", "attention", "--out", str(out)]) == 2
+    assert "ConfigError" in capsys.readouterr().err and not out.exists()
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("keep")
+    assert main(base + ["--out", str(tmp_path / "taken")]) == 2
+    assert "OutputFileError" in capsys.readouterr().err
+    assert [f.name for f in (tmp_path / "taken").iterdir()] == ["keep.txt"]
+    pk = tmp_path / "pickle"
+    pk.mkdir()
+    (pk / "config.json").write_text((tmp_path / "B" / "config.json").read_text())
+    ran = tmp_path / "unpickled"
+    (pk / "pytorch_model.bin").write_bytes(pickle.dumps(_Touch(ran)))
+    pickle.loads((pk / "pytorch_model.bin").read_bytes())  # the payload is live ...
+    assert ran.exists()
+    ran.unlink()
+    assert main(["align", str(tmp_path / "A"), str(pk), "--census-groups", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "PickleWeightsError" in err and "pytorch_model.bin" in err and not out.exists()
+    assert not ran.exists()  # ... and alignment never unpickled it
+
+
+class _Touch:
+    """Unpickling creates ``path``."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (self.path,))
