@@ -106,11 +106,12 @@ def budgeted(compute: Callable[[bool, Path], dict[str, Any]]) -> Make:
     return make
 
 
-def kept(compute: Callable[[bool], dict[str, Any]]) -> Make:
-    """A run computed in this process: ``compute(quick)``'s result, kept as ``out/result.json``."""
+def kept(compute: Callable[[bool, Path], dict[str, Any]]) -> Make:
+    """A run computed in this process: ``compute(quick, out)``'s result, kept as ``out/result.json``
+    (``out`` also holds whatever else the computation keeps, e.g. trained models)."""
 
     def run(quick: bool, out: Path) -> dict[str, Any]:
-        res = compute(quick)
+        res = compute(quick, out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "result.json").write_text(json.dumps(res, indent=1))
         return res
@@ -208,7 +209,7 @@ def _attribution(preset: str, stage: str | None, overrides: tuple[str, ...] = ()
 
 
 @kept
-def _reynolds(quick: bool) -> dict[str, Any]:
+def _reynolds(quick: bool, out: Path) -> dict[str, Any]:
     from .exact_checks import reynolds_mexican_hat
 
     return reynolds_mexican_hat()

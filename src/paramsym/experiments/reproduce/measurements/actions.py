@@ -4,6 +4,7 @@ the parameters.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..claims.base import Claim, Measured
@@ -15,7 +16,7 @@ M = "[Measurement]"
 
 
 @kept
-def _actions(quick: bool) -> dict[str, Any]:
+def _actions(quick: bool, out: Path) -> dict[str, Any]:
     from ..action_checks import action_checks
 
     return action_checks()

@@ -30,7 +30,7 @@ def _align(quick: bool, out: Path) -> dict[str, Any]:
 
 
 @kept
-def _rebasin(quick: bool) -> dict[str, Any]:
+def _rebasin(quick: bool, out: Path) -> dict[str, Any]:
     from ...rebasin_compare import compare
 
     res = compare(REBASIN_QUICK if quick else REBASIN_FULL)
@@ -38,7 +38,7 @@ def _rebasin(quick: bool) -> dict[str, Any]:
 
 
 @kept
-def _modadd(quick: bool) -> dict[str, Any]:
+def _modadd(quick: bool, out: Path) -> dict[str, Any]:
     import torch
 
     from ....alignment.align import align

@@ -38,7 +38,7 @@ def _teleport_digits(quick: bool, out: Path) -> dict[str, Any]:
 
 
 @kept
-def _teleport_grad_norm(quick: bool) -> dict[str, Any]:
+def _teleport_grad_norm(quick: bool, out: Path) -> dict[str, Any]:
     import math
 
     from ...teleport_mlp import _train
