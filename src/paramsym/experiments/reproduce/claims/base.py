@@ -29,12 +29,15 @@ Paper keys: [Discovery], [Attribution], [Attention] (docs/papers.md).
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["A", "D", "KINDS", "MINILM", "REL", "T", "Claim", "Measured", "Printed", "missing_note", "pct", "sig"]
+__all__ = ["A", "D", "KINDS", "MINILM", "REL", "T", "Claim", "Measured", "Printed", "ROUNDING_RULE", "floor_bound", "missing_note", "pct",
+           "sig"]
 
 #: ``reproduction`` (counted), ``related`` (another method or model: shown, not counted),
 #: ``measurement`` (our own documented measurement: shown, not counted)
@@ -150,6 +153,24 @@ def pct(x: float, digits: int = 3) -> str:
 
 def sig(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
+
+
+#: how :func:`floor_bound` reports an error at the rounding floor (rendered beside the numbers)
+ROUNDING_RULE = ("errors at float64 rounding are shown as bounds, not as the digits one machine printed: ≤ 10^k, "
+                 "the smallest power of ten ≥ n·ε (n the dimension of the matrices, ε = 2.2e-16); a larger error "
+                 "would be shown as measured")
+
+
+def floor_bound(x: float, n: int = 1, eps: float = sys.float_info.epsilon) -> str:
+    """An error of an exact float64 computation as a bound at its rounding floor.
+
+    Below ``n·ε`` the printed digits are the machine's, not the method's (measured: the equivariance
+    error of 16 copies of R[D4], n = 128, was 3.6e-15 on one machine and 1.8e-14 on another). So a
+    value ``x ≤ B = 10^⌈log10(n ε)⌉`` is written ``"≤ B"``; a larger value is written as measured
+    (two significant digits), so an error above the floor is never hidden (:data:`ROUNDING_RULE`).
+    """
+    bound = 10.0 ** math.ceil(math.log10(n * eps))
+    return f"≤ {bound:.0e}".replace("e-0", "e-") if x <= bound else f"{x:.2g}"
 
 
 def missing_note(present: Any, full: Any) -> str:
