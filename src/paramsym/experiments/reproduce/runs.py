@@ -1,7 +1,7 @@
 """The runs behind the paper claims: one entry per experiment or command, at two budgets.
 
 A :class:`RunSpec` names one computation whose output several claims read (the objectives
-comparison feeds four Table 1 claims, one annulus run feeds three flow claims). ``full(out)``
+comparison feeds five Table 1 claims, one annulus run feeds three flow claims). ``full(out)``
 runs the documented budget, ``quick(out)`` the reduced one (the experiment's own ``quick()``
 config); both write a run directory ``out`` and return its result dictionary. Nothing here
 re-implements an experiment: trained runs call the experiments' ``run(cfg, out)``, exact ones
