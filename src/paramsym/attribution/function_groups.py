@@ -30,6 +30,9 @@ from ..groups.lie import rotation, so2_generator
 from ..groups.reps import Representation
 from .jacobian import check_probes
 
+__all__ = ["OMEGA", "REFLECTION", "FunctionGroup", "cyclic", "dihedral", "finite_group", "function_group", "lie_group",
+           "o2", "so2"]
+
 #: SO(2) generator of [Attribution] App. C.1: ``Ω = −J = Jᵀ = [[0, 1], [−1, 0]]`` with the one
 #: so(2) generator ``J`` of :func:`paramsym.groups.lie.so2_generator` (``exp(tJ) = R_t``,
 #: counter-clockwise), so ``exp(tΩ) = R_{−t}``. Attribution keeps the paper's sign: its
