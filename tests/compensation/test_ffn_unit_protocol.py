@@ -112,10 +112,11 @@ def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_p
 
     # the same unit, the trained action, the evaluation's elements (documented draw: seed --seed 0)
     from paramsym.discovery.run import load_learned_action
-    from paramsym.experiments.kind_compensate import CompensateConfig, _prefix, load_model
+    from paramsym.experiments.kind_compensate import CompensateConfig, _prefix
+    from paramsym.models.loading import load_model  # the one loader (a save_pretrained directory)
 
     cfg = CompensateConfig(model=str(tmp_path / "bert"), layer=LAYER, unit=UNIT, tokens=TOKENS, learned=True)
-    host = load_model(cfg.model).float().eval()
+    host = load_model(cfg.model, quiet=True).float().eval()
     setup = prepare(host, layer=LAYER, unit=UNIT, batch=_prefix(cfg, host))
     assert setup.compensators == d["compensators"]
     action = load_learned_action(out / "discovery-hybrid", setup.target).double().eval()
@@ -129,7 +130,7 @@ def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_p
     motions, comps = [], []
     with torch.no_grad():
         for i in range(32):
-            work = load_model(cfg.model).float().eval()
+            work = load_model(cfg.model, quiet=True).float().eval()
             _install(work, action.act_many(g1[i:i + 1], base[None])[0], j, B, dm)
             th1 = _read(work, j, B)  # float32 as stored
             rel = (th1 - base).abs()[base != 0] / base.abs()[base != 0]

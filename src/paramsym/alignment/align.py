@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from ..actions.attention import QueryKeyAction, ValueOutputAction
+from ..actions.base import GroupAction
 from ..actions.catalogue import catalogue
 from ..actions.linear import RescalingAction
 from ..actions.permutation import HiddenPermutationAction
@@ -105,13 +106,18 @@ def resolve_symmetries(arch: Architecture, requested: Sequence[str] | None) -> l
 
 
 # -- applying group elements through the catalogue actions ------------------------------------
+def _pair_action(params: Mapping[str, Tensor], group: UnitGroup, action: type) -> tuple[ParameterBlock, GroupAction]:
+    """The block of ``group.pair`` (earlier weight, its bias, later weight) and ``action`` on it."""
+    e, bias, later = group.pair
+    block = ParameterBlock.from_params(params, [e] + ([bias] if bias else []) + [later])
+    return block, action(block, e, later, earlier_bias=bias)
+
+
 def apply_permutation(params: Mapping[str, Tensor], group: UnitGroup, perm: Tensor) -> dict[str, Tensor]:
     """B with ``group``'s units permuted (new unit ``i`` = old unit ``perm[i]``)."""
     if group.pair is None:
         return permute(params, group, perm)
-    e, bias, later = group.pair
-    block = ParameterBlock.from_params(params, [e] + ([bias] if bias else []) + [later])
-    act = HiddenPermutationAction(block, e, later, earlier_bias=bias)
+    block, act = _pair_action(params, group, HiddenPermutationAction)
     return block.scatter(act.act_permutation(perm, block.gather(params)), params)
 
 
@@ -119,10 +125,8 @@ def apply_rescaling(params: Mapping[str, Tensor], group: UnitGroup, c: Tensor) -
     """B with ``group``'s incoming weights/bias × ``c`` and outgoing weights ÷ ``c``."""
     if group.pair is None:
         return rescale(params, group, c)
-    e, bias, later = group.pair
-    block = ParameterBlock.from_params(params, [e] + ([bias] if bias else []) + [later])
-    act = RescalingAction(block, e, later, earlier_bias=bias)
-    return block.scatter(act.act(torch.diag(c.to(params[e].dtype)), block.gather(params)), params)
+    block, act = _pair_action(params, group, RescalingAction)
+    return block.scatter(act.act(torch.diag(c.to(params[group.pair[0]].dtype)), block.gather(params)), params)
 
 
 def apply_attention(params: Mapping[str, Tensor], layout, gqk: Tensor | None, gvo: Tensor) -> dict[str, Tensor]:

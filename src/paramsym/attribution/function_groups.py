@@ -30,6 +30,9 @@ from ..groups.lie import rotation, so2_generator
 from ..groups.reps import Representation
 from .jacobian import check_probes
 
+__all__ = ["OMEGA", "REFLECTION", "FunctionGroup", "cyclic", "dihedral", "finite_group", "function_group", "lie_group",
+           "o2", "so2"]
+
 #: SO(2) generator of [Attribution] App. C.1: ``Ω = −J = Jᵀ = [[0, 1], [−1, 0]]`` with the one
 #: so(2) generator ``J`` of :func:`paramsym.groups.lie.so2_generator` (``exp(tJ) = R_t``,
 #: counter-clockwise), so ``exp(tΩ) = R_{−t}``. Attribution keeps the paper's sign: its
@@ -165,6 +168,16 @@ class FunctionGroup:
 # --------------------------------------------------------------------------------------------
 
 
+def _uniform(name: str, taus: Tensor, rhos: Tensor, tau_generators: Tensor, rho_generators: Tensor,
+             **extra) -> FunctionGroup:
+    """A :class:`FunctionGroup` whose quadrature gives every one of its ``m`` points weight ``1/m``
+    (dimensions from the matrices)."""
+    m = taus.shape[0]
+    return FunctionGroup(name=name, input_dim=taus.shape[1], output_dim=rhos.shape[1], tau_generators=tau_generators,
+                         rho_generators=rho_generators, taus=taus, rhos=rhos,
+                         weights=torch.full((m,), 1.0 / m, dtype=torch.float64), **extra)
+
+
 def _planar(input_dim, input_plane, output_dim, output_plane):
     _check_plane("input_plane", input_plane, input_dim)
     _check_plane("output_plane", output_plane, output_dim)
@@ -191,17 +204,9 @@ def so2(
     angles = 2 * math.pi * torch.arange(n_quadrature, dtype=torch.float64) / n_quadrature
     taus = torch.stack([_embed(rotation(a), input_dim, input_plane) for a in angles])
     rhos = torch.stack([_embed(rotation(a), output_dim, output_plane) for a in angles])
-    return FunctionGroup(
-        name="SO(2)",
-        input_dim=input_dim,
-        output_dim=output_dim,
-        tau_generators=_embed_alg(OMEGA, input_dim, input_plane).unsqueeze(0),
-        rho_generators=_embed_alg(OMEGA, output_dim, output_plane).unsqueeze(0),
-        taus=taus,
-        rhos=rhos,
-        weights=torch.full((n_quadrature,), 1.0 / n_quadrature, dtype=torch.float64),
-        meta={"input_plane": tuple(input_plane), "output_plane": output_plane, "kind": "so2"},
-    )
+    return _uniform("SO(2)", taus, rhos, _embed_alg(OMEGA, input_dim, input_plane).unsqueeze(0),
+                    _embed_alg(OMEGA, output_dim, output_plane).unsqueeze(0),
+                    meta={"input_plane": tuple(input_plane), "output_plane": output_plane, "kind": "so2"})
 
 
 def o2(
@@ -217,18 +222,7 @@ def o2(
     ref_out = _embed(REFLECTION, output_dim, output_plane)
     taus = torch.cat([g.taus, g.taus @ ref_in])
     rhos = torch.cat([g.rhos, g.rhos @ ref_out])
-    m = taus.shape[0]
-    return FunctionGroup(
-        name="O(2)",
-        input_dim=input_dim,
-        output_dim=output_dim,
-        tau_generators=g.tau_generators,
-        rho_generators=g.rho_generators,
-        taus=taus,
-        rhos=rhos,
-        weights=torch.full((m,), 1.0 / m, dtype=torch.float64),
-        meta={**g.meta, "kind": "o2"},
-    )
+    return _uniform("O(2)", taus, rhos, g.tau_generators, g.rho_generators, meta={**g.meta, "kind": "o2"})
 
 
 def function_group(
@@ -260,21 +254,11 @@ def function_group(
                 f"{group.name} (order {group.order}); build both representations on the same group."
             )
         rep.check()
-    m = group.order
     d_in, d_out = rep_in.dim, rep_out.dim
-    return FunctionGroup(
-        name=name or group.name,
-        input_dim=d_in,
-        output_dim=d_out,
-        tau_generators=torch.zeros(0, d_in, d_in, dtype=torch.float64),
-        rho_generators=torch.zeros(0, d_out, d_out, dtype=torch.float64),
-        taus=torch.from_numpy(np.array(rep_in.matrices, dtype=np.float64)),
-        rhos=torch.from_numpy(np.array(rep_out.matrices, dtype=np.float64)),
-        weights=torch.full((m,), 1.0 / m, dtype=torch.float64),
-        finite=True,
-        meta=dict(meta or {"kind": "finite"}),
-        structure=group,
-    )
+    return _uniform(name or group.name, torch.from_numpy(np.array(rep_in.matrices, dtype=np.float64)),
+                    torch.from_numpy(np.array(rep_out.matrices, dtype=np.float64)),
+                    torch.zeros(0, d_in, d_in, dtype=torch.float64), torch.zeros(0, d_out, d_out, dtype=torch.float64),
+                    finite=True, meta=dict(meta or {"kind": "finite"}), structure=group)
 
 
 def _planar_reps(group, rotations_of, input_dim, input_plane, output_dim, output_plane):

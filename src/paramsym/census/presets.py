@@ -31,7 +31,7 @@ from torch import nn
 from ..errors import InputFileError, check_seed
 from ..presets import Preset, PresetTable
 
-__all__ = ["PRESETS", "build_preset", "load_model", "preset_inputs"]
+__all__ = ["PRESETS", "build_preset", "preset_inputs"]
 
 
 class _SelfAttention(nn.Module):
@@ -153,25 +153,3 @@ def build_preset(name: str, seed: int = 0) -> nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(check_seed(seed))
         return build()
-
-
-def load_model(path_or_name: str, *, alternative: str | None = None) -> nn.Module:
-    """A model directory written by ``save_pretrained``, or a name already in the local HF cache
-    (loaded with eager attention; never downloading).
-
-    ``alternative`` ends the error message of an unloadable model (default: ``paramsym census``'s
-    ``--preset NAME`` with the census presets; other commands name their own).
-
-    Raises:
-        InputFileError: the path does not exist, or nothing loadable is found under the name.
-    """
-    # the one loader: safetensors only, pickles refused
-    from ..models.loading import load_model as _load
-
-    try:
-        return _load(path_or_name, quiet=True, argument="--model")
-    except InputFileError as exc:
-        if type(exc) is not InputFileError:
-            raise  # PickleWeightsError and other refusals keep their name
-        alternative = alternative or f"Or use --preset NAME ({sorted(PRESETS)})."
-        raise InputFileError(f"{exc} {alternative}") from exc

@@ -23,7 +23,6 @@ and ``MemoryError`` (an input far beyond what fits).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
 import sys
@@ -31,7 +30,7 @@ import sys
 from .. import __version__
 from ..errors import ParamsymError
 
-__all__ = ["COMMAND_MODULES", "ArgumentParser", "build_parser", "main", "quiet_libraries"]
+__all__ = ["COMMAND_MODULES", "ArgumentParser", "build_parser", "main"]
 
 #: Modules that contribute sub-commands (each has ``register(subparsers)``).
 COMMAND_MODULES = [
@@ -89,55 +88,6 @@ def _error(command: str, name: str, message: str) -> int:
     return 2
 
 
-@contextlib.contextmanager
-def quiet_libraries(quiet: bool):
-    """With ``quiet`` (``--json`` / ``--quiet``): no Hugging Face progress bars ("Loading weights",
-    "Writing model shards") and only error-level transformers logs on stderr, for this command.
-
-    transformers and huggingface_hub read ``HF_HUB_DISABLE_PROGRESS_BARS`` and
-    ``TRANSFORMERS_VERBOSITY`` when imported (which the commands do lazily), and are switched
-    through their logging utilities when already imported; both are restored afterwards.
-    paramsym's own progress bars are switched by the commands themselves.
-    """
-    if not quiet:
-        yield
-        return
-    import os
-
-    saved = {k: os.environ.get(k) for k in ("HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")}
-    loaded = "transformers" in sys.modules
-    before = None
-    if loaded:
-        from transformers.utils import logging as hf_logging
-
-        before = (hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity())
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    os.environ["TRANSFORMERS_VERBOSITY"] = "error"
-    if loaded:
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        if "transformers" in sys.modules:
-            from transformers.utils import logging as hf_logging
-
-            enabled, verbosity = before if before is not None else (saved["HF_HUB_DISABLE_PROGRESS_BARS"] is None,
-                                                                    hf_logging.WARNING)
-            if enabled:
-                import warnings
-
-                with warnings.catch_warnings():  # huggingface_hub keeps the variable read at its import
-                    warnings.simplefilter("ignore")
-                    hf_logging.enable_progress_bar()
-            hf_logging.set_verbosity(verbosity)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
     parser = build_parser()
@@ -153,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"paramsym {command}: error: unrecognized arguments: {one_line(' '.join(extra))}; "
                        f"see paramsym {command} --help\n")
     try:
-        with quiet_libraries(bool(getattr(args, "json", False) or getattr(args, "quiet", False))):
+        import os
+
+        from ..quiet import quiet_loading  # standard library only at import
+
+        with quiet_loading(bool(getattr(args, "json", False) or getattr(args, "quiet", False)), env=os.environ):
             return int(args.func(args) or 0)
     except ParamsymError as exc:
         return _error(command, type(exc).__name__, str(exc))

@@ -31,6 +31,7 @@ __all__ = ["register"]
 
 def register(subparsers) -> None:
     from ..experiments.registry import ATTRIBUTION_PRESETS
+    from .options import add_run_options
 
     lines = [f"  {name:16s} {p.help}" for name, p in ATTRIBUTION_PRESETS.items()]
     p = subparsers.add_parser(
@@ -47,16 +48,11 @@ def register(subparsers) -> None:
                    "(default: the preset's first stage)")
     p.add_argument("--flow", choices=["resolved", "fixed"], action="append", default=None,
                    help="flow mode(s) to run (repeatable; default both)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-    p.add_argument("--out", default=None, help="run directory (default runs/attribute-<preset>-<time>)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key of the preset (repeatable), e.g. --set dt=0.01")
     p.add_argument("--quick", action="store_true", help="small fast version (tests, smoke runs)")
-    # numeric options are read as text and validated by the command (named one-line errors)
-    p.add_argument("--seed", default=None, help="seed >= 0 (default: the preset's)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--threads", default="1",
-                   help="torch threads >= 1 (default 1: small-matrix loops are fastest single-threaded)")
+    add_run_options(p, resume=False, out="run directory (default runs/attribute-<preset>-<time>)",
+                    json="print the summary as JSON on stdout")
     p.add_argument("--weights", default=None, metavar="FILE",
                    help="attribute your own trained network: a safetensors state dict of the preset's "
                    "architecture (paramsym 'fc1.weight', or an nn.Sequential's '0.weight' / 'net.0.weight')")
@@ -85,7 +81,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         return 0
     from .options import MAX_SEED, int_option
 
-    threads = int_option(args.threads, "--threads", 1, 4096)
+    threads = int_option(args.threads, "--threads", 1, 4096) if args.threads is not None else 1
     seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
     if not args.preset:
         raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")

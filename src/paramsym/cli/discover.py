@@ -18,6 +18,8 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from .options import add_run_options
+
     p = sub.add_parser(
         "discover",
         help="learn a symmetry (generators + action network) of a parameter block and judge it",
@@ -27,16 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default=None, help="reference target (default: the one marked [default] in "
                    "`paramsym list`)")
     p.add_argument("--objective", choices=["hybrid", "infinitesimal", "finite"], default=None, help="objective variant (default hybrid)")
-    # numeric options are read as text and validated by the command (named one-line errors)
-    p.add_argument("--seed", default=None, help="training seed >= 0 (default 0)")
     p.add_argument("--steps", default=None, help="training steps >= 1 (default: the preset's recipe)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key, e.g. --set train.lr=3e-4 (repeatable)")
-    p.add_argument("--out", default=None, help="run directory (default runs/discover-<preset>-<time>)")
-    p.add_argument("--resume", default=None, metavar="DIR", help="continue an interrupted run from its last checkpoint")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
-    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_options(p, threads=False, out="run directory (default runs/discover-<preset>-<time>)")
     p.set_defaults(func=cmd_discover)
 
     ls = sub.add_parser("list", help="list every command's presets with their run kind")
@@ -65,14 +62,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
     """Arguments shared by the ``paramsym experiment`` commands."""
-    parser.add_argument("--seeds", default="0", help="comma-separated distinct training seeds >= 0")
+    from .options import add_run_options
+
     parser.add_argument("--steps", default=None, help="training steps >= 1 (default: the presets' recipes)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="config override applied to every training run (repeatable)")
     parser.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
-    parser.add_argument("--out", default=None, help="output directory (finished sub-runs in it are reused)")
-    parser.add_argument("--json", action="store_true", help="print the comparison metrics as JSON")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_run_options(parser, seed=False, seeds=True, threads=False, resume=False, json="print the comparison metrics as "
+                    "JSON", out="output directory (finished sub-runs in it are reused)")
     parser.set_defaults(func=func)
 
 
@@ -221,7 +218,7 @@ def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,
     from ..experiments.configs import resolve_discover_config
     from .options import int_option, seeds_option
 
-    seeds = seeds_option(args.seeds)
+    seeds = seeds_option(args.seeds if args.seeds is not None else "0")
     base = cls.quick() if args.quick else cls()
     overrides = base.overrides | args.overrides
     steps = int_option(args.steps, "--steps", 1) if args.steps is not None else base.steps

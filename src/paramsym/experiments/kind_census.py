@@ -63,10 +63,12 @@ def run(cfg: CensusConfig, out, *, progress: bool = False) -> dict[str, Any]:
     import torch
 
     from ..census import census, default_inputs
-    from ..census.presets import build_preset, load_model, preset_inputs
+    from ..census.presets import PRESETS, build_preset, preset_inputs
+    from ..models.loading import load_model
 
     cfg.validate()
-    model = build_preset(cfg.preset, cfg.seed) if cfg.preset else load_model(cfg.model)
+    model = build_preset(cfg.preset, cfg.seed) if cfg.preset else load_model(
+        cfg.model, quiet=True, argument="--model", hint=f"Or use --preset NAME ({sorted(PRESETS)}).")
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
     inputs, gen = None, torch.Generator().manual_seed(cfg.seed)
     if cfg.preset:

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..presets import Preset, PresetTable
 
-__all__ = ["KIND", "MODELS", "CompensateConfig", "load_model", "render", "run"]
+__all__ = ["KIND", "MODELS", "CompensateConfig", "render", "run"]
 
 KIND = "compensate"
 
@@ -108,17 +108,6 @@ class CompensateConfig:
             raise ConfigError(f"--objective must be hybrid or finite; received {self.objective!r}.")
 
 
-def load_model(name: str, seed: int = 0):
-    """A model of :data:`MODELS` (the census preset of that name; random weights from ``seed``) or a
-    ``save_pretrained`` directory."""
-    from ..census.presets import build_preset
-    from ..census.presets import load_model as load_path
-
-    if name in MODELS:
-        return build_preset(name, seed)
-    return load_path(name, alternative=f"Or use --model NAME with a built-in model ({sorted(MODELS)}).")
-
-
 def _prefix(cfg: CompensateConfig, model):
     import torch
 
@@ -184,10 +173,14 @@ def run(cfg: CompensateConfig, out, *, progress: bool = False) -> dict[str, Any]
     """Run the closed form (or the learned action) on ``cfg``; write figures/timing; return the metrics."""
     import torch
 
+    from ..census.presets import build_preset
     from ..compensation import prepare, run_closed_form, write_figures
+    from ..models.loading import load_model
 
     cfg.validate()
-    model = load_model(cfg.model, cfg.seed)
+    # a built-in model (the census preset of that name; random weights from the seed) or a directory
+    model = build_preset(cfg.model, cfg.seed) if cfg.model in MODELS else load_model(
+        cfg.model, quiet=True, argument="--model", hint=f"Or use --model NAME with a built-in model ({sorted(MODELS)}).")
     batch = _prefix(cfg, model)
     if cfg.learned:
         setup = prepare(model, layer=cfg.layer, unit=cfg.unit, batch=batch, compensators=cfg.compensators,

@@ -20,15 +20,14 @@ Hugging Face cache (nothing is downloaded).
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from torch import nn
 
 from ..errors import InputFileError, ParamsymError, PickleWeightsError
+from ..quiet import quiet_loading  # the one switch (re-exported: models.loading.quiet_loading)
 
 __all__ = [
     "KNOWN_MODELS", "PICKLE_SUFFIXES", "TOKENIZER_FILES", "Head", "minilm_path", "resolve_model_path", "check_safetensors_dir",
@@ -120,26 +119,6 @@ def resolve_model_path(path_or_name: str | os.PathLike, argument: str = "model")
     return text
 
 
-@contextlib.contextmanager
-def quiet_loading(quiet: bool = True) -> Iterator[None]:
-    """Within the block, silence the transformers/huggingface_hub progress bars ("Loading
-    weights") and their warnings when ``quiet``; the previous settings are restored on exit."""
-    if not quiet:
-        yield
-        return
-    from transformers.utils import logging as hf_logging
-
-    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
 def _auto_class(source: str, head: Head, argument: str):
     import transformers
 
@@ -158,7 +137,7 @@ def _auto_class(source: str, head: Head, argument: str):
 
 
 def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: bool = False,
-               argument: str = "model") -> nn.Module:
+               argument: str = "model", hint: str = "") -> nn.Module:
     """An HF model, safetensors only, eager attention, offline, in eval mode.
 
     Args:
@@ -168,6 +147,9 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
             (causal-LM when ``config.architectures`` names an LM head).
         quiet: silence the loading progress bars and warnings (:func:`quiet_loading`).
         argument: how the user named the model (``"--model"``, ``"A"``), used in error messages.
+        hint: what else the user may give, appended to an :class:`InputFileError` about an
+            unloadable model (e.g. ``"Or use --preset NAME (...)."``); the refusals with their own
+            name (:class:`PickleWeightsError`) keep their message.
 
     Raises:
         InputFileError: missing path, no ``config.json``, no weights, an unreadable or truncated
@@ -176,6 +158,15 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
     """
     if head not in ("base", "causal-lm", "auto"):
         raise InputFileError(f"head must be 'base', 'causal-lm' or 'auto'; received {head!r}.")
+    try:
+        return _load(path_or_name, head, quiet, argument)
+    except InputFileError as exc:
+        if not hint or type(exc) is not InputFileError:
+            raise
+        raise InputFileError(f"{exc} {hint}") from exc
+
+
+def _load(path_or_name: str | os.PathLike, head: Head, quiet: bool, argument: str) -> nn.Module:
     source = resolve_model_path(path_or_name, argument)
     with quiet_loading(quiet):
         cls = _auto_class(source, head, argument)

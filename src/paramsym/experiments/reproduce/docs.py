@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .claims.base import ROUNDING_RULE, floor_bound
 from .measurements import (
     render_actions,
     render_align,
@@ -111,12 +112,13 @@ def _known(rows: Rows) -> str:
     return "\n".join([
         "| check | measured | command |", "|---|---|---|",
         f"| Reynolds projection of the exactly equivariant Mexican-hat force (the paper's 8 training α values, polar "
-        f"grid 15 radii by 32 angles, SO(2) on q and F) | relative change {rv['relative_change']:.2g} | "
+        f"grid 15 radii by 32 angles, SO(2) on q and F) | relative change {floor_bound(rv['relative_change'], 2)} | "
         f"`{RUNS['reynolds'].command}` |",
         f"| lifting sanity, first layer **trainable** | {tr['ours']} | `{RUNS['sanity-trainable'].command}` |",
         f"| same, first layer **frozen** | {fr['ours']} | `{RUNS['sanity-frozen'].command}` |",
         f"| trained wedge annulus model (seed 42, all parameters trainable): η at τ = 1e-8 | residual "
         f"{eta['residual']:.3g}, resolved rank {eta['rank']} | `{RUNS['annulus-lifts'].command}` |",
+        "", f"The Reynolds projection's relative change: {ROUNDING_RULE} (n = 2, the plane SO(2) rotates).",
     ])
 
 
@@ -163,10 +165,12 @@ def _attention(rows: Rows) -> str:
         f"| D4, c for C = 1..6 | {rows['attention-d4-counts']['ours']} | {_paper('attention-d4-counts')} |",
         f"| D4, C = 96 | {rows['attention-d4-c96']['ours']} | {_paper('attention-d4-c96')} |",
         f"| D4, growth of the bound | {rows['attention-d4-growth']['ours']} | {_paper('attention-d4-growth')} |",
-        f"| D4 regular = A1 ⊕ A2 ⊕ B1 ⊕ B2 ⊕ 2E1 | orthogonality error {g['orthogonality_error']:.2g}, equivariance "
-        f"error {g['equivariance_error']:.2g} | — |",
+        f"| D4 regular = A1 ⊕ A2 ⊕ B1 ⊕ B2 ⊕ 2E1 | orthogonality error {floor_bound(g['orthogonality_error'], 8)}, "
+        f"equivariance error {floor_bound(g['equivariance_error'], 8)} | — |",
         f"| 16 copies of R[D4] | {g['copies16']['decomposition']}: orthogonality error "
-        f"{g['copies16']['orthogonality_error']:.2g}, equivariance error {g['copies16']['equivariance_error']:.2g} | — |",
+        f"{floor_bound(g['copies16']['orthogonality_error'], 128)}, equivariance error "
+        f"{floor_bound(g['copies16']['equivariance_error'], 128)} | — |",
+        "", f"The representations' {ROUNDING_RULE} (n = 8 for R[D4], 128 for 16 copies).",
     ])
 
 
@@ -176,8 +180,8 @@ def _groups_snippet(rows: Rows) -> str:
         "```python", "from paramsym.groups.finite import group_by_name", "from paramsym.groups.reps import regular, copies",
         "from paramsym.groups.decompose import decompose, equivariant_basis", "", 'G = group_by_name("D4")',
         "dec = decompose(copies(regular(G), 16))", f"dec.summary()            # '{c['decomposition']}'",
-        f"dec.equivariance_error   # {c['equivariance_error']:.2g} (this machine; `paramsym group D4 --rep copies:16 "
-        "--json`)", "```"])
+        f"dec.equivariance_error   # {floor_bound(c['equivariance_error'], 128)} (float64 rounding, n = 128; "
+        "`paramsym group D4 --rep copies:16 --json` prints this machine's digits)", "```"])
 
 
 def _affine(rows: Rows) -> str:

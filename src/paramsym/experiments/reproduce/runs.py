@@ -1,7 +1,7 @@
 """The runs behind the paper claims: one entry per experiment or command, at two budgets.
 
 A :class:`RunSpec` names one computation whose output several claims read (the objectives
-comparison feeds four Table 1 claims, one annulus run feeds three flow claims). ``full(out)``
+comparison feeds five Table 1 claims, one annulus run feeds three flow claims). ``full(out)``
 runs the documented budget, ``quick(out)`` the reduced one (the experiment's own ``quick()``
 config); both write a run directory ``out`` and return its result dictionary. Nothing here
 re-implements an experiment: trained runs call the experiments' ``run(cfg, out)``, exact ones
@@ -36,7 +36,7 @@ from typing import Any
 
 from ...errors import RunDirError
 
-__all__ = ["RUNS", "RunSpec", "run_cli"]
+__all__ = ["RUNS", "RunSpec", "budgeted", "kept", "run_cli"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,35 @@ def run_cli(args: list[str], out: Path, name: str = "result.json") -> dict[str, 
                           f"see {out / (name[:-5] + '.stderr.txt')}.") from None
     (out / name).write_text(json.dumps(data, indent=1))
     return data
+
+
+Make = Callable[[bool], Callable[[Path, str], dict[str, Any]]]
+
+
+def budgeted(compute: Callable[[bool, Path], dict[str, Any]]) -> Make:
+    """``make(quick) -> go(out, reuse)`` (a :class:`RunSpec`'s ``full``/``quick``) from ``compute(quick, out)``,
+    for runs that keep no sub-runs (``reuse`` does not apply)."""
+
+    def make(quick: bool) -> Callable[[Path, str], dict[str, Any]]:
+        def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
+            return compute(quick, out)
+
+        return go
+
+    return make
+
+
+def kept(compute: Callable[[bool, Path], dict[str, Any]]) -> Make:
+    """A run computed in this process: ``compute(quick, out)``'s result, kept as ``out/result.json``
+    (``out`` also holds whatever else the computation keeps, e.g. trained models)."""
+
+    def run(quick: bool, out: Path) -> dict[str, Any]:
+        res = compute(quick, out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(res, indent=1))
+        return res
+
+    return budgeted(run)
 
 
 # ------------------------------------------------------------------------------- trained experiments
@@ -179,16 +208,11 @@ def _attribution(preset: str, stage: str | None, overrides: tuple[str, ...] = ()
     return make
 
 
-def _reynolds(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
-        from .exact_checks import reynolds_mexican_hat
+@kept
+def _reynolds(quick: bool, out: Path) -> dict[str, Any]:
+    from .exact_checks import reynolds_mexican_hat
 
-        res = reynolds_mexican_hat()
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "result.json").write_text(json.dumps(res, indent=1))
-        return res
-
-    return go
+    return reynolds_mexican_hat()
 
 
 # ------------------------------------------------------------------------------- exact commands
@@ -198,36 +222,30 @@ AFFINE_FULL = ("linear2x2", "linear3x2", "relu242", "relu2881", "leakyrelu-bias"
 AFFINE_QUICK = ("linear2x2", "linear3x2", "relu242", "leakyrelu-bias", "tanh-mlp", "attention-d8h2")
 
 
-def _affine(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
-        return {p: run_cli(["affine", "--preset", p, "--json", "--quiet"], out, f"{p}.json")
-                for p in (AFFINE_QUICK if quick else AFFINE_FULL)}
-
-    return go
+@budgeted
+def _affine(quick: bool, out: Path) -> dict[str, Any]:
+    return {p: run_cli(["affine", "--preset", p, "--json", "--quiet"], out, f"{p}.json")
+            for p in (AFFINE_QUICK if quick else AFFINE_FULL)}
 
 
-def _attention(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
-        return {
-            "c6": run_cli(["attention", "clusterings", "--group", "C6", "--heads", "3", "--count-only", "--json"], out,
-                          "c6.json"),
-            "table": run_cli(["attention", "table", "--group", "D4", "--copies", "1..6", "--heads", "8", "--json",
-                              "--out", str(out / "table")], out, "table.json"),
-            "c96": run_cli(["attention", "count", "--group", "D4", "--copies", "96", "--heads", "8", "--json"], out,
-                           "c96.json"),
-            "growth": run_cli(["attention", "table", "--group", "D4", "--copies", "200,400,800,1000", "--heads", "8",
-                               "--json"], out, "growth.json"),
-        }
-
-    return go
+@budgeted
+def _attention(quick: bool, out: Path) -> dict[str, Any]:
+    return {
+        "c6": run_cli(["attention", "clusterings", "--group", "C6", "--heads", "3", "--count-only", "--json"], out,
+                      "c6.json"),
+        "table": run_cli(["attention", "table", "--group", "D4", "--copies", "1..6", "--heads", "8", "--json",
+                          "--out", str(out / "table")], out, "table.json"),
+        "c96": run_cli(["attention", "count", "--group", "D4", "--copies", "96", "--heads", "8", "--json"], out,
+                       "c96.json"),
+        "growth": run_cli(["attention", "table", "--group", "D4", "--copies", "200,400,800,1000", "--heads", "8",
+                           "--json"], out, "growth.json"),
+    }
 
 
-def _groups(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
-        return {"regular": run_cli(["group", "D4", "--rep", "regular", "--json", "--quiet"], out, "regular.json"),
-                "copies16": run_cli(["group", "D4", "--rep", "copies:16", "--json", "--quiet"], out, "copies16.json")}
-
-    return go
+@budgeted
+def _groups(quick: bool, out: Path) -> dict[str, Any]:
+    return {"regular": run_cli(["group", "D4", "--rep", "regular", "--json", "--quiet"], out, "regular.json"),
+            "copies16": run_cli(["group", "D4", "--rep", "copies:16", "--json", "--quiet"], out, "copies16.json")}
 
 
 CENSUS_FULL = (("minilm", "float32"), ("bert-base", "float32"), ("gpt2", "float32"), ("pythia-tiny", "float64"),
@@ -235,20 +253,16 @@ CENSUS_FULL = (("minilm", "float32"), ("bert-base", "float32"), ("gpt2", "float3
 CENSUS_QUICK = tuple(p for p in CENSUS_FULL if p[0] not in ("bert-base", "gpt2"))
 
 
-def _census(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
-        return {name: run_cli(["census", "--preset", name, "--dtype", dtype, "--json"], out, f"{name}.json")
-                for name, dtype in (CENSUS_QUICK if quick else CENSUS_FULL)}
-
-    return go
+@budgeted
+def _census(quick: bool, out: Path) -> dict[str, Any]:
+    return {name: run_cli(["census", "--preset", name, "--dtype", dtype, "--json"], out, f"{name}.json")
+            for name, dtype in (CENSUS_QUICK if quick else CENSUS_FULL)}
 
 
-def _compensation(quick: bool) -> Callable[[Path], dict[str, Any]]:
-    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
-        return run_cli(["compensate", "--model", "minilm", "--layer", "3", "--unit", "7", "--tokens", "16", "--json",
-                        "--out", str(out / "run")], out)
-
-    return go
+@budgeted
+def _compensation(quick: bool, out: Path) -> dict[str, Any]:
+    return run_cli(["compensate", "--model", "minilm", "--layer", "3", "--unit", "7", "--tokens", "16", "--json",
+                    "--out", str(out / "run")], out)
 
 
 def _spec(name: str, command: str, make: Callable[[bool], Callable[[Path, str], dict[str, Any]]], full_time: str,
