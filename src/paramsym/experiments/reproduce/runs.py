@@ -245,8 +245,11 @@ def _census(quick: bool) -> Callable[[Path], dict[str, Any]]:
 
 def _compensation(quick: bool) -> Callable[[Path], dict[str, Any]]:
     def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
+        run = out / "run"
+        if (run / "config.json").exists():  # an interrupted call of this run (the engine resumes it in place)
+            return run_cli(["compensate", "--resume", str(run), "--json"], out)
         return run_cli(["compensate", "--model", "minilm", "--layer", "3", "--unit", "7", "--tokens", "16", "--json",
-                        "--out", str(out / "run")], out)
+                        "--out", str(run)], out)
 
     return go
 
