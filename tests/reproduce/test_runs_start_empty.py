@@ -169,3 +169,14 @@ def test_command_runs_resume_an_interrupted_call_in_place(name, tmp_path, monkey
     assert plan_run(name, tmp_path, quick=True)["action"] == "resume"
     rec = run_one(name, tmp_path, quick=True)
     assert rec["error"] is None, rec["error"]
+
+
+def test_exact_runs_compute_the_full_numbers_at_quick():
+    """A quick row is evaluated only for ``exact`` runs (a trained claim's quick row is never ``holds: true``):
+    an exact run's quick configuration is its full one, or the full one on a subset of its presets."""
+    for name, spec in RUNS.items():
+        if not spec.exact:
+            continue
+        quick, full = spec.config(True), spec.config(False)
+        if quick != full:
+            assert set(quick) == set(full) == {"presets"} and set(quick["presets"]) < set(full["presets"]), name
