@@ -238,6 +238,8 @@ def test_rows_evaluate_only_where_the_budget_allows(claim):
     assert _row(claim, rec, None)["holds"] is True
     quick = _row(claim, {**rec, "budget": "quick"}, None)
     assert quick["holds"] is (True if RUNS[claim.run].exact else None)
+    # every row names the code and the configuration of the run that made it
+    assert (quick["code_version"], quick["config_hash"]) == (rec["code_version"], rec["config_hash"])
     failed = _row(claim, {**rec, "error": "RuntimeError: boom", "result": None}, None)
     assert failed["holds"] is None and failed["ours"].startswith("error:")
 

@@ -55,6 +55,13 @@ def test_no_hand_typed_measurements(page):
         f"  line {n}: {tok!r} in {line[:100]!r}" for n, tok, line in found)
 
 
+def test_readme_has_no_hand_typed_measurements():
+    """The README is a page too (its run time is a measured number: a generated block or no number)."""
+    found = hand_numbers((DOCS.parent / "README.md").read_text())
+    assert not found, "README.md: numbers outside generated blocks:\n" + "\n".join(
+        f"  line {n}: {tok!r} in {line[:100]!r}" for n, tok, line in found)
+
+
 def test_scanner_finds_planted_numbers_and_respects_the_rules():
     text = "\n".join([
         "residual 8.9e-9 at τ = 1e-8, 3.8× better, 0.037% off, value 0.973",  # 4 measurements; τ = 1e-8 allowed

@@ -261,8 +261,11 @@ def _census(quick: bool, out: Path) -> dict[str, Any]:
 
 @budgeted
 def _compensation(quick: bool, out: Path) -> dict[str, Any]:
+    run = out / "run"
+    if (run / "config.json").exists():  # an interrupted call of this run (the engine resumes it in place)
+        return run_cli(["compensate", "--resume", str(run), "--json"], out)
     return run_cli(["compensate", "--model", "minilm", "--layer", "3", "--unit", "7", "--tokens", "16", "--json",
-                    "--out", str(out / "run")], out)
+                    "--out", str(run)], out)
 
 
 def _spec(name: str, command: str, make: Callable[[bool], Callable[[Path, str], dict[str, Any]]], full_time: str,

@@ -46,12 +46,16 @@ def _modadd(quick: bool, out: Path) -> dict[str, Any]:
     from ...align_presets import ModAddConfig, load_preset
 
     cfg = ModAddConfig(steps=MODADD_QUICK_STEPS) if quick else ModAddConfig()
-    arch, a, b, data, info = load_preset("modadd-transformer", modadd=cfg)
+    # the two models are trained inside the run directory: the row's time includes training, and no
+    # model cached in ~/.cache by other code is reused without provenance
+    cache = str(out / "models")
+    arch, a, b, data, info = load_preset("modadd-transformer", modadd=cfg, cache_dir=cache)
     s = align(arch, a, b, data, points=25, generator=torch.Generator().manual_seed(0)).summary()
     keep = ("barrier_before", "barrier_before_train", "barrier_permutation", "barrier_permutation_train",
             "barrier_full", "barrier_full_train", "function_error", "function_error_permutation", "distance",
             "endpoints")
-    res = {"steps": cfg.steps, "align": {k: s[k] for k in keep}, "diagnostics": modadd_diagnostics(modadd=cfg)}
+    res = {"steps": cfg.steps, "align": {k: s[k] for k in keep}, "diagnostics": modadd_diagnostics(cache_dir=cache,
+                                                                                          modadd=cfg)}
     return res
 
 
@@ -145,9 +149,10 @@ RUNS: tuple[RunSpec, ...] = (
             _align(True), "≈ 20 s per width (models trained once and cached); --quick runs width 32", exact=True),
     RunSpec("align-modadd", "paramsym align --preset modadd-transformer --json; python -m "
             "paramsym.experiments.align_diagnostics", _modadd(False), _modadd(True),
-            "not regenerated on this 2-core machine: training the two models (2 × 3,000 full-batch AdamW steps) "
-            "measured 13 CPU-s per 100 steps here, ≈ 13 CPU minutes, before the alignment; --quick trains 200 steps "
-            "(models that have not generalised: not the documented numbers)"),
+            "≈ 7 CPU-min, estimated (not run here): training the two models in the run directory (2 × 3,000 "
+            "full-batch AdamW steps) measured 6.3 CPU-s per 100 steps of one model (one thread, load ≈ 10 on the 2 "
+            "shared cores), ≈ 6.3 CPU-min, then alignment and diagnostics; --quick (2 × 200 steps) measured 51 CPU-s "
+            "(375 s wall) — models that have not generalised: not the documented numbers"),
     RunSpec("align-rebasin", "python benchmarks/rebasin_compare.py --json (needs pip install 'paramsym[compare]')", _rebasin(False), _rebasin(True),
             REBASIN_TIME, exact=True),
 )
