@@ -85,6 +85,7 @@ def register(subparsers) -> dict[str, argparse.ArgumentParser]:
     k.add_argument("--max-memory", default=None,
                    help="memory budget of the exact counts, e.g. 8GiB (default 2GiB); a larger estimate stops "
                    "with TooLargeError before any work")
+    k.add_argument("--quiet", action="store_true", help="no progress bars or notes on stderr")
     k.set_defaults(func=_cmd_clusterings, required=("--group", "--heads"), parser=k)
 
     f = sub.add_parser("classify", help="recover the partial G-clustering of a layer, or say what fails")
