@@ -49,7 +49,7 @@ def register(subparsers) -> dict[str, argparse.ArgumentParser]:
     sub = p.add_subparsers(dest="attention_command", metavar="SUBCOMMAND")
 
     # numeric options are read as text and validated by the command (named one-line errors); options
-    # without a value given stay None (the configuration's default applies: cli.options.config_from_flags)
+    # without a value given stay None (the configuration's default applies: paramsym.options.config_from_flags)
     c = sub.add_parser("count", help="c_{G,d}(V) and the Theorem 9 bound for V = R^C ⊗ rho")
     c.add_argument("--group", default=None, help=_GROUP_HELP + " (required)")
     c.add_argument("--copies", default=None, help="number of copies C >= 1 of rho (default 1)")
