@@ -8,6 +8,13 @@ annotations of the configuration class and holds ``{"train.lr": 0.0003, "verdict
 no text round trip). ``apply_overrides(cfg, items)`` is the two steps at once. An unknown key
 or a value of the wrong type raises :class:`ConfigError` naming the key, the expected type and
 the valid keys.
+
+A renamed field keeps its former key readable from files: a configuration class lists
+``RENAMED = {old: (new, convert, hint)}`` (``convert(value, key)`` → the new field's value), and
+:func:`from_dict` maps ``old`` to ``new`` (an old run's ``config.json`` loads as the same
+configuration); :class:`Overrides` (``--set``) refuses the old key, naming the new one and ``hint``.
+Memory budgets are :class:`~paramsym.groups.memory.MemoryBudget` fields (``2GiB``, ``512MiB``
+or bytes, the grammar of every ``--max-memory``).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any, ClassVar, TypeVar
 import yaml
 
 from .errors import ConfigError
+from .groups.memory import MemoryBudget
 
 __all__ = ["Overrides", "apply_overrides", "flat_keys", "from_dict", "load_file", "read_document", "to_dict",
            "validate_tree"]
@@ -128,6 +136,9 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
         return float(parsed)
     if annotation is str:
         return str(raw) if not isinstance(raw, str) else raw
+    if annotation is MemoryBudget:
+        # the one memory grammar (``2GiB``, ``512MiB``, bytes); MemoryBudgetError (a ConfigError) names the key
+        return MemoryBudget(raw if isinstance(raw, str) else parsed, key)
     if isinstance(annotation, type) and issubclass(annotation, Overrides):
         if isinstance(raw, annotation):
             return raw
@@ -149,6 +160,7 @@ def from_dict(cls: type[C], data: Mapping[str, Any], prefix: str = "") -> C:
         raise ConfigError(f"{prefix or 'config'}: expected a mapping, received {type(data).__name__}.")
     hints = _field_types(cls)
     names = {f.name for f in dataclasses.fields(cls)}
+    data = _renamed(cls, data, prefix)
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError(
@@ -159,6 +171,27 @@ def from_dict(cls: type[C], data: Mapping[str, Any], prefix: str = "") -> C:
     cfg = cls(**kwargs)
     _validate(cfg)
     return cfg
+
+
+def _renamed(cls: type, data: Mapping[str, Any], prefix: str = "") -> Mapping[str, Any]:
+    """``data`` with the former keys of ``cls`` (its ``RENAMED``: old key → (new key, convert, hint))
+    replaced by the new key and the converted value, so that a configuration file written before
+    a field was renamed (an old run's ``config.json``) still reads as the same configuration.
+
+    Raises:
+        ConfigError: both the old and the new key are given, or the old value does not convert.
+    """
+    renamed = getattr(cls, "RENAMED", None)
+    if not renamed or not any(old in data for old in renamed):
+        return data
+    data = dict(data)
+    for old, (new, convert, _) in renamed.items():
+        if old in data:
+            if new in data:
+                raise ConfigError(f"{prefix}{old} and {prefix}{new} are both given; {old} is the former name of "
+                                  f"{new}: keep only {prefix}{new}.")
+            data[new] = convert(data.pop(old), prefix + old)
+    return data
 
 
 def _validate(cfg: Any) -> None:
@@ -219,6 +252,21 @@ def _flatten(data: Mapping[str, Any], leaves: Mapping[str, Any], prefix: str = "
             yield key, v
 
 
+def _refuse_renamed(cls: type, key: str) -> None:
+    """Raise :class:`ConfigError` naming the new key when dotted ``key`` is the former name of a field
+    (``RENAMED`` of the configuration class it belongs to); a typed override takes today's keys only."""
+    parts = key.split(".")
+    for part in parts[:-1]:
+        hints = _field_types(cls) if dataclasses.is_dataclass(cls) else {}
+        cls = hints.get(part)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            return
+    renamed = getattr(cls, "RENAMED", None) or {}
+    if parts[-1] in renamed:
+        new = ".".join([*parts[:-1], renamed[parts[-1]][0]])
+        raise ConfigError(f"{key!r} is the former name of {new!r}; set {new} instead ({renamed[parts[-1]][2]}).")
+
+
 def _replace_path(obj: Any, parts: list[str], value: Any) -> Any:
     if len(parts) == 1:
         return dataclasses.replace(obj, **{parts[0]: copy.deepcopy(value)})
@@ -252,6 +300,7 @@ class Overrides(Mapping[str, Any]):
         self._values: dict[str, Any] = {}
         for key, raw in _flatten(values or {}, types_):
             if key not in types_:
+                _refuse_renamed(cls, key)
                 valid = list(types_)
                 close = [k for k in valid if k.split(".")[-1] == key.split(".")[-1]]
                 hint = f" Did you mean {close}?" if close else ""

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["MAX_SEED", "MAX_THREADS", "device_option", "float_option", "int_option", "seed_option", "seeds_option",
-           "threads_option"]
+__all__ = ["MAX_SEED", "MAX_THREADS", "config_from_flags", "device_option", "float_option", "given_flags", "int_option",
+           "seed_option", "seeds_option", "threads_option"]
 
 #: the largest seed accepted: every seed fits torch's signed 64-bit ``manual_seed`` (and ``seed + 1``
 #: the derived generators some commands use stays below ``2**64``)
@@ -123,3 +125,33 @@ def device_option(raw: object, flag: str = "--device") -> str:
     if text in ("cpu", "cuda") or re.fullmatch(r"cuda:\d{1,4}", text):
         return text
     raise ConfigError(f"{flag} must be cpu, cuda or cuda:N (N a GPU index); received {str(raw)[:80]!r}.")
+
+
+def given_flags(args: Any, flags: Mapping[str, Any]) -> list[str]:
+    """The ``--flag`` names of ``flags`` (field names) given on the command line (not ``None``/``False``)."""
+    return ["--" + name.replace("_", "-") for name in flags if getattr(args, name, None) not in (None, False)]
+
+
+def config_from_flags(base: Any, args: Any, flags: Mapping[str, Callable[[Any, str], Any] | None]) -> Any:
+    """``base`` (a config dataclass) with each field of ``flags`` whose flag was given replaced.
+
+    The one mapping of a command's flags onto its config's fields (every command, those in
+    :mod:`paramsym.cli` and those beside their concepts): flag ``--some-field`` sets field
+    ``some_field`` when given (argparse default ``None``; a ``store_true`` flag when ``True``),
+    parsed by the field's validator, in the order of ``flags``.
+
+    Args:
+        base: the starting configuration (``Config()`` or ``Config.quick()``).
+        args: the parsed arguments; field ``f`` is read from ``args.f`` (flag ``--f`` with ``_`` → ``-``).
+        flags: field name → validator ``(raw, flag) -> value`` (``None``: the value as parsed).
+    """
+    import dataclasses
+
+    values = {}
+    for name, check in flags.items():
+        raw = getattr(args, name, None)
+        if raw is None or raw is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        values[name] = check(raw, flag) if check is not None else raw
+    return dataclasses.replace(base, **values)

@@ -234,6 +234,12 @@ def test_quick_preset_end_to_end_through_the_command(tmp_path, capsys):
     assert cfg["kind"] == "attribution" and cfg["preset"] == "hamiltonian"
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["summary"] == summary
+    # wall-clock times live in timing.json, never in metrics.json (a rerun's metrics are comparable)
+    assert "timing_s" not in metrics and "seconds" not in metrics["train"]
+    timing = json.loads((tmp_path / "run" / "timing.json").read_text())
+    assert set(timing["timing_s"]) == {"train", "lift", "walks", "sweep", "total"} and timing["train_seconds"] >= 0
+    assert timing["timing_s"]["total"] >= max(v for k, v in timing["timing_s"].items() if k != "total")
+    assert "Timing (s): train " in (tmp_path / "run" / "report.md").read_text()
     for name in ("model.safetensors", "walks.safetensors", "env.json", "history.json", "report.md"):
         assert (tmp_path / "run" / name).exists(), name
     figs = {p.name for p in (tmp_path / "run" / "figures").glob("*.png")}

@@ -28,8 +28,18 @@ from paramsym.experiments.transformer_discovery import PRESET, TransformerDiscov
 
 OLD = json.loads((Path(__file__).parents[1] / "fixtures" / "configs" / "resolved_configs.json").read_text())
 OBJECTIVES = [None, "hybrid", "infinitesimal", "finite"]
+# the fixture's "train.memory_gb=1" (GiB as a number) is today's "train.max_memory=1GiB" (a MemoryBudget)
 CLI_SETS = ["train.lr=3e-4", "verdict.rhos=[0.1,0.5]", "objective.beta=2E-1", "problem.perturb_std=0.15",
-            "seed=5", "threads=2", "action.out_scale=field", "train.memory_gb=1"]
+            "seed=5", "threads=2", "action.out_scale=field", "train.max_memory=1GiB"]
+
+
+def _renamed(old: dict) -> dict:
+    """The old configuration with ``train.memory_gb`` (GiB, a float) written as today's
+    ``train.max_memory`` (bytes, an integer): the one rename since the fixture was captured."""
+    old = json.loads(json.dumps(old))
+    if "memory_gb" in old.get("train", {}):
+        old["train"]["max_memory"] = int(old["train"].pop("memory_gb") * 2**30)
+    return old
 
 
 #: keys added after the capture, with the defaults that keep the old behaviour (issue 17: the
@@ -47,7 +57,7 @@ def _without_added(cfg: dict) -> dict:
 
 def _same(new: dict, old: dict) -> None:
     # JSON equality, types included (an int where a float was would be a different config.json)
-    assert json.dumps(_without_added(new), sort_keys=True) == json.dumps(old, sort_keys=True)
+    assert json.dumps(_without_added(new), sort_keys=True) == json.dumps(_renamed(old), sort_keys=True)
 
 
 def test_the_fixture_covers_every_preset() -> None:
@@ -65,6 +75,26 @@ def test_recipes_quick_budgets_and_set_resolve_as_before(preset: str, objective:
           OLD["cli"][key + "/plain"])
     _same(to_dict(resolve_discover_config(preset, objective, 3, 11, "cpu", DiscoverOverrides.parse(CLI_SETS))),
           OLD["cli"][key + "/set"])
+
+
+def test_old_config_json_with_memory_gb_reads_as_today_s_configuration() -> None:
+    """Every configuration of the fixture, as an old run's config.json stored it (``memory_gb``),
+    loads (``from_dict``, what ``discovery.files.load_config`` and ``--resume`` use) into the
+    configuration whose JSON is the independently renamed one; ``--set train.memory_gb`` is refused
+    naming the new key."""
+    from paramsym.config import from_dict
+    from paramsym.errors import ConfigError
+
+    olds = [*OLD["for_preset"].values(), *OLD["quick"].values(), *OLD["cli"].values()]
+    assert any(o["train"]["memory_gb"] == 1.0 for o in olds) and any(o["train"]["memory_gb"] == 8.0 for o in olds)
+    for old in olds:
+        _same(to_dict(from_dict(DiscoverConfig, old)), old)
+    with pytest.raises(ConfigError, match=r"'train.memory_gb' is the former name of 'train.max_memory'"):
+        DiscoverOverrides.parse(["train.memory_gb=1"])
+    both = _renamed(olds[0])
+    both["train"]["memory_gb"] = 1.0
+    with pytest.raises(ConfigError, match="both given"):
+        from_dict(DiscoverConfig, both)
 
 
 def test_default_preset_resolves_as_before() -> None:

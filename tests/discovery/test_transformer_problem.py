@@ -172,8 +172,8 @@ def test_discover_on_a_block_too_large_for_the_budget_refuses_before_writing(tmp
     m = tiny_bert()
     target = Target(m, ["encoder.layer.1.intermediate.dense.weight", "encoder.layer.1.output.dense.weight"], {"input_ids": ids()})
     out = tmp_path / "run"
-    with pytest.raises(TooLargeError, match=r"needs about .* GiB .*train.memory_gb = 0.001"):
-        discover(target, 0.01, cfg=with_overrides(DiscoverConfig(), {"train.memory_gb": 0.001}), out=out, progress=False)
+    with pytest.raises(TooLargeError, match=r"needs about .* GiB .*train.max_memory = 1 MiB"):
+        discover(target, 0.01, cfg=with_overrides(DiscoverConfig(), {"train.max_memory": "1MiB"}), out=out, progress=False)
     assert not out.exists()
 
 

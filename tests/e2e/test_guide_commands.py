@@ -83,7 +83,12 @@ def check_command(parser: argparse.ArgumentParser, command: str) -> str | None:
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            parser.parse_args(argv)
+            args = parser.parse_args(argv)
+            if getattr(args, "resume", None) is None and hasattr(args, "required"):
+                # arguments the pure-math commands check themselves (so that --resume DIR stands alone)
+                from paramsym.attention.cli import require
+
+                require(args)
     except SystemExit as exc:
         if exc.code not in (0, None):
             return err.getvalue().strip() or f"exit status {exc.code}"

@@ -39,19 +39,22 @@ def test_list_json_covers_every_preset_with_its_kind() -> None:
     from paramsym.exact.presets import AFFINE_PRESETS
     from paramsym.experiments.align_presets import PRESETS as ALIGN_PRESETS
     from paramsym.experiments.kind_compensate import MODELS
+    from paramsym.experiments.kind_math import MATH_PRESETS
     from paramsym.experiments.teleport_presets import PRESETS as TELEPORT_PRESETS
 
     want = ({(n, "discovery") for n in DISCOVERY_PRESETS} | {(n, "attribution") for n in ATTRIBUTION_PRESETS}
             | {(n, "affine") for n in AFFINE_PRESETS} | {(n, "census") for n in CENSUS_PRESETS}
             | {(n, "compensate") for n in MODELS} | {(n, "teleport") for n in TELEPORT_PRESETS}
-            | {(n, "align") for n in ALIGN_PRESETS})
+            | {(n, "align") for n in ALIGN_PRESETS} | {(p.name, p.kind) for p in MATH_PRESETS.values()})
     assert got == want
-    # every command that takes --preset/--model NAME is covered, in one vocabulary
+    # every command that takes --preset/--model NAME is covered, and the pure-math commands' cases, in one vocabulary
     assert {r["kind"] for r in rows} == {"discovery", "attribution", "affine", "census", "compensate", "teleport",
-                                         "align"}
+                                         "align", "group", "attention", "attention-count", "attention-clusterings"}
     assert all(set(r) >= {"name", "kind", "summary", "default", "stages", "command"} for r in rows)
+    named = [r for r in rows if r["kind"] not in ("group", "attention", "attention-count", "attention-clusterings")]
     assert all(r["command"].split()[1] in ("discover", "attribute", "affine", "census", "compensate", "teleport",
-                                           "align") and r["name"] in r["command"] for r in rows)
+                                           "align") and r["name"] in r["command"] for r in named)
+    assert all(r["command"].split()[1] in ("group", "attention") for r in rows if r not in named)
     assert [r["name"] for r in rows if r["default"]] == [DEFAULT_PRESET]
     for r in rows:
         assert r["summary"] and r["command"].startswith("paramsym ")
@@ -76,7 +79,8 @@ def test_every_kind_and_preset_loads_with_a_typed_quick_config() -> None:
         assert callable(spec.render)
         if spec.config is not None:
             assert dataclasses.is_dataclass(spec.config) and callable(spec.run)
-    for name in ("census", "affine", "compensate", "teleport", "teleport-learned", "align", "sweep"):  # managed kinds
+    for name in ("census", "affine", "compensate", "teleport", "teleport-learned", "align", "sweep", "group",
+                 "attention", "attention-count", "attention-clusterings", "attention-classify"):  # managed kinds
         cfg_cls = KINDS[name].load().config
         assert isinstance(cfg_cls.quick(), cfg_cls) and KINDS[name].load().managed and KINDS[name].resumable
     for name in ("discovery-objectives", "discovery-lifting", "transformer-discovery"):

@@ -1,7 +1,9 @@
-"""Every command a run kind: ``census``, ``affine`` and ``compensate`` write config/metrics/env,
-``paramsym report`` renders their directories, the shared options mean the same everywhere
-(seed range, the ``--out``/``--resume`` rule), and a resumed run ends with the same
-``metrics.json``, byte for byte, as an uninterrupted one."""
+"""Every command a run kind: ``census``, ``affine``, ``compensate`` and the pure-math ``group`` and
+``attention count|table|clusterings|classify`` write config/metrics/env, ``paramsym report``
+renders their directories, the shared options mean the same everywhere (seed range, the
+``--out``/``--resume`` rule), and a resumed run ends with the same ``metrics.json``, byte for byte,
+as an uninterrupted one. A discovery run written before ``train.memory_gb`` became
+``train.max_memory`` still resumes."""
 
 from __future__ import annotations
 
@@ -17,13 +19,29 @@ import pytest
 
 from paramsym.cli import main
 from paramsym.errors import ConfigError
+from paramsym.experiments.registry import KINDS
 from paramsym.options import MAX_SEED, seed_option
 
 RUNS = {
     "affine": ["affine", "--preset", "linear2x2"],
     "census": ["census", "--preset", "mlp-relu"],
     "compensate": ["compensate", "--model", "llama-tiny", "--layer", "1", "--unit", "3", "--tokens", "8"],
+    # the pure-math commands (seconds; no torch, except classify's weights)
+    "group": ["group", "S3", "--rep", "perm"],
+    "attention": ["attention", "table", "--group", "C4", "--copies", "1..3", "--heads", "2"],
+    "attention-count": ["attention", "count", "--group", "D4", "--copies", "3", "--heads", "8"],
+    "attention-clusterings": ["attention", "clusterings", "--group", "C6", "--heads", "3", "--limit", "2"],
+    "attention-classify": ["attention", "classify", "LAYER", "--group", "D4"],
 }
+#: the command words of each kind (``attention count``), and a configuration flag each takes
+WORDS = {k: argv[:2] if argv[0] == "attention" else argv[:1] for k, argv in RUNS.items()}
+CONFIG_FLAG = {"group": ["--rep", "regular"], "attention": ["--heads", "3"], "attention-count": ["--heads", "3"],
+               "attention-clusterings": ["--limit", "3"], "attention-classify": ["--seed", "3"]}
+PURE = [k for k in RUNS if k.startswith(("group", "attention"))]
+
+
+def _argv(kind: str, layer: Path | None = None) -> list[str]:
+    return [str(layer) if a == "LAYER" else a for a in RUNS[kind]]
 
 
 def _files(d: Path) -> dict[str, bytes]:
@@ -34,9 +52,12 @@ def _files(d: Path) -> dict[str, bytes]:
 def made(tmp_path_factory) -> dict[str, Path]:
     """One finished run directory of each converted command (made once for this module)."""
     root = tmp_path_factory.mktemp("kinds")
-    out = {}
-    for kind, argv in RUNS.items():
-        assert main([*argv, "--quiet", "--out", str(root / kind)]) == 0, kind
+    # an equivariant D4 layer for `attention classify` (clustering 2 of 3 heads)
+    layer = root / "layer.safetensors"
+    assert main(["attention", "build", "--group", "D4", "--heads", "3", "--index", "2", "--out", str(layer)]) == 0
+    out = {"layer": layer}
+    for kind in RUNS:
+        assert main([*_argv(kind, layer), "--quiet", "--out", str(root / kind)]) == 0, kind
         out[kind] = root / kind
     return out
 
@@ -47,7 +68,8 @@ def test_run_directory_and_report(made, kind, capsys) -> None:
     config = json.loads((d / "config.json").read_text())
     assert config["kind"] == kind
     prov = config["provenance"]
-    assert prov["command"].startswith(f"paramsym {kind} ") and len(prov["config_hash"]) == 16 and prov["code_version"]
+    assert prov["command"].startswith(f"{KINDS[kind].command} ") and len(prov["config_hash"]) == 16
+    assert prov["code_version"]
     from paramsym.experiments.registry import load_run_config
     from paramsym.provenance import config_hash
     from paramsym.runs import RunDir
@@ -88,10 +110,10 @@ def test_non_empty_out_is_refused_and_nothing_changes(made, kind, capsys) -> Non
     d = made[kind]
     before = _files(d)
     capsys.readouterr()
-    assert main([*RUNS[kind], "--quiet", "--out", str(d)]) == 2
+    assert main([*_argv(kind, made["layer"]), "--quiet", "--out", str(d)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "RunDirError" in err and "is not empty" in err
-    assert f"paramsym {kind} --resume {d}" in err
+    assert f"{KINDS[kind].command} --resume {d}" in err
     assert _files(d) == before
 
 
@@ -100,20 +122,21 @@ def test_resume_rule(made, kind, tmp_path, capsys) -> None:
     d = made[kind]
     before = _files(d)
     capsys.readouterr()
+    words = WORDS[kind]
     # a directory that does not exist: a named error, not a silent fresh start
-    assert main([RUNS[kind][0], "--resume", str(tmp_path / "missing")]) == 2
+    assert main([*words, "--resume", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "RunDirError" in err and "no such directory" in err and err.count("\n") == 1
     assert not (tmp_path / "missing").exists()
     # another command's run
     other = next(k for k in RUNS if k != kind)
-    assert main([RUNS[kind][0], "--resume", str(made[other])]) == 2
+    assert main([*words, "--resume", str(made[other])]) == 2
     assert f"holds a run of kind '{other}'" in capsys.readouterr().err
     # configuration flags with --resume
-    assert main([RUNS[kind][0], "--resume", str(d), "--seed", "3"]) == 2
+    assert main([*words, "--resume", str(d), *CONFIG_FLAG.get(kind, ["--seed", "3"])]) == 2
     assert "saved configuration" in capsys.readouterr().err
     # a finished run is reported, not rerun
-    assert main([RUNS[kind][0], "--resume", str(d), "--json", "--quiet"]) == 0
+    assert main([*words, "--resume", str(d), "--json", "--quiet"]) == 0
     printed = json.loads(capsys.readouterr().out)
     metrics = json.loads((d / "metrics.json").read_text())
     assert {k: printed[k] for k in metrics if k != "per_unit"} == {k: v for k, v in metrics.items() if k != "per_unit"}
@@ -217,19 +240,30 @@ def test_compensate_learned_killed_at_a_checkpoint_resumes_byte_identical(tmp_pa
 
 def test_every_listed_preset_command_parses_and_names_a_known_preset(capsys) -> None:
     """``paramsym list --json``: each row's command is a valid command line of its command, and the
-    name resolves in that command's own table (one vocabulary, no stale rows)."""
+    name resolves in that command's own table (one vocabulary, no stale rows); the pure-math rows'
+    commands build, through the command's own flag mapping, the configuration fields they list."""
     import shlex
 
+    from paramsym.attention import commands
     from paramsym.cli import build_parser
     from paramsym.experiments.registry import KINDS, all_presets
+    from paramsym.groups import cli as group_cli
 
+    builders = {"group": group_cli.describe_config, "attention": commands.table_config,
+                "attention-count": commands.count_config, "attention-clusterings": commands.clusterings_config}
     parser = build_parser()
     rows = all_presets()
     assert len({(r.kind, r.name) for r in rows}) == len(rows)
+    assert set(builders) <= {r.kind for r in rows}
     for r in rows:
         args = parser.parse_args(shlex.split(r.command)[1:])
-        assert getattr(args, "preset", None) == r.name or getattr(args, "model", None) == r.name, r
         assert r.kind in KINDS, r
+        assert KINDS[r.kind].command == " ".join(shlex.split(r.command)[:len(KINDS[r.kind].command.split())]), r
+        if r.kind in builders:
+            cfg = builders[r.kind](args)
+            assert r.fields and {k: getattr(cfg, k) for k in r.fields} == dict(r.fields), r
+            continue
+        assert getattr(args, "preset", None) == r.name or getattr(args, "model", None) == r.name, r
     from paramsym.presets import Preset, PresetTable
 
     table = PresetTable("demo preset", [Preset("a", "affine", "paramsym affine --preset a", "one")])
@@ -237,3 +271,114 @@ def test_every_listed_preset_command_parses_and_names_a_known_preset(capsys) -> 
         table.get_preset("b")
     with pytest.raises(ValueError, match="duplicate"):
         PresetTable("demo preset", [table["a"], table["a"]])
+
+
+# ------------------------------------------------------------------------------ the pure-math kinds
+@pytest.mark.parametrize("kind", PURE)
+def test_pure_math_commands_print_the_same_with_and_without_out(made, kind, tmp_path, capsys) -> None:
+    argv = _argv(kind, made["layer"])
+    capsys.readouterr()
+    assert main([*argv, "--quiet"]) == 0
+    plain = capsys.readouterr().out
+    assert main([*argv, "--quiet", "--out", str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().out == plain
+    assert (tmp_path / "run" / "output.txt").read_text() == plain
+    assert plain.strip() and plain.strip() in (tmp_path / "run" / "report.md").read_text() or kind == "attention"
+    # --json prints the metrics, with and without --out
+    assert main([*argv, "--quiet", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((tmp_path / "run" / "metrics.json").read_text())
+    # a finished run resumed prints the same again and changes nothing
+    before = _files(tmp_path / "run")
+    assert main([*WORDS[kind], "--resume", str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().out == plain and _files(tmp_path / "run") == before
+    # an unfinished one (no metrics.json) is computed again, to the same bytes
+    metrics = (tmp_path / "run" / "metrics.json").read_bytes()
+    (tmp_path / "run" / "metrics.json").unlink()
+    assert main([*WORDS[kind], "--resume", str(tmp_path / "run"), "--quiet"]) == 0
+    assert capsys.readouterr().out == plain and (tmp_path / "run" / "metrics.json").read_bytes() == metrics
+    starts = json.loads((tmp_path / "run" / "env.json").read_text())["starts"]
+    assert [s["resumed"] for s in starts] == [False, True]  # a finished run resumed records no start
+
+
+def test_pure_math_required_arguments_and_resume(made, tmp_path, capsys) -> None:
+    """Without --resume, the arguments a command needs are required with argparse's message (exit 2,
+    nothing written); with --resume they are not, and passing them is refused."""
+    for argv, missing in ((["group"], "group"), (["attention", "count", "--group", "D4"], "--heads"),
+                          (["attention", "classify", "--group", "D4"], "weights")):
+        with pytest.raises(SystemExit) as exc:
+            main([*argv, "--out", str(tmp_path / "x")])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert f"error: the following arguments are required: {missing}" in err and err.count("\n") == 1
+        assert not (tmp_path / "x").exists()
+    capsys.readouterr()
+    assert main(["group", "S3", "--resume", str(made["group"])]) == 2
+    assert "do not pass --group" in capsys.readouterr().err
+
+
+def test_old_attention_table_directory_still_renders_and_resumes(made, tmp_path, capsys) -> None:
+    """A table run written before the kind was managed (``"run": "component-table"``, metrics with
+    only the rows, no provenance, no output.txt) re-renders and resumes as finished."""
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(made["attention"], old)
+    cfg = json.loads((old / "config.json").read_text())
+    cfg.pop("provenance")
+    cfg.update({"run": "component-table", "group_name": "C4"})
+    (old / "config.json").write_text(json.dumps(cfg))
+    metrics = json.loads((old / "metrics.json").read_text())
+    (old / "metrics.json").write_text(json.dumps({"rows": metrics["rows"]}))
+    (old / "output.txt").unlink()
+    report = (made["attention"] / "report.md").read_text()
+    (old / "report.md").unlink()
+    assert main(["report", str(old)]) == 0
+    assert (old / "report.md").read_text() == report
+    capsys.readouterr()
+    assert main(["attention", "table", "--resume", str(old)]) == 0
+    assert capsys.readouterr().out == (made["attention"] / "output.txt").read_text()
+
+
+def _legacy_discovery_run(d: Path) -> bytes:
+    """A small finished discovery run in ``d``, its config.json rewritten as before the rename
+    (``train.memory_gb`` = 3.0 GiB instead of ``train.max_memory``); returns its metrics.json."""
+    argv = ["discover", "--preset", "sigmoid-scalar", "--steps", "4", "--quiet", "--set", "action.width=8",
+            "--set", "train.max_memory=3GiB", "--set", "verdict.samples=20", "--set", "verdict.rhos=[0.5]",
+            "--set", "verdict.factors=[1]", "--set", "verdict.curve_points=2", "--set", "verdict.curve_times=3"]
+    assert main([*argv, "--out", str(d)]) == 0
+    cfg = json.loads((d / "config.json").read_text())
+    assert cfg["train"]["max_memory"] == 3 * 2**30
+    del cfg["train"]["max_memory"]
+    cfg["train"]["memory_gb"] = 3.0  # as the run was written before the rename
+    (d / "config.json").write_text(json.dumps(cfg))
+    return (d / "metrics.json").read_bytes()
+
+
+def test_discovery_run_written_with_memory_gb_loads_and_resumes(tmp_path, capsys) -> None:
+    """An old run's config.json with ``train.memory_gb`` (GiB as a number) loads as
+    ``train.max_memory`` (bytes): ``--resume`` of the finished run and ``paramsym report`` work."""
+    from paramsym.discovery.files import load_config
+    from paramsym.runs import RunDir
+
+    d = tmp_path / "run"
+    _legacy_discovery_run(d)
+    assert load_config(RunDir(d)).train.max_memory == 3 * 2**30
+    before = _files(d)
+    capsys.readouterr()
+    assert main(["discover", "--resume", str(d), "--quiet"]) == 0
+    assert "already finished" in capsys.readouterr().err and _files(d) == before
+    (d / "report.md").unlink()
+    assert main(["report", str(d)]) == 0 and (d / "report.md").exists()
+
+
+@pytest.mark.slow
+def test_discovery_run_written_with_memory_gb_resumes_to_the_same_metrics(tmp_path) -> None:
+    """Killed before its metrics (removed here), the old run continues to the metrics of the
+    uninterrupted one, byte for byte."""
+    d = tmp_path / "run"
+    full = _legacy_discovery_run(d)
+    for name in ("metrics.json", "report.md"):
+        (d / name).unlink()
+    assert main(["discover", "--resume", str(d), "--quiet"]) == 0
+    assert (d / "metrics.json").read_bytes() == full

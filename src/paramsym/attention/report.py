@@ -1,28 +1,30 @@
 """Run kind ``"attention"``: component tables over a range of copies, and their reports.
 
 A run is configured by :class:`AttentionTableConfig` (group, representation, copies, heads,
-memory budget; :meth:`~AttentionTableConfig.quick` for smoke runs) and made by :func:`run`,
-which ``paramsym attention table --out DIR`` calls; :func:`table` computes the same summary
-without a directory. The run directory (``"run": "component-table"``) holds ``config.json``,
-``metrics.json`` (one row per ``C`` with ``c``, the closed form where it applies and the exact
-Theorem 9 bound ``c^(2|H|)/|H|!``), ``env.json``, ``figures/components.png`` and ``report.md``.
-:func:`render` regenerates the report (and the figure) from the directory alone; ``paramsym
-report DIR`` dispatches to it through :mod:`paramsym.experiments.registry`.
+memory budget; :meth:`~AttentionTableConfig.quick` for smoke runs); :func:`table` computes its
+summary. ``paramsym attention table --out DIR`` runs it as a managed run kind
+(:func:`paramsym.experiments.registry.execute`, :mod:`paramsym.experiments.kind_math`): the
+directory holds ``config.json`` (the fields, ``"kind": "attention"``, provenance),
+``metrics.json`` (the summary: group, rep, heads and one row per ``C`` with ``c``, the closed form
+where it applies and the exact Theorem 9 bound ``c^(2|H|)/|H|!``), ``env.json``, ``output.txt``,
+``figures/components.png`` and ``report.md``. :func:`render` regenerates the report (and the
+figure) from the directory alone (also of directories written before, ``"run":
+"component-table"``); ``paramsym report DIR`` dispatches to it through the registry.
 
 Pure math: nothing here imports torch.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.memory import MemoryBudget
 from ..runs import RunDir
 
-__all__ = ["AttentionTableConfig", "KIND", "RUN", "render", "rows_markdown", "run", "table"]
+__all__ = ["AttentionTableConfig", "KIND", "RUN", "render", "rows_markdown", "table"]
 
 KIND = "attention"
 RUN = "component-table"
@@ -45,7 +47,7 @@ class AttentionTableConfig:
     rep: str = "regular"
     copies: list[int] = field(default_factory=lambda: list(range(1, 13)))
     heads: int = 8
-    max_memory: int | None = None
+    max_memory: MemoryBudget | None = None
 
     @classmethod
     def quick(cls) -> AttentionTableConfig:
@@ -63,8 +65,6 @@ class AttentionTableConfig:
         if not self.copies or bad:
             raise ConfigError(f"copies must be a nonempty list of integers >= 1; received {self.copies!r}.")
         if self.max_memory is not None:
-            from ..groups.memory import MemoryBudget
-
             MemoryBudget(self.max_memory, "max_memory")  # MemoryBudgetError (a ConfigError) names the field
 
 
@@ -84,28 +84,6 @@ def table(cfg: AttentionTableConfig, *, progress: bool = False) -> dict[str, Any
     rep = Representation.parse(G, cfg.rep, max_memory=cfg.max_memory, progress=progress, argument="rep")
     rows = component_table(rep, cfg.copies, cfg.heads, rep_name=cfg.rep, progress=progress, max_memory=cfg.max_memory)
     return {"group": G.name, "rep": cfg.rep, "heads": cfg.heads, "rows": [r.to_dict() for r in rows]}
-
-
-def run(cfg: AttentionTableConfig, out: RunDir | str | os.PathLike, *, progress: bool = False) -> dict[str, Any]:
-    """Compute :func:`table` of ``cfg``, then write the run directory ``out`` (see module docstring).
-
-    Everything is computed before the directory is created, so a bad input leaves no directory.
-
-    Returns:
-        The summary of :func:`table`.
-
-    Raises:
-        RunFileError: ``out`` cannot be written; the errors of :func:`table`.
-    """
-    summary = table(cfg, progress=progress)
-    run_dir = out if isinstance(out, RunDir) else RunDir(out)
-    run_dir.write_json("config.json", {"kind": KIND, "run": RUN, "group": cfg.group, "group_name": summary["group"],
-                                       "rep": cfg.rep, "heads": cfg.heads, "copies": list(cfg.copies),
-                                       "max_memory": cfg.max_memory})
-    run_dir.write_env(seed=None)
-    run_dir.write_json("metrics.json", {"rows": summary["rows"]})
-    run_dir.write_text("report.md", render(run_dir))
-    return summary
 
 
 def _slopes(rows) -> tuple[float, float] | None:
@@ -203,7 +181,7 @@ def render(run: RunDir) -> str:
     from ..errors import RunDirError, RunFileError
 
     cfg = run.read_json("config.json")
-    if not isinstance(cfg, dict) or cfg.get("kind") != KIND or cfg.get("run") != RUN:
+    if not isinstance(cfg, dict) or cfg.get("kind") != KIND or cfg.get("run", RUN) != RUN:
         got = (cfg.get("kind"), cfg.get("run")) if isinstance(cfg, dict) else (None, None)
         raise RunDirError(
             f"{run.path}: not an attention component-table run (config kind={got[0]!r}, "

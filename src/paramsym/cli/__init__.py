@@ -3,7 +3,8 @@
 Sub-commands live in modules with ``register(subparsers)``, which adds their parsers and sets
 ``func`` (a callable taking the parsed arguments and returning an exit code): the training and
 reproduction commands here (:mod:`paramsym.cli.discover`, :mod:`paramsym.cli.attribute`), the
-pure-math ones beside their concepts (:mod:`paramsym.attention.cli`, :mod:`paramsym.groups.cli`).
+pure-math ones beside their concepts (:mod:`paramsym.attention.cli`, :mod:`paramsym.groups.cli`),
+registered with their run-directory flags by :mod:`paramsym.cli.pure`.
 
 Fast start: this module and every sub-command module import only the standard library at their
 top level (heavy imports sit inside the command functions), so ``paramsym --version``,
@@ -43,8 +44,7 @@ COMMAND_MODULES = [
     "paramsym.cli.align",
     "paramsym.cli.teleport",
     "paramsym.cli.reproduce",
-    "paramsym.attention.cli",
-    "paramsym.groups.cli",
+    "paramsym.cli.pure",  # `attention` and `group` (parsers beside their concepts) with --out/--resume
 ]
 
 

@@ -6,7 +6,8 @@ side:
 
 * :func:`add_run_options` adds the shared flags with the same help text in every command;
   numeric ones are read as text and validated by :func:`seed_option` / :func:`threads_option`.
-* :func:`config_from_flags` maps a command's flags onto its config's fields by one rule: flag
+* :func:`config_from_flags` (from :mod:`paramsym.options`, so that the pure-math commands beside
+  their concepts use it too) maps a command's flags onto its config's fields by one rule: flag
   ``--some-field`` sets field ``some_field`` when given (argparse default ``None``), parsed by
   the field's validator; fields whose flag is not given keep the config's value.
 * :func:`open_run` applies the one rule for the run directory:
@@ -25,14 +26,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..options import (
     MAX_SEED,
     MAX_THREADS,
+    config_from_flags,
     device_option,
     float_option,
+    given_flags,
     int_option,
     seed_option,
     seeds_option,
@@ -76,31 +79,6 @@ def command_line(args: argparse.Namespace | None = None) -> str:
 
     argv = getattr(args, "argv", None)
     return shlex.join(["paramsym", *(sys.argv[1:] if argv is None else argv)])
-
-
-def given_flags(args: argparse.Namespace, flags: Mapping[str, Any]) -> list[str]:
-    """The ``--flag`` names of ``flags`` (field names) given on the command line (not ``None``/``False``)."""
-    return ["--" + name.replace("_", "-") for name in flags if getattr(args, name, None) not in (None, False)]
-
-
-def config_from_flags(base: Any, args: argparse.Namespace, flags: Mapping[str, Callable[[Any, str], Any] | None]) -> Any:
-    """``base`` (a config dataclass) with each field of ``flags`` whose flag was given replaced.
-
-    Args:
-        base: the starting configuration (``Config()`` or ``Config.quick()``).
-        args: the parsed arguments; field ``f`` is read from ``args.f`` (flag ``--f`` with ``_`` → ``-``).
-        flags: field name → validator ``(raw, flag) -> value`` (``None``: the value as parsed).
-    """
-    import dataclasses
-
-    values = {}
-    for name, check in flags.items():
-        raw = getattr(args, name, None)
-        if raw is None or raw is False:
-            continue
-        flag = "--" + name.replace("_", "-")
-        values[name] = check(raw, flag) if check is not None else raw
-    return dataclasses.replace(base, **values)
 
 
 def open_run(args: argparse.Namespace, *, kind: str, config_flags: Mapping[str, Any] = (), default: str | None = None):
@@ -156,7 +134,7 @@ def open_run(args: argparse.Namespace, *, kind: str, config_flags: Mapping[str, 
     return RunDir(tmp), False
 
 
-def run_kind(args: argparse.Namespace, *, kind: str, cfg: Any, config_flags: Mapping[str, Any], threads: int,
+def run_kind(args: argparse.Namespace, *, kind: str, cfg: Any, config_flags: Mapping[str, Any], threads: int | None,
              **execute_options: Any):
     """Run a managed kind from the command line: the one sequence every run-kind command follows.
 
@@ -164,18 +142,21 @@ def run_kind(args: argparse.Namespace, *, kind: str, cfg: Any, config_flags: Map
     stored configuration when resuming (``cfg`` is then ignored), sets the torch threads and calls
     :func:`paramsym.experiments.registry.execute` with the command line, ``--json``/``--quiet``
     (no progress bars) and the config's ``seed`` where it has one. Returns ``(run, cfg, outcome)``
-    (``cfg``: the configuration that ran, the stored one when resuming).
+    (``cfg``: the configuration that ran, the stored one when resuming). ``threads=None``: a kind
+    that never uses torch (``group``, ``attention ...``), which is then not imported.
     """
     from ..experiments.registry import execute, load_run_config
 
     run, resuming = open_run(args, kind=kind, config_flags=config_flags)
     if resuming:
         cfg = load_run_config(run)
-    import torch
+    if threads is not None:
+        import torch
 
-    torch.set_num_threads(threads)
+        torch.set_num_threads(threads)
     if "seed" not in execute_options and isinstance(getattr(cfg, "seed", None), int):
         execute_options["seed"] = cfg.seed
     outcome = execute(kind, cfg, run, resume=resuming, command=command_line(args),
-                      progress=not args.json and not args.quiet, **execute_options)
+                      progress=not getattr(args, "json", False) and not getattr(args, "quiet", False),
+                      **execute_options)
     return run, cfg, outcome

@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..config import Overrides, validate_tree
 from ..errors import ConfigError
+from ..groups.memory import MemoryBudget
 
 __all__ = ["DEFAULT_PRESET", "RECIPES", "ActionConfig", "DiscoverConfig", "DiscoverOverrides", "GroupConfig",
            "MAX_THREADS", "ObjectiveConfig",
@@ -100,6 +101,13 @@ class ObjectiveConfig:
             raise ConfigError("the hybrid objective needs objective.gamma_finite > 0 (use variant=infinitesimal for γ2 = 0).")
 
 
+def _gib_budget(gib: Any, key: str) -> MemoryBudget:
+    """The former ``train.memory_gb`` (GiB as a number) as a :class:`MemoryBudget` in bytes."""
+    if isinstance(gib, bool) or not isinstance(gib, (int, float)):
+        raise ConfigError(f"{key}: expected a number of GiB (the former name of train.max_memory); received {gib!r}.")
+    return MemoryBudget(gib * 2**30, key)
+
+
 @dataclass
 class TrainConfig:
     """Optimisation (Adam, float32, clipping) and the ρ/factor curriculum.
@@ -124,9 +132,16 @@ class TrainConfig:
     #: also checkpoint when this many seconds of wall-clock time passed since the last one (0 = off)
     checkpoint_seconds: float = 60.0
     log_every: int = 50
-    #: memory budget (GiB) of a run: the action network with its Adam state and a step's work, and
-    #: the chunks of the scale estimate; a larger run is refused with the estimate
-    memory_gb: float = 8.0
+    #: memory budget of a run (a :class:`~paramsym.groups.memory.MemoryBudget`, bytes; ``--set
+    #: train.max_memory=2GiB``): the action network with its Adam state and a step's work, and (a
+    #: quarter of it) the chunks of the scale estimate; a larger run is refused with the estimate
+    max_memory: MemoryBudget = MemoryBudget(8 * 2**30)
+
+    #: former keys still read from an old run's config.json (``memory_gb``: GiB as a number)
+    RENAMED: ClassVar[dict[str, tuple[str, Callable[[Any, str], Any], str]]] = {
+        "memory_gb": ("max_memory", lambda gib, key: _gib_budget(gib, key),
+                      "a memory size such as 8GiB, 512MiB or bytes; memory_gb was GiB as a number"),
+    }
 
     def validate(self) -> None:
         if self.steps < 1:
@@ -137,8 +152,7 @@ class TrainConfig:
             raise ConfigError(f"train.lr, train.rho must be > 0 and train.max_factors ≥ 1; received {self.lr}, {self.rho}, {self.max_factors}.")
         if not 0 <= self.warmup_fraction < 1 or not 0 <= self.decay_fraction <= 1:
             raise ConfigError("train.warmup_fraction must lie in [0, 1) and train.decay_fraction in [0, 1].")
-        if not self.memory_gb > 0:
-            raise ConfigError(f"train.memory_gb must be > 0; received {self.memory_gb}.")
+        MemoryBudget(self.max_memory, "train.max_memory")  # > 0 (a MemoryBudgetError names the key)
         if self.checkpoint_every < 1 or self.log_every < 1:
             raise ConfigError("train.checkpoint_every and train.log_every must be ≥ 1.")
         if not self.checkpoint_seconds >= 0:

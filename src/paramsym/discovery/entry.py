@@ -51,7 +51,7 @@ def _prepare(cfg: DiscoverConfig, problem: DiscoveryProblem | None) -> tuple[Dis
     if problem.name != cfg.problem.preset:
         cfg = dataclasses.replace(cfg, problem=dataclasses.replace(cfg.problem, preset=problem.name))
     check_memory(problem, cfg)
-    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.memory_gb * 2**30 / 4)
+    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.max_memory / 4)
     return cfg, problem, scales, Trainer(problem, cfg, scales, device=cfg.device)
 
 

@@ -80,7 +80,7 @@ def load_trained(run_dir: RunDir | str | os.PathLike, problem: DiscoveryProblem 
     run = _as_run(run_dir)
     cfg = load_config(run)
     problem = problem if problem is not None else resolve_problem(cfg)
-    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.memory_gb * 2**30 / 4)
+    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.max_memory / 4)
     return TrainedRun(load_learned_action(run, problem.target), problem, scales, cfg)
 
 

@@ -29,6 +29,7 @@ from torch import Tensor
 from ..actions.learned import LearnedAction
 from ..errors import ConvergenceError, RunFileError, TooLargeError
 from ..groups.lie import GroupSamples, MatrixLieGroup
+from ..groups.memory import format_bytes
 from . import objectives as O
 from .config import DiscoverConfig
 from .problems import DiscoveryProblem
@@ -96,20 +97,20 @@ def training_memory(p: int, q: int, cfg: DiscoverConfig) -> int:
 
 
 def check_memory(problem: DiscoveryProblem, cfg: DiscoverConfig) -> None:
-    """Refuse a run whose training would not fit ``cfg.train.memory_gb``.
+    """Refuse a run whose training would not fit ``cfg.train.max_memory``.
 
     Raises:
         TooLargeError: with the estimate and what to do.
     """
     need = training_memory(int(problem.target.p), int(problem.target.q), cfg)
-    budget = cfg.train.memory_gb * 2**30
+    budget = cfg.train.max_memory
     if need > budget:
         raise TooLargeError(
             f"training a learned action on {problem.name!r} (block p = {problem.target.p}, output q = {problem.target.q}) "
             f"needs about {need / 2**30:.1f} GiB (action network of width {cfg.action.width} on p inputs and outputs, "
-            f"Adam state, batch {cfg.train.batch}), over the budget train.memory_gb = {cfg.train.memory_gb:g}; select a "
+            f"Adam state, batch {cfg.train.batch}), over the budget train.max_memory = {format_bytes(budget)}; select a "
             "smaller block (e.g. one unit and its compensators: preset minilm-ffn-unit), lower action.width, or raise "
-            "train.memory_gb knowingly."
+            "train.max_memory knowingly (--set train.max_memory=16GiB)."
         )
 
 

@@ -303,7 +303,8 @@ def report_sections(run: RunDir) -> str:
     for name, caption in FIGURES:
         if (run.figures / name).exists():
             L += [f"![{name}](figures/{name})", "", f"*{caption}*", ""]
-    t = m.get("timing_s", {})
+    # timing.json since wall times left metrics.json; older runs kept them in metrics.json
+    t = run.read_json("timing.json").get("timing_s", {}) if run.has("timing.json") else m.get("timing_s", {})
     L.append("Timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()))
     return "\n".join(L) + "\n"
 

@@ -12,7 +12,8 @@
 Every run directory holds ``config.json`` (the resolved configuration with its ``"kind"``),
 ``metrics.json`` (the results; its presence marks a finished run), ``env.json`` (one entry per
 start or resume) and ``report.md``, plus the kind's own files. For kinds registered with
-``managed=True`` (the newer commands: ``census``, ``affine``, ``compensate``, ...) these four
+``managed=True`` (the newer commands: ``census``, ``affine``, ``compensate``, ..., and the pure-math
+``group`` and ``attention ...``) these four
 files are written by :func:`execute`, the one runner: it records the provenance
 (:func:`paramsym.provenance.provenance`: code version, config hash, command line, date) in
 ``config.json`` under ``"provenance"``, appends the start to ``env.json``, calls ``run`` and
@@ -22,7 +23,7 @@ configuration, and ``run`` continues from its own checkpoint if it keeps one (e.
 of ``compensate --learned``), so a resumed run ends with the same ``metrics.json``, byte for
 byte, as an uninterrupted one. Metrics hold no wall-clock or CPU times (those go to
 ``timing.json``), so that comparison is exact. The older kinds (``discovery`` and the
-experiments built on it, ``attribution``, ``attention``) write these files in their own ``run``.
+experiments built on it, ``attribution``) write these files in their own ``run``.
 
 :func:`render` / :func:`regenerate` re-render ``report.md`` of any run directory by its kind;
 :func:`load_run_config` rebuilds the typed configuration of a run from its ``config.json``.
@@ -134,9 +135,29 @@ def _attribution() -> KindSpec:
 
 
 def _attention() -> KindSpec:
-    from ..attention import report
+    from ..attention import commands, report
+    from .kind_math import runner
 
-    return KindSpec(report.AttentionTableConfig, report.run, report.render)
+    return KindSpec(report.AttentionTableConfig, runner(commands.table_outputs), report.render, managed=True)
+
+
+def _attention_command(config: str, outputs: str) -> Callable[[], KindSpec]:
+    def load() -> KindSpec:
+        from ..attention import commands
+        from . import kind_math
+
+        return KindSpec(getattr(commands, config), kind_math.runner(getattr(commands, outputs)), kind_math.render,
+                        managed=True)
+
+    return load
+
+
+def _group() -> KindSpec:
+    from ..groups import cli as group_cli
+    from . import kind_math
+
+    return KindSpec(group_cli.DescribeConfig, kind_math.runner(group_cli.describe_outputs), kind_math.render,
+                    managed=True)
 
 
 def _annulus() -> PresetSpec:
@@ -212,7 +233,16 @@ KINDS: dict[str, RunKind] = {
                 "full model, drift vs random/uncompensated", "paramsym experiment transformer", _transformer),
         RunKind("attribution", "parameter-level attribution of a learned symmetry", "paramsym attribute",
                 _attribution),
-        RunKind("attention", "equivariant-attention component counts", "paramsym attention table", _attention),
+        RunKind("attention", "equivariant-attention component counts over a range of copies (table, figure)",
+                "paramsym attention table", _attention, True),
+        RunKind("attention-count", "c_(G,d)(V) and the Theorem 9 bound for one V = R^C ⊗ ρ",
+                "paramsym attention count", _attention_command("CountConfig", "count_outputs"), True),
+        RunKind("attention-clusterings", "partial G-clusterings of a set of heads (count and listing)",
+                "paramsym attention clusterings", _attention_command("ClusteringsConfig", "clusterings_outputs"), True),
+        RunKind("attention-classify", "the partial G-clustering of an attention layer, or the failing condition",
+                "paramsym attention classify", _attention_command("ClassifyConfig", "classify_outputs"), True),
+        RunKind("group", "a finite group: classes, character table, real irreps, a decomposition", "paramsym group",
+                _group, True),
         RunKind("census", "every known parameter symmetry of a model, with its dimension, verified on the weights",
                 "paramsym census", _census, True),
         RunKind("affine", "exact affine symmetry algebra of a named block", "paramsym affine", _affine, True),
@@ -281,11 +311,13 @@ def _discovery_presets() -> list[Preset]:
 
 def all_presets() -> list[Preset]:
     """Every command's presets, as one list of :class:`~paramsym.presets.Preset` rows (discovery,
-    attribution, affine, census, compensate, teleport, align)."""
+    attribution, affine, census, compensate, teleport, align, and the papers' cases of the
+    pure-math commands ``group`` and ``attention ...``)."""
     from ..census.presets import PRESETS as CENSUS_PRESETS
     from ..exact.presets import AFFINE_PRESETS
     from .kind_align import ALIGN_PRESETS
     from .kind_compensate import MODELS as COMPENSATE_MODELS
+    from .kind_math import MATH_PRESETS
     from .teleport_presets import TELEPORT_PRESETS
 
     rows = _discovery_presets()
@@ -295,6 +327,7 @@ def all_presets() -> list[Preset]:
     rows += list(COMPENSATE_MODELS.values())
     rows += list(TELEPORT_PRESETS.values())
     rows += list(ALIGN_PRESETS.values())
+    rows += list(MATH_PRESETS.values())
     return rows
 
 

@@ -201,7 +201,8 @@ def _attribution(preset: str, stage: str | None, overrides: tuple[str, ...] = ()
                                                       flows=flows)
             summary = registry.run_attribution(preset, cfg, RunDir(out), progress=False)
             metrics = json.loads((out / "metrics.json").read_text())
-            return {**summary, "metrics": metrics}
+            timing = json.loads((out / "timing.json").read_text()) if (out / "timing.json").exists() else {}
+            return {**summary, "metrics": metrics, "timing": timing}
 
         return go
 

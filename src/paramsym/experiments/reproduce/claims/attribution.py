@@ -110,7 +110,8 @@ def _ham_walk(r):
         "c_residual": pr.get("c", {}).get("residual"), "b_residual": pr.get("b", {}).get("residual"),
         "rank": pr.get("c", {}).get("rank"), "params": pr.get("params"), "rows": pr.get("rows"),
         "c_norm": pr.get("c", {}).get("direction_norm"), "b_norm": pr.get("b", {}).get("direction_norm"),
-        "c_b_cosine": pr.get("c_b_cosine"), "timing_s": r.get("metrics", {}).get("timing_s")})
+        "c_b_cosine": pr.get("c_b_cosine"),
+        "timing_s": (r.get("timing") or r.get("metrics", {})).get("timing_s")})
 
 
 P_REYNOLDS = Printed("~1e-15")
