@@ -143,8 +143,11 @@ def test_bad_inputs_are_named(tmp_path, capsys):
 
 def test_discrete_permutation_entries():
     r = census(_llama(), finders=[FFNPermutationFinder()])
-    assert [e.discrete_order for e in r.entries] == ["96!", "96!"] and all(e.dimension == 0 for e in r.entries)
-    assert abs(r.entries[0].log10_order - math.log10(math.factorial(96))) < 1e-9 and r.all_verified
+    perm = [e for e in r.entries if e.kind == "hidden_permutation"]
+    assert [e.discrete_order for e in perm] == ["96!", "96!"] and all(e.dimension == 0 for e in perm)
+    assert abs(perm[0].log10_order - math.log10(math.factorial(96))) < 1e-9 and r.all_verified
+    # gated (SwiGLU): the up rows rescale against the down columns, one R_+ per unit
+    assert [(e.kind, e.dimension) for e in r.entries if e not in perm] == [("rescaling", 96)] * 2
 
 
 @pytest.mark.slow

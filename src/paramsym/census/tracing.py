@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from ..errors import TraceError
 from ..models.adapters import ModelLayout, Projection
 
-__all__ = ["NormInfo", "Spaces", "Roles", "trace_roles", "head_count", "activation_name", "scale_form", "dataflow",
+__all__ = ["NormInfo", "Spaces", "Roles", "trace_roles", "head_count", "activation_name", "scale_form", "ScaleForm", "dataflow",
            "pre_norm", "projection", "common_prefix", "first_tensor", "out_tensor"]
 
 _HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads")
@@ -43,6 +43,7 @@ class NormInfo:
     centred: bool
     size: int
     float32_inside: bool = False  # computes in float32 even for float64 inputs (HF's RMSNorm upcast)
+    scale_offset: float | None = 0.0  # γ = weight + scale_offset (1: Gemma's 1 + w; None: unrecognised)
 
 
 @dataclass
@@ -131,24 +132,53 @@ def _close(a: Tensor, b: Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=tol, atol=tol * (1 + float(b.detach().abs().max()))))
 
 
-def scale_form(mod: nn.Module, w: Tensor, b: Tensor | None, centred: bool) -> bool:
-    """Whether a float64 norm's output misses the float64 reference by more than 1e-11 for every
-    scale parametrisation (``w`` or ``1 + w``): the module computes in float32 inside."""
+class ScaleForm(NamedTuple):
+    """How a norm applies its learned scale (:func:`scale_form`).
+
+    Attributes:
+        offset: the scale is ``γ = w + offset`` — ``0`` (``w``) or ``1`` (``1 + w``, Gemma); ``None``
+            when neither reproduces the norm's output (to 1e-5 relative).
+        float32_inside: a float64 input misses the float64 reference by more than 1e-11 (the
+            module computes in float32 inside; HF's RMSNorm upcasts).
+        scale_exact: scaling ``γ`` by ``d`` (and the bias) scales the float64 output by ``d`` to
+            1e-12 (false where the scale itself is multiplied in float32: Gemma's ``(1 + w)``).
+    """
+
+    offset: float | None
+    float32_inside: bool
+    scale_exact: bool
+
+
+def scale_form(mod: nn.Module, w: Tensor, b: Tensor | None, centred: bool | None = None) -> ScaleForm:
+    """Probe the norm module ``mod`` (weight ``w``, bias ``b``; ``centred=None`` tries both) on a
+    random ``4 × n`` input in ``w``'s dtype: ``y = n(x) ⊙ (w + offset) + b`` with
+    ``n(x) = x̃ / rms(x̃)``, ``x̃ = x − mean(x)`` when centred (:class:`ScaleForm`)."""
+    from torch.func import functional_call
+
     g = torch.Generator().manual_seed(0)
-    x = 1e3 * torch.randn(4, w.numel(), generator=g, dtype=torch.float64)
+    x = 1e3 * torch.randn(4, w.numel(), generator=g, dtype=w.dtype)
     with torch.no_grad():
         y = out_tensor(mod(x))
     if y is None:
-        return False
-    xc = x - x.mean(-1, keepdim=True) if centred else x
-    n = xc / xc.pow(2).mean(-1, keepdim=True).sqrt()
-    for gamma in (w, 1 + w):
-        ref = n * gamma.detach() + (0 if b is None else b.detach())
-        if float((y - ref).norm() / ref.norm()) < 1e-11:
-            return False
-    return True
-
-
+        return ScaleForm(None, False, False)
+    found: tuple[float, float] | None = None
+    for c in ((centred,) if centred is not None else (True, False)):
+        xc = x - x.mean(-1, keepdim=True) if c else x
+        n = xc / xc.pow(2).mean(-1, keepdim=True).sqrt()
+        for off in (0.0, 1.0):
+            ref = n * (w.detach() + off) + (0 if b is None else b.detach())
+            err = float((y - ref).norm() / ref.norm())
+            if err < 1e-5 and (found is None or err < found[1]):
+                found = (off, err)
+    if found is None:  # neither form: conservatively treated as computing in float32 inside
+        return ScaleForm(None, w.dtype == torch.float64, False)
+    off, err = found
+    d = 1.5 + torch.rand(w.numel(), generator=g, dtype=w.dtype)
+    new = {"weight": d * (w.detach() + off) - off, **({"bias": d * b.detach()} if b is not None else {})}
+    with torch.no_grad():
+        y2 = out_tensor(functional_call(mod, new, (x,)))
+    exact = y2 is not None and float((y2 - d * y).norm() / (d * y).norm()) < 1e-12
+    return ScaleForm(off, w.dtype == torch.float64 and err > 1e-11, exact)
 
 
 @dataclass
@@ -238,8 +268,9 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
                 y2 = mod(x + 1.5)
             y2 = out_tensor(y2)
             centred = y2 is not None and _close(y2, y)
+            form = scale_form(mod, W, b, centred)
             info = NormInfo(name, canon["weight"], canon.get("bias"), centred, W.shape[0],
-                            x.dtype == torch.float64 and scale_form(mod, W, b, centred))
+                            x.dtype == torch.float64 and form.float32_inside, form.offset)
             norms[name] = (info, y)
             continue
         unfollowed.append({"module": name, "type": type(mod).__name__,
