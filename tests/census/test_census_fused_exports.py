@@ -111,3 +111,25 @@ def test_mergekit_export_keeps_the_residual_axis_of_fused_tensors(tmp_path):
     assert w["mlp.gate_up_proj.weight"].get("input_space") == "running_residual"
     assert "output_space" not in w["self_attn.qkv_proj.weight"] and "output_space" not in w["mlp.gate_up_proj.weight"]
     assert "input_space" not in w["mlp.down_proj.weight"] and w["mlp.down_proj.weight"]["output_space"] == "running_residual"
+
+
+def test_export_api_refuses_an_existing_path_and_unknown_formats_before_writing(tmp_path):
+    from paramsym.census.export import export
+    from paramsym.census.spaces import derive_spaces
+    from paramsym.errors import ConfigError, ExportPathExistsError
+
+    model = tiny_model("gpt2", causal_lm=True).double()
+    inputs = default_inputs(model, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        spaces = derive_spaces(model, inputs, _output)
+    kept = tmp_path / "kept.json"
+    kept.write_text("keep")
+    with pytest.raises(ExportPathExistsError, match="already exists"):
+        export(model, spaces, "permutation-spec", kept, inputs, _output)
+    assert kept.read_text() == "keep"
+    new = tmp_path / "new.json"
+    with pytest.raises(ConfigError, match="--export must be one of"):
+        export(model, spaces, "safetensors", new, inputs, _output)
+    assert not new.exists()
+    rep = export(model, spaces, "permutation-spec", new, inputs, _output)  # and the good path writes, verified
+    assert new.exists() and rep["verification"]["max_error"] <= 1e-10 and rep["omitted"] == []

@@ -20,6 +20,7 @@ from .claims import Claim, Measured
 from .runs import RunSpec, run_cli
 
 __all__ = ["MEASUREMENT_CLAIMS", "MEASUREMENT_RUNS", "render_actions", "render_align", "render_align_rebasin",
+           "render_census_mergekit",
            "render_align_modadd", "render_compensation", "render_teleport", "render_teleport_grad_norm",
            "render_teleport_learned",
            "render_transformer_learned",
@@ -96,6 +97,20 @@ def _rebasin(quick: bool) -> Callable[[Path], dict[str, Any]]:
         from ..rebasin_compare import compare
 
         res = compare(REBASIN_QUICK if quick else REBASIN_FULL)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(res, indent=1))
+        return res
+
+    return go
+
+
+def _mergekit(quick: bool) -> Callable[[Path], dict[str, Any]]:
+    def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
+        import json
+
+        from ..mergekit_compare import compare
+
+        res = compare(list(MERGEKIT_QUICK) if quick else None)
         out.mkdir(parents=True, exist_ok=True)
         (out / "result.json").write_text(json.dumps(res, indent=1))
         return res
@@ -187,6 +202,9 @@ REBASIN_TIME = ("measured 17 CPU-s (97 s wall under load ≈ 8 on the 2 shared c
                 "training the four digits models on first use")
 LEARNED_TIME = ("measured 170 CPU-s (748 s wall under load ≈ 8 on the 2 shared cores): the 3000-step relu242 "
                 "discovery is nearly all of it; --quick: 300 steps")
+MERGEKIT_QUICK = ("llama", "gpt2", "phi3", "gemma")
+MERGEKIT_TIME = ("measured 100 s wall (one thread, the 2 shared cores under load) for the 12 tiny architectures; --quick: "
+                 "4 of them")
 GRAD_NORM_TIME = "measured 10 CPU-s (63 s wall under load) for the 10 teleported runs; ≈ 20 CPU-s with the baselines"
 
 MEASUREMENT_RUNS: tuple[RunSpec, ...] = (
@@ -212,6 +230,9 @@ MEASUREMENT_RUNS: tuple[RunSpec, ...] = (
             "(models that have not generalised: not the documented numbers)"),
     RunSpec("teleport-learned", "paramsym discover --preset relu242 --steps 3000 --out RUN; paramsym teleport --action "
             "RUN --json", _teleport_learned(False), _teleport_learned(True), LEARNED_TIME),
+    RunSpec("census-mergekit", "python benchmarks/mergekit_agreement.py --json (needs MergeKit's wheel: pip download "
+            "mergekit --no-deps -d DIR; PARAMSYM_MERGEKIT=DIR)", _mergekit(False), _mergekit(True), MERGEKIT_TIME,
+            exact=True),
     RunSpec("align-rebasin", "python benchmarks/rebasin_compare.py --json (needs pip install 'paramsym[compare]')", _rebasin(False), _rebasin(True),
             REBASIN_TIME, exact=True),
 )
@@ -287,6 +308,20 @@ def _comp_claim(r):
                     {"min_ratio": lo, "cases": {k: {f: v[f] for f in ("drift_relative", "ratio_random",
                                                                        "ratio_uncompensated", "condition_number",
                                                                        "units_changed")} for k, v in r.items()}})
+
+
+def _mergekit_claim(r):
+    """Every statement agrees; the census's group verified with motion; residual ties settled numerically."""
+    a = {k: v for k, v in r["architectures"].items() if not v.get("missing")}
+    ok = bool(a) and all(
+        not v["disagree"] and v["census_error"] <= v["tolerance"] and v["census_motion"] > 0.5
+        and (not v["procedural_residual"] or (v["residual_tied_error"] <= v["tolerance"] and v["residual_untied_error"] > 0.1))
+        for v in a.values())
+    stated = sum(v["statements"] for v in a.values())
+    agree = sum(v["statements_agree"] for v in a.values())
+    return Measured(f"{len(a)} architectures (MergeKit {r['mergekit'].get('version')}): {agree}/{stated} statements agree; "
+                    f"census group verified on all: {all(v['census_error'] <= v['tolerance'] for v in a.values())}", ok,
+                    {"mergekit": r["mergekit"], "architectures": a})
 
 
 def _rebasin_claim(r):
@@ -381,6 +416,11 @@ MEASUREMENT_CLAIMS: tuple[Claim, ...] = tuple(replace(c, kind="measurement") for
           "is not accurate enough to teleport within the 1e-6 level-set tolerance (a negative result)",
           "aim: the negative result", "`paramsym teleport --action RUN` accepts no ascent step: status left_level_set "
           "with the refused step's relative loss change above 1e-6", "teleport-learned", _learned_claim),
+    Claim("census-mergekit", f"{M} docs/census.md", "the census against MergeKit's hand-written architecture files, "
+          "tensor by tensor", "aim: every checkable statement of the files agrees or is settled numerically",
+          "every vocabulary-axis and space statement agrees with the census; the census's whole permutation group leaves "
+          "every model unchanged to its tolerance (≤ 1e-10, ≤ 1e-5 where norms compute in float32) with weight motion "
+          "> 0.5; tied residual spaces ≤ the tolerance and untied per layer > 0.1", "census-mergekit", _mergekit_claim),
     Claim("align-rebasin", f"{M} docs/alignment.md", "our permutation alignment against rebasin 0.0.47's "
           "PermutationCoordinateDescent on the digits pair", "aim: a test barrier as low as the peer's",
           "our permutation stage's test barrier ≤ 1.1 × rebasin's at widths 32 and 16; both leave B's function "
@@ -467,6 +507,35 @@ def render_actions(rows: dict[str, dict[str, Any]]) -> str:
         out.append(f"| {label} | {v['output']:.2g} / {v['output2']:.2g} | {v['composition']:.2g} | {v['inverse']:.2g} | "
                    f"{v['motion']:.3g} |")
     return "\n".join(out)
+
+
+def render_census_mergekit(rows: dict[str, dict[str, Any]]) -> str:
+    """The MergeKit agreement table of docs/census.md (block ``census-mergekit``)."""
+    v = rows["census-mergekit"]["values"]
+    mk = v["mergekit"]
+    out = [f"MergeKit {mk.get('version')} (`{mk.get('source')}`, sha256 `{str(mk.get('sha256', '—'))[:16]}…`).", "",
+           "| architecture | file | model tensors | listed by both | file only | model only | statements (agree / checked) "
+           "| census adds groups to | census group: output change (tolerance) | motion |",
+           "|---|---|---:|---:|---:|---:|---|---:|---|---:|"]
+    notes = []
+    for name, a in v["architectures"].items():
+        out.append(f"| {name} | `{a['file']}` | {a['tensors']} | {a['listed_both']} | {len(a['only_mergekit'])} | "
+                   f"{len(a['only_model'])} | {a['statements_agree']} / {a['statements']} | {a['census_adds']} | "
+                   f"{a['census_error']:.1e} ({a['tolerance']:.0e}) | {a['census_motion']:.2f} |")
+        if a["only_mergekit"]:
+            notes.append(f"- **{name}**: the file lists {', '.join(f'`{n}`' for n in a['only_mergekit'])}, which the model "
+                         "does not have as parameters (the model's `named_parameters` is right: buffers or a renamed "
+                         "tensor).")
+        if a["only_model"]:
+            notes.append(f"- **{name}**: the file leaves out " + ", ".join(
+                f"`{n}` (zeroing it changes the output by {c:.2g} relative: the tensor matters, the model is right)"
+                for n, c in a["only_model_zeroed_change"].items()) + ".")
+        if a["procedural_residual"]:
+            notes.append(f"- **{name}**: the file's `procedural_spaces` tie the residual spaces of every layer into one "
+                         f"(as the census's one `P_res`): one permutation of the whole stream changes the output by "
+                         f"{a['residual_tied_error']:.1e}, independent permutations per layer boundary by "
+                         f"{a['residual_untied_error']:.2g} — both sides agree, and the tie is necessary.")
+    return "\n".join(out + ([""] + notes if notes else []))
 
 
 def render_align_rebasin(rows: dict[str, dict[str, Any]]) -> str:
