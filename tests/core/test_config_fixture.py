@@ -5,7 +5,9 @@
 QUICK dicts, "k=v" string lists in the experiment configs, dict → string → YAML overrides,
 teleport tuning constants in module globals). Every discovery preset × objective, every
 recipe, every quick budget, the CLI's --set path, the experiments' sub-runs and the sweep's
-trials must resolve to the same configuration now.
+trials must resolve to the same configuration now. One deliberate change since: the
+``minilm-ffn-unit`` entries and the ``transformer`` experiment fields were regenerated for issue 17
+(the paper's protocol: trained and evaluated at ρ = 0.5, β set per unit by the experiment).
 """
 
 from __future__ import annotations

@@ -111,11 +111,11 @@ def test_closed_form_compensation_preserves_boundary_and_whole_model_and_moves_w
 
 def test_bad_inputs_are_named_errors() -> None:
     m = tiny_bert()
-    with pytest.raises(ShapeError, match="layer must be in 0..1"):
+    with pytest.raises(ShapeError, match=r"layer 2 is out of range.*0\.\.1"):
         ffn_unit_problem(m, ids(), layer=2)
-    with pytest.raises(ShapeError, match="unit must be in 0..31"):
+    with pytest.raises(ShapeError, match=r"unit .* is out of range.*0\.\.31"):
         ffn_unit_problem(m, ids(), layer=0, unit=32)
-    with pytest.raises(ShapeError, match="N ≤ k < H"):
+    with pytest.raises(ShapeError, match="cannot absorb a change"):
         ffn_unit_problem(m, ids(), layer=0, compensators=N - 1)
     with pytest.raises(ShapeError, match=r"shape \(1, N\)"):
         ffn_unit_problem(m, ids()[0], layer=0)

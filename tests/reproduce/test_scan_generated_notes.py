@@ -101,8 +101,9 @@ def test_learned_transformer_objectives_criterion_is_the_issues_joint_target():
         assert not c.measure(_td(**bad)).holds, bad
     text = BLOCKS["transformer-objectives"].render({"transformer-learned-objectives": _row(
         "transformer-learned-objectives", c.measure(_td()).values)})
-    assert "| hybrid | 0 | 3000 | 7 | 300 | 377 | 479.8 | 14.9 | 0.0520 % | 7.40 % (76 %) |" in text
-    assert "| finite | 0 | 3000 | 7 | 300 | 332 | 299.8 | 17.8 |" in text
+    # columns: objective, seed, steps, eval ρ, β (— for runs before issue 17), train CPU s, ratios, motion, composition
+    assert "| hybrid | 0 | 3000 | 7 | — | 377 | 479.8 | 14.9 | 0.0520 % | 7.400 % (76.00 %) |" in text
+    assert "| finite | 0 | 3000 | 7 | — | 332 | 299.8 | 17.8 |" in text
 
 
 def test_learned_transformer_block_reads_the_paper_claim_rows_and_says_their_provenance():

@@ -8,9 +8,14 @@
 
 The run is :mod:`paramsym.experiments.kind_compensate` (closed form, Corollary 4.6, or with
 ``--learned`` the learned action of [Discovery] §5, trained into ``OUT/discovery-OBJECTIVE``).
-``--json`` prints ``motion_median``, ``drift_relative``, ``ratio_random``, ``ratio_uncompensated``,
-``condition_number``, ``units_changed`` and the rest of the metrics (``--learned``: also
-``objective``, ``steps``, ``train_cpu_seconds``, ``verdict``). ``--out DIR`` keeps the run
+``--json`` prints ``motion_median`` (entrywise: the median of ``|Δθ_i| / |θ0_i|`` over the block),
+``drift_relative``, ``ratio_random``, ``ratio_uncompensated``, ``condition_number``,
+``units_changed`` and the rest of the metrics. ``--learned`` follows the paper's protocol
+(:func:`paramsym.actions.ffn_unit.evaluate_action`): β set for the unit before training, 32 group
+elements at ρ = 0.5 (``--rho``), edits installed in float32, and prints ``motion_median``,
+``ratio_random``, ``ratio_uncompensated``, ``composition_error`` / ``composition_error_p95``
+(stored-weight two-step composition, median / p95 over elements), ``beta``, ``objective``,
+``steps``, ``verdict`` and ``train_cpu_seconds`` (from ``timing.json``). ``--out DIR`` keeps the run
 directory (``config.json``, ``metrics.json``, ``env.json``, ``report.md``, ``figures/``; the
 learned training's run); without it the run directory is temporary. An interrupted
 ``--learned`` run continues from its last training checkpoint with ``--resume DIR``.
@@ -50,8 +55,8 @@ def register(subparsers) -> None:
                    "default hybrid)")
     p.add_argument("--steps", default=None, help="training steps of --learned (default: the recipe's)")
     p.add_argument("--rho", default=None,
-                   help="group-element radius of the learned edit (--learned; default: the transformer-discovery "
-                        "evaluation radius, chosen for the motion target)")
+                   help="coefficient radius of the learned action's 32 evaluation elements (--learned; default: "
+                        "the paper's 0.5, the recipe's training radius)")
     p.add_argument("--checkpoint-every", default=None, help="checkpoint interval of the --learned training "
                    "(default: the recipe's)")
     add_run_options(p, out="keep the run directory here (new or empty; default: a temporary one)",
@@ -108,7 +113,11 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(d, indent=2, default=float))
         return 0
     keys = _KEYS + ["drift_random", "drift_uncompensated", "drift_other_inputs"]
-    keys += ["objective", "steps", "train_cpu_seconds"] if cfg.learned else ["boundary_preservation"]
+    if cfg.learned:
+        keys = [k for k in keys if k not in ("units_changed", "drift_other_inputs")]
+        keys += ["composition_error", "composition_error_p95", "beta", "objective", "steps", "train_cpu_seconds"]
+    else:
+        keys += ["boundary_preservation"]
     for k in keys:
         v = d.get(k)
         print(f"{k:24s} {v:.4g}" if isinstance(v, float) else f"{k:24s} {v}")

@@ -1,9 +1,9 @@
 """The closed-form compensation protocol on a real model ([Discovery] §7, the transformer FFN experiment).
 
-1. **Prepare**: run the model once on the prefix (k tokens) and cache the FFN input of layer ℓ
-   (:func:`~paramsym.targets.capture_inputs`); compute every unit's feature on the prefix and
-   choose the compensators B by pivoted QR (:func:`~paramsym.actions.compensating.select_compensators`,
-   excluding the moving unit j); build the boundary target of ``{j} ∪ B``
+1. **Prepare** (:func:`~paramsym.actions.ffn_unit.prepare`, the one FFN-unit module shared with
+   the learned path): run the model once on the prefix (k tokens) and cache the FFN input of
+   layer ℓ; compute every unit's feature on the prefix and choose the compensators B by pivoted
+   QR (excluding the moving unit j); build the boundary target of ``{j} ∪ B``
    (:class:`~paramsym.targets.FFNBoundaryTarget`, float64, never rerunning the model).
 2. **Edit**: a random translation ``t = s · ξ ⊙ |θ_C|`` of unit j's incoming weights and bias
    (ξ ~ N(0, I)), scaled so that the median relative change of the moved weights is ``motion``;
@@ -16,7 +16,8 @@
    the same incoming update without compensation; and the change on other inputs (a fresh
    random prefix of the same length), where the symmetry does not hold.
 
-Metrics: ``motion_median`` (median of ``|Δθ_i| / |θ_i|`` over the moved coordinates),
+Metrics: ``motion_median`` (entrywise: median of ``|Δθ_i| / |θ0_i|`` over the block's entries,
+:func:`~paramsym.actions.ffn_unit.motion_entrywise`, the same measure as the learned path's),
 ``drift_relative``, ``ratio_random = drift_random / drift``, ``ratio_uncompensated``,
 ``condition_number`` (of the compensators' features), ``units_changed`` (units of the layer
 whose weights changed in the installed model).
@@ -32,33 +33,22 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..actions.compensating import CompensatingAction, select_compensators, translation_element
-from ..errors import ConfigError, ShapeError, TooLargeError
-from ..groups.memory import budget_bytes
-from ..models.adapters import adapt
-from ..targets import FFNBoundaryTarget, capture_inputs
+from ..actions.compensating import CompensatingAction, translation_element
+from ..actions.ffn_unit import (
+    FFNUnit,
+    Installer,
+    last_hidden,
+    motion_entrywise,
+    per_unit_change,
+    prepare,
+)
+from ..errors import ConfigError
 
 __all__ = ["CompensationSetup", "Edit", "CompensationResult", "prepare", "closed_form_edit", "evaluate",
            "run_closed_form", "last_hidden", "per_unit_change"]
 
-
-@dataclass
-class CompensationSetup:
-    """Everything fixed by the choice of model, layer, unit and prefix (see :func:`prepare`)."""
-
-    model: nn.Module
-    model_type: str
-    layer: int
-    unit: int
-    batch: dict[str, Tensor]
-    target: FFNBoundaryTarget
-    compensators: list[int]
-    condition_number: float
-    hidden: int
-
-    @property
-    def tokens(self) -> int:
-        return int(self.target.h.shape[0])
+#: the prepared unit (:class:`paramsym.actions.ffn_unit.FFNUnit`; the old name stays importable)
+CompensationSetup = FFNUnit
 
 
 @dataclass
@@ -100,72 +90,8 @@ class CompensationResult:
         return asdict(self)
 
 
-def last_hidden(model: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
-    """The model's last hidden state on ``batch`` (``last_hidden_state`` or the first output)."""
-    with torch.no_grad():
-        out = model(**batch)
-    h = getattr(out, "last_hidden_state", None)
-    return h if isinstance(h, Tensor) else out[0]
-
-
-def prepare(model: nn.Module, *, layer: int, unit: int, batch: Mapping[str, Tensor], compensators: int | None = None,
-            max_cond: float = 1e4, max_memory: int = 2 * 2**30) -> CompensationSetup:
-    """Cache layer ``layer``'s FFN input on the prefix, choose compensators, build the target.
-
-    Args:
-        model: a Hugging Face model with an adapter (:func:`~paramsym.models.adapters.adapt`).
-        layer, unit: the moving FFN unit.
-        batch: the prefix, e.g. ``{"input_ids": ids}`` with ``ids`` of shape ``(1, k)``.
-        compensators: number of compensators (default: the number of prefix tokens N; ≥ N).
-        max_cond: largest accepted condition number of the compensators' features.
-        max_memory: budget in bytes for the all-units features and the target's evaluation.
-
-    Raises:
-        UnknownArchitectureError: no adapter for the model type.
-        ShapeError: layer or unit out of range, or a prefix longer than the compensators can absorb.
-        ConvergenceError: the best compensators are ill-conditioned (condition number named).
-        TooLargeError: the all-units features would exceed ``max_memory`` (the estimate is named).
-    """
-    layout = adapt(model)
-    L = len(layout.layers)
-    if not 0 <= int(layer) < L:
-        raise ShapeError(f"--layer {layer} is out of range: the model has {L} layers (0..{L - 1}). Choose one of them.")
-    ffn = layout.layers[int(layer)].ffn
-    H = ffn.hidden
-    if not 0 <= int(unit) < H:
-        raise ShapeError(f"--unit {unit} is out of range: layer {layer}'s FFN has {H} units (0..{H - 1}). Choose one of them.")
-    max_memory = budget_bytes(max_memory)
-    need = 8 * H * (ffn.up.in_features * (2 if ffn.gate is not None else 1) + ffn.down.out_features + 64)
-    if need > max_memory:
-        raise TooLargeError(f"the all-units features of layer {layer} need about {need / 2**20:.0f} MiB in float64, over the "
-                            f"memory budget of {max_memory / 2**20:.0f} MiB; raise max_memory.")
-    batch = dict(batch)
-    h = capture_inputs(model, ffn.input_module, batch)
-    N = h.shape[0]
-    k = N if compensators is None else int(compensators)
-    if k < N:
-        raise ShapeError(f"--compensators {k} cannot absorb a change on a prefix of {N} tokens (need at least {N}); use "
-                         f"--compensators {N} or more, or a prefix of at most {k} tokens.")
-    if k > H - 1:
-        raise ShapeError(f"--compensators {k}: layer {layer} has only {H - 1} other units; the prefix of {N} tokens is too "
-                         f"long for this FFN (at most {H - 1} tokens).")
-    others = [u for u in range(H) if u != int(unit)]
-    everything = FFNBoundaryTarget.from_layer(model, layer, [int(unit)] + others, batch, inputs=h, block=["up.weight"],
-                                              max_memory=max_memory)
-    feats = everything.features()[:, 1:]  # (N, H-1)
-    picked, cond = select_compensators(feats.T, k, max_cond=max_cond)
-    comps = [others[i] for i in picked]
-    target = FFNBoundaryTarget.from_layer(model, layer, [int(unit)] + comps, batch, inputs=h, max_memory=max_memory,
-                                          name=f"{layout.model_type}:layer{layer}:unit{unit}+{k}")
-    return CompensationSetup(model, layout.model_type, int(layer), int(unit), batch, target, comps, float(cond), H)
-
-
 def _motion(theta0: Tensor, theta: Tensor) -> float:
-    d = (theta - theta0).abs()
-    mask = (d > 0) & (theta0 != 0)
-    if not bool(mask.any()):
-        return 0.0
-    return float((d[mask] / theta0.abs()[mask]).median())
+    return motion_entrywise(theta0, theta)
 
 
 def _check_motion(motion: float) -> float:
@@ -209,29 +135,6 @@ def closed_form_edit(setup: CompensationSetup, *, motion: float = 1.5e-3, genera
     return Edit(th, a.uncompensated(t, th0), t, pres)
 
 
-def per_unit_change(setup: CompensationSetup, edited: nn.Module) -> Tensor:
-    """Relative change of every unit's weights (incoming rows, bias, gate, outgoing column) of the layer."""
-    ffn = adapt(setup.model).layers[setup.layer].ffn
-    orig, new = dict(setup.model.named_parameters()), dict(edited.named_parameters())
-    H = ffn.hidden
-    rows = torch.arange(H)
-    num = torch.zeros(H, dtype=torch.float64)
-    den = torch.zeros(H, dtype=torch.float64)
-    projs = [("up", ffn.up), ("down", ffn.down)] + ([("gate", ffn.gate)] if ffn.gate is not None else [])
-    for key, proj in projs:
-        a = orig[proj.weight].detach().reshape(-1).double()
-        b = new[proj.weight].detach().reshape(-1).double()
-        pos = proj.column_positions(rows).T if key == "down" else proj.row_positions(rows)  # (H, ·)
-        num += (b[pos] - a[pos]).pow(2).sum(1)
-        den += a[pos].pow(2).sum(1)
-        if key != "down" and proj.bias is not None:
-            bp = proj.bias_positions(rows)
-            ab = orig[proj.bias].detach().reshape(-1).double()[bp]
-            num += (new[proj.bias].detach().reshape(-1).double()[bp] - ab).pow(2)
-            den += ab.pow(2)
-    return (num / den.clamp_min(1e-300)).sqrt()
-
-
 def evaluate(setup: CompensationSetup, theta: Tensor, uncompensated: Tensor, *, generator: torch.Generator | None = None,
              other_batch: Mapping[str, Tensor] | None = None, work: nn.Module | None = None,
              random_direction: Tensor | None = None) -> dict[str, Any]:
@@ -245,8 +148,7 @@ def evaluate(setup: CompensationSetup, theta: Tensor, uncompensated: Tensor, *, 
     ``per_unit`` (relative change of every unit of the layer).
     """
     T = setup.target
-    work = work if work is not None else copy.deepcopy(setup.model).eval()
-    H0 = last_hidden(work, setup.batch)
+    inst = Installer(T, model=work if work is not None else copy.deepcopy(setup.model))
     th0 = T.theta0
     step = theta - th0
     xi = random_direction if random_direction is not None else torch.randn(step.shape[0], generator=generator,
@@ -257,21 +159,10 @@ def evaluate(setup: CompensationSetup, theta: Tensor, uncompensated: Tensor, *, 
         ids = setup.batch["input_ids"]
         vocab = int(getattr(setup.model.config, "vocab_size", int(ids.max()) + 1))
         other_batch = {"input_ids": torch.randint(0, vocab, tuple(ids.shape), generator=generator)}
-    O0 = last_hidden(work, other_batch)
-
-    def drift(th: Tensor, batch: Mapping[str, Tensor], ref: Tensor, keep: bool = False):
-        old = T.write(work, th)
-        try:
-            out = float((last_hidden(work, batch) - ref).double().norm() / ref.double().norm())
-            changes = per_unit_change(setup, work) if keep else None
-        finally:
-            T.restore(work, old)
-        return out, changes
-
-    d, per_unit = drift(theta, setup.batch, H0, keep=True)
-    d_rand, _ = drift(rand, setup.batch, H0)
-    d_unc, _ = drift(uncompensated, setup.batch, H0)
-    d_other, _ = drift(theta, other_batch, O0)
+    O0 = last_hidden(inst.model, other_batch)
+    d, per_unit = inst.drift(theta), inst.per_unit(setup, theta)
+    d_rand, d_unc = inst.drift(rand), inst.drift(uncompensated)
+    d_other = inst.drift(theta, other_batch, O0)
     changed = [int(i) for i in (per_unit > 0).nonzero().reshape(-1)]
     floor = max(d, 1e-300)
     return {

@@ -3,7 +3,10 @@
 The problem: a fixed ``N``-token prefix X, FFN layer ℓ of a BERT-type encoder
 (``intermediate.dense → GELU → output.dense``), one *moving* unit ``j`` and ``k ≥ N``
 *compensating* units ``B`` chosen by pivoted QR of the prefix features
-(:func:`paramsym.actions.compensating.select_compensators`, unit ``j`` excluded). The block is
+(:func:`paramsym.actions.compensating.select_compensators`, unit ``j`` excluded, model order). The
+unit, compensators, block and target come from the one FFN-unit module
+:mod:`paramsym.actions.ffn_unit` (:func:`~paramsym.actions.ffn_unit.prepare`); this module adds
+the discovery problem (μ anchored at the real weights). The block is
 
     θ = ( W_in[j, :], b_in[j], W_out[:, B] )          (p = d + 1 + d·k)
 
@@ -25,11 +28,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..actions.compensating import select_compensators
+from ..actions import ffn_unit
+from ..actions.ffn_unit import incoming_size
 from ..errors import ConfigError, ShapeError
 from ..models.adapters import require_eager
 from ..models.loading import load_minilm
-from ..targets import FFNBoundaryTarget, capture_inputs
+from ..targets import FFNBoundaryTarget
 from .problem import DiscoveryProblem
 
 #: share of μ's points at the real weights θ0 (:class:`AnchoredProblem`)
@@ -76,14 +80,8 @@ def prefix_ids(tokenizer: Any, tokens: int, text: str = DEFAULT_TEXT) -> Tensor:
 
 def ffn_features(model: nn.Module, input_ids: Tensor, layer: int) -> tuple[Tensor, Tensor]:
     """``(h, S)``: the FFN input ``h`` (N × d, float64) of ``layer`` on the prefix and every unit's
-    feature ``S = act(h W_upᵀ + b_up)`` (H × N), through the model's adapter."""
-    from ..models.adapters import adapt
-
-    ffn = adapt(model).layers[layer].ffn
-    batch = {"input_ids": input_ids}
-    h = capture_inputs(model, ffn.input_module, batch).double()
-    every = FFNBoundaryTarget.from_layer(model, layer, list(range(ffn.hidden)), batch, inputs=h, block=["up.weight"])
-    return h, every.features().T
+    feature ``S = act(h W_upᵀ + b_up)`` (H × N) (:func:`paramsym.actions.ffn_unit.ffn_features`)."""
+    return ffn_unit.ffn_features(model, {"input_ids": input_ids}, layer)
 
 
 def boundary_problem(target: FFNBoundaryTarget, *, perturb_rel: float = 0.005, anchor: float = ANCHOR,
@@ -148,33 +146,20 @@ def ffn_unit_problem(
     """
     import copy
 
-    from ..models.adapters import adapt
-
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ShapeError(f"input_ids must have shape (1, N); received {tuple(input_ids.shape)}.")
     model = require_eager(copy.deepcopy(model)).eval()
-    n_layers = len(adapt(model).layers)
-    if not 0 <= layer < n_layers:
-        raise ShapeError(f"layer must be in 0..{n_layers - 1}; received {layer}.")
-    N = input_ids.shape[1]
-    k = N if compensators is None else int(compensators)
-    h, S = ffn_features(model, input_ids, layer)
-    H = S.shape[0]
-    if unit is None:
-        unit = int(S.pow(2).mean(1).argmax())
-    if not 0 <= unit < H:
-        raise ShapeError(f"unit must be in 0..{H - 1} (FFN width of layer {layer}); received {unit}.")
-    others = [i for i in range(H) if i != unit]
-    sel, cond = select_compensators(S[others], k)
-    B = sorted(others[i] for i in sel)
-    target = FFNBoundaryTarget.from_layer(model, layer, [unit, *B], {"input_ids": input_ids}, inputs=h,
-                                          name=f"{name}:L{layer}u{unit}")
+    u = ffn_unit.prepare(model, layer=layer, unit=unit, batch={"input_ids": input_ids}, compensators=compensators)
+    u.target.name = f"{name}:L{u.layer}u{u.unit}"
+    h = u.target.h
+    N, k = u.tokens, len(u.compensators)
     return boundary_problem(
-        target, perturb_rel=perturb_rel, anchor=anchor, name=name,
-        description=f"{type(model).__name__} FFN layer {layer}: moving unit {unit} (incoming weights + bias) and "
-        f"{k} compensators' outgoing weights (pivoted QR, cond {cond:.3g}); boundary output on a {N}-token prefix",
-        info={"layer": layer, "unit": unit, "compensators": B, "feature_condition": cond, "tokens": N,
-              "d_model": h.shape[1], "ffn_width": H})
+        u.target, perturb_rel=perturb_rel, anchor=anchor, name=name,
+        description=f"{type(model).__name__} FFN layer {u.layer}: moving unit {u.unit} (incoming weights + bias) and "
+        f"{k} compensators' outgoing weights (pivoted QR, cond {u.condition_number:.3g}); boundary output on a "
+        f"{N}-token prefix",
+        info={"layer": u.layer, "unit": u.unit, "compensators": u.compensators, "feature_condition": u.condition_number,
+              "tokens": N, "d_model": h.shape[1], "ffn_width": u.hidden})
 
 
 def minilm_ffn_unit(seed: int = 0, *, layer: int = 3, unit: int | None = None, tokens: int = 16,
@@ -185,16 +170,6 @@ def minilm_ffn_unit(seed: int = 0, *, layer: int = 3, unit: int | None = None, t
     """
     model, tok = load_minilm()
     return ffn_unit_problem(model, prefix_ids(tok, tokens, text), layer=layer, unit=unit, compensators=compensators)
-
-
-def incoming_size(target: FFNBoundaryTarget) -> int:
-    """How many leading block coordinates are the moving units' incoming weights and biases.
-
-    The protocol block lists them first (:meth:`FFNBoundaryTarget.protocol_block`), then the
-    compensators' outgoing columns.
-    """
-    incoming = set(target.incoming_names())
-    return sum(int(e.index.numel()) for e in target.block.entries if e.name in incoming)
 
 
 def block_layout(problem: DiscoveryProblem) -> dict[str, int]:

@@ -5,10 +5,11 @@ One FFN unit's incoming weights and bias move by a random translation; ``K`` com
 the edit is installed into the full model (float32) and the drift of the last hidden state on
 the prefix is compared with a random translation of matched motion and with the uncompensated
 update (:mod:`paramsym.compensation`). With ``learned=True`` the learned action ([Discovery] §5)
-is trained on the same unit and compensators with the ``minilm-ffn-unit`` recipe, into the
-discovery run ``OUT/discovery-OBJECTIVE`` (checkpointed every ``checkpoint_every`` steps, so an
-interrupted run continues there on ``--resume``), and its edit ``a(g, θ0)`` is judged by the same
-protocol and keys.
+is trained on the same unit and compensators with the ``minilm-ffn-unit`` recipe (β set for the
+unit before training), into the discovery run ``OUT/discovery-OBJECTIVE`` (checkpointed every
+``checkpoint_every`` steps, so an interrupted run continues there on ``--resume``), and judged by
+the paper's protocol of :func:`paramsym.actions.ffn_unit.evaluate_action` (the module both paths
+share): 32 elements at ρ = 0.5, float32 installation, entrywise motion, stored-weight composition.
 
 Metrics: :meth:`~paramsym.compensation.CompensationResult.as_dict` plus ``model`` (closed form),
 or the learned result (``objective``, ``steps``, ``verdict``, ...); no times: the learned
@@ -62,8 +63,8 @@ class CompensateConfig:
         learned: train the learned compensating action instead of the closed form.
         objective: learned objective, ``hybrid`` or ``finite``.
         steps: training steps of the learned action (``None``: the recipe's).
-        rho: group-element radius of the learned edit (``None``: the transformer-discovery
-            evaluation radius).
+        rho: coefficient radius of the learned action's evaluation elements (``None``: the
+            recipe's 0.5, the paper's).
         checkpoint_every: checkpoint interval of the learned training (``None``: the recipe's).
     """
 
@@ -143,32 +144,40 @@ def _prefix(cfg: CompensateConfig, model):
 
 
 def _learned(cfg: CompensateConfig, setup, out, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The learned compensating action: train on ``setup.target`` into ``out/discovery-OBJECTIVE`` (a
-    finished training is reused, an interrupted one resumes from its checkpoint) and judge one edit
-    ``a(g, θ0)`` (coefficient radius ``cfg.rho``) by :func:`paramsym.compensation.evaluate`.
+    """The learned compensating action by the paper's protocol: β set for the unit before training
+    (:func:`paramsym.experiments.transformer_discovery.unit_beta`), trained on ``setup.target`` into
+    ``out/discovery-OBJECTIVE`` (a finished training is reused, an interrupted one resumes from its
+    checkpoint), judged by :func:`paramsym.actions.ffn_unit.evaluate_action` (32 group elements at
+    radius ``cfg.rho``, default the recipe's 0.5; float32 installation; stored-weight composition).
     Returns ``(metrics, timing)``."""
+    import dataclasses
+
     import torch
 
-    from ..compensation import evaluate
+    from ..actions.ffn_unit import evaluate_action
     from ..discovery.transformer import boundary_problem
     from ..runs import RunDir
-    from .transformer_discovery import TransformerDiscoveryConfig, learned_edit, train_learned
+    from .transformer_discovery import TransformerDiscoveryConfig, train_learned, unit_beta
 
-    rho = cfg.rho if cfg.rho is not None else TransformerDiscoveryConfig().rho
+    protocol = TransformerDiscoveryConfig()
+    if cfg.rho is not None:
+        protocol = dataclasses.replace(protocol, rho=cfg.rho)
     problem = boundary_problem(setup.target, name=f"compensate-{setup.model_type}",
                                info={"layer": setup.layer, "unit": setup.unit, "compensators": setup.compensators,
                                      "feature_condition": setup.condition_number, "tokens": setup.tokens})
-    overrides = [] if cfg.checkpoint_every is None else [f"train.checkpoint_every={cfg.checkpoint_every}"]
+    beta = unit_beta(problem, protocol)
+    overrides = [f"objective.beta={beta!r}"]
+    if cfg.checkpoint_every is not None:
+        overrides.append(f"train.checkpoint_every={cfg.checkpoint_every}")
     sub = RunDir(out.path / f"discovery-{cfg.objective}")
     action, info = train_learned(problem, cfg.objective, out=sub, seed=cfg.seed, steps=cfg.steps,
                                  overrides=overrides, progress=progress)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    theta, unc = learned_edit(problem, action, rho=rho, generator=gen)
-    res = evaluate(setup, theta, unc, generator=gen)
+    res = evaluate_action(setup.target, action, samples=protocol.samples, rho=protocol.rho,
+                          generator=torch.Generator().manual_seed(cfg.seed))
     res.update(condition_number=setup.condition_number, model_type=setup.model_type, layer=setup.layer,
-               unit=setup.unit, tokens=setup.tokens, compensators=setup.compensators, rho=rho,
+               unit=setup.unit, tokens=setup.tokens, compensators=setup.compensators, beta=beta,
                objective=cfg.objective, steps=info["steps"], verdict=info["verdict"])
-    return res, {"train_cpu_seconds": info["cpu_seconds"]}
+    return res, {"train_cpu_seconds": info["cpu_seconds"], "train_wall_seconds": info["wall_seconds"]}
 
 
 def run(cfg: CompensateConfig, out, *, progress: bool = False) -> dict[str, Any]:
@@ -194,14 +203,15 @@ def run(cfg: CompensateConfig, out, *, progress: bool = False) -> dict[str, Any]
     return metrics
 
 
-_LEARNED_ROWS = (("motion_median", "median motion of the moved weights"),
-                 ("drift_relative", "relative drift of the last hidden state on the prefix"),
-                 ("drift_random", "drift, random translation of matched motion"),
-                 ("drift_uncompensated", "drift, the same update without compensation"),
+_LEARNED_ROWS = (("motion_median", "median entrywise relative motion |Δθ_i|/|θ0_i| of the block"),
+                 ("drift_relative", "relative drift of the last hidden state on the prefix (median)"),
+                 ("drift_random", "drift, random translation of matched motion (median)"),
+                 ("drift_uncompensated", "drift, the same update without compensation (median)"),
                  ("ratio_random", "ratio random / learned"), ("ratio_uncompensated", "ratio uncompensated / learned"),
-                 ("drift_other_inputs", "drift on other inputs (fresh prefix)"),
-                 ("condition_number", "condition number of the compensators' features"),
-                 ("units_changed", "units changed"))
+                 ("composition_error", "stored-weight two-step composition error (median)"),
+                 ("composition_error_p95", "stored-weight two-step composition error (p95)"),
+                 ("beta", "field magnitude β (set for the unit before training)"),
+                 ("condition_number", "condition number of the compensators' features"))
 
 
 def render(run_dir) -> str:
@@ -216,8 +226,9 @@ def render(run_dir) -> str:
     v = lambda x: f"{x:.4g}" if isinstance(x, float) else str(x)  # noqa: E731
     lines = [f"# Learned compensation: {m['model']}, layer {m['layer']}, unit {m['unit']}", "",
              f"The learned action ({m['objective']} objective, {m['steps']} steps; training run "
-             f"`discovery-{m['objective']}/`) moves the unit and {len(m['compensators'])} compensators by one group "
-             f"element of radius {m['rho']:g}; the edit is installed into the full model.", "",
+             f"`discovery-{m['objective']}/`) moves the unit and {len(m['compensators'])} compensators; "
+             f"{m.get('samples', 1)} group elements of radius {m['rho']:g} (one factor), each edit installed into the "
+             "full model in float32 (medians over elements).", "",
              "| quantity | value |", "|---|---|"]
     lines += [f"| {label} | {v(m[k])} |" for k, label in _LEARNED_ROWS if k in m]
     lines += ["", "Verdict of the training run (declared cell): "

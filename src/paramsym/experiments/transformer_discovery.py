@@ -1,21 +1,25 @@
 """Learned discovery on a pretrained transformer's FFN subnetwork ([Discovery] §6.3; kind ``transformer-discovery``).
 
-Protocol (the paper's, on all-MiniLM-L6-v2 instead of Pythia-1B): the preset ``minilm-ffn-unit``
-(:mod:`paramsym.discovery.transformer`: one moving FFN unit j of a middle layer, k = N
-compensators by pivoted QR, block = unit j's incoming weights and bias + the compensators'
-outgoing weights, target = the boundary output on an N = 16-token prefix from cached FFN inputs)
-is trained with the existing trainer for each objective (hybrid, finite) and judged by the
-verdict. Then the learned edit is installed into the **full model in float32** and, for
-``samples`` group elements ``g`` (ρ = ``rho``, one factor) at the real weights θ0:
+The paper's protocol (on all-MiniLM-L6-v2 instead of Pythia-1B), composed from the one FFN-unit
+module :mod:`paramsym.actions.ffn_unit`: the preset ``minilm-ffn-unit``
+(:mod:`paramsym.discovery.transformer`: the middle layer ℓ = 3, the unit of largest feature RMS
+on an N = 16-token prefix, k = N compensators by pivoted QR; block = the unit's incoming weights
+and bias + the compensators' outgoing columns; target = the boundary output) is trained for each
+objective (hybrid, finite) with the ``minilm-ffn-unit`` recipe at ρ = 0.5 and judged by the
+verdict, with
 
-* ``drift``: ``‖H(θ') − H(θ0)‖ / ‖H(θ0)‖``, H the last hidden state on the prefix, θ' = a(g, θ0)
-  rounded to float32;
-* (a) ``random``: θ0 + z with z Gaussian on the same block, ``‖z‖ = ‖θ' − θ0‖`` (matched motion);
-* (b) ``uncompensated``: θ' on unit j's incoming weights and bias, the compensators left at θ0;
-* ``motion``: the median over the block's entries of ``|θ'_i − θ0_i| / |θ0_i|``;
-* ratios: median drift of (a) resp. (b) over the median drift of the learned edit;
-* stored-weight composition error ``‖s(a(g2g1,θ0)) − s(a(g2, s(a(g1,θ0))))‖ / (‖θ1 − θ0‖ + ‖θ2 − θ1‖)``
-  with ``s`` = float32 rounding (the weights as a checkpoint stores them), median and p95.
+* **β per unit, before training** (:func:`unit_beta`): from the unit's scales so that the median
+  entrywise motion is ``beta_margin × motion_target`` (the paper's 0.069 %) if the field has the
+  magnitude β asks for (:func:`paramsym.actions.ffn_unit.motion_beta`); ``beta_margin = 4`` because
+  the previous recipe's learned field realised about a third of this prediction (β = 0.01, ρ = 7:
+  0.052 % measured vs 0.18 % predicted);
+* **the whole-model evaluation** (:func:`paramsym.actions.ffn_unit.evaluate_action`): 32 group
+  elements at ρ = 0.5 (one factor), edits installed into the full model in float32, each update
+  rounded to float32 before the next action (stored-weight two-step composition): ``motion_median``
+  (entrywise), ``ratio_random``, ``ratio_uncompensated``, ``composition_error`` (median over
+  elements), ``composition_error_p95``.
+
+Times (``train_cpu_seconds`` per sub-run) go to ``timing.json``, never to ``metrics.json``.
 
 Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated, median change
 0.069 %; composition error 0.321 % (finite) → 0.058 % (hybrid).
@@ -24,6 +28,7 @@ Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,17 +36,22 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..actions.ffn_unit import EVAL_KEYS, Installer, check_rho, evaluate_action, motion_beta
 from ..config import to_dict
 from ..discovery.config import DiscoverOverrides
-from ..discovery.transformer import incoming_size
 from ..errors import ConfigError
 from ..runs import RunDir
 from .configs import resolve_discover_config
+
+__all__ = ["KIND", "PRESET", "PAPER", "TransformerDiscoveryConfig", "unit_beta", "whole_model_evaluation",
+           "train_learned", "learned_edit", "subrun_configs", "run", "render"]
 
 KIND = "transformer-discovery"
 PRESET = "minilm-ffn-unit"
 PAPER = {"ratio_random": 129.0, "ratio_uncompensated": 49.0, "motion_median": 0.00069,
          "composition_finite": 0.00321, "composition_hybrid": 0.00058}
+#: the figures summarised per objective (medians over seeds)
+SUMMARY_KEYS = (*EVAL_KEYS, "drift_relative")
 
 
 @dataclass
@@ -52,12 +62,14 @@ class TransformerDiscoveryConfig:
     seeds: list[int] = field(default_factory=lambda: [0])
     steps: int | None = None
     samples: int = 32  #: group elements for the whole-model drift and stored-weight composition
-    #: group-element radius of the evaluation: chosen for the issue's motion target (median entry
-    #: motion ≥ 0.05 % at β = 0.01); the recipe trains at 3.5, ratios fall slowly beyond it
-    #: (measured 624 / 19.6 at 3.5, 480 / 14.9 at 7; docs/discovery.md)
-    rho: float = 7.0
+    #: group-element radius of the evaluation: the paper's, the recipe's training radius
+    rho: float = 0.5
+    #: median entrywise motion the field magnitude β is set for (the paper's 0.069 %), times beta_margin
+    motion_target: float = 0.00069
+    beta_margin: float = 4.0
     eval_seed: int = 2024
-    #: typed overrides of every sub-run's DiscoverConfig (after the recipe, seed and steps)
+    #: typed overrides of every sub-run's DiscoverConfig (after the recipe, seed and steps);
+    #: ``objective.beta`` here replaces the per-unit rule
     overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
 
     def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
@@ -74,78 +86,38 @@ class TransformerDiscoveryConfig:
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
         if bad or not self.variants:
             raise ConfigError(f"variants must be among hybrid, infinitesimal, finite; received {self.variants}.")
-        if not self.seeds or self.samples < 1 or not self.rho > 0:
-            raise ConfigError("seeds must be nonempty, samples ≥ 1 and rho > 0.")
+        if not self.seeds or self.samples < 1:
+            raise ConfigError(f"seeds must be nonempty and samples ≥ 1; received seeds={self.seeds}, "
+                              f"samples={self.samples}.")
+        check_rho(self.rho, "rho (the evaluation radius)")
+        for name in ("motion_target", "beta_margin"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ConfigError(f"{name} must be a finite number > 0; received {v!r}.")
 
 
-class _Installer:
-    """Writes block values into one float32 copy of the host model in place (and back).
+def _explicit_beta(overrides: DiscoverOverrides) -> bool:
+    return "objective.beta" in list(overrides)
 
-    ``target`` is an :class:`~paramsym.targets.FFNBoundaryTarget` (:meth:`write` / :meth:`restore`).
-    """
 
-    def __init__(self, target):
-        self.target = target
-        self.model = copy.deepcopy(target.model).float().eval()
-        self.batch = target.batch
-        self.theta0 = target.theta0.float().clone()
-        self.h0 = self.hidden(self.theta0)
+def unit_beta(problem, cfg: TransformerDiscoveryConfig) -> float | None:
+    """β of ``problem``'s unit by the rule (:func:`paramsym.actions.ffn_unit.motion_beta` with ``cfg``'s
+    ``motion_target``, ``beta_margin`` and ``rho``), or ``None`` when ``objective.beta`` is overridden."""
+    if _explicit_beta(cfg.overrides):
+        return None
+    beta, _ = motion_beta(problem.target, motion=cfg.motion_target, rho=cfg.rho, margin=cfg.beta_margin)
+    return float(f"{beta:.6g}")  # a short, exactly reproducible value in config.json
 
-    @torch.no_grad()
-    def hidden(self, theta: torch.Tensor) -> torch.Tensor:
-        old = self.target.write(self.model, theta.float())
-        try:
-            out = self.model(**self.batch)
-            return out.last_hidden_state.double() if hasattr(out, "last_hidden_state") else out[0].double()
-        finally:
-            self.target.restore(self.model, old)
 
-    def drift(self, theta: torch.Tensor) -> float:
-        return float((self.hidden(theta) - self.h0).norm() / self.h0.norm())
+def _with_beta(cfg: TransformerDiscoveryConfig, beta: float | None) -> DiscoverOverrides:
+    return cfg.overrides if beta is None else cfg.overrides | [f"objective.beta={beta!r}"]
 
 
 def whole_model_evaluation(problem, action, *, samples: int = 32, rho: float = 0.5, seed: int = 2024,
-                           installer: _Installer | None = None) -> dict[str, Any]:
-    """Whole-model drift vs (a) random and (b) uncompensated edits, motion, stored-weight composition.
-
-    See the module docstring for every definition. ``action`` is evaluated in float64; the
-    edited weights are rounded to float32 before they are installed or composed.
-    """
-    inst = installer or _Installer(problem.target)
-    act = copy.deepcopy(action).double().eval()
-    grp = act.group
-    gen = torch.Generator().manual_seed(seed)
-    n_in = incoming_size(problem.target)
-    th0 = inst.theta0.double()
-    with torch.no_grad():
-        g = grp.matrices(grp.sample(samples, rho, exact_factors=1, generator=gen)).double()
-        moved = act.act_many(g, th0.expand(samples, -1)).float().double()
-        g2 = grp.matrices(grp.sample(samples, rho, exact_factors=1, generator=gen)).double()
-        t1 = moved
-        t2 = act.act_many(g2, t1).float().double()
-        t12 = act.act_many(g2 @ g, th0.expand(samples, -1)).float().double()
-    comp = ((t12 - t2).norm(dim=-1) / ((t1 - th0).norm(dim=-1) + (t2 - t1).norm(dim=-1)).clamp_min(1e-300)).numpy()
-    rows = []
-    for i in range(samples):
-        d = moved[i] - th0
-        z = torch.randn(th0.numel(), generator=gen, dtype=torch.float64)
-        z = z * d.norm() / z.norm()
-        unc = th0.clone()
-        unc[:n_in] = moved[i, :n_in]
-        rel = (d.abs() / th0.abs().clamp_min(1e-30))
-        rows.append({"learned": inst.drift(moved[i]), "random": inst.drift(th0 + z), "uncompensated": inst.drift(unc),
-                     "motion": float(rel.median()), "motion_norm": float(d.norm() / th0.norm()),
-                     "motion_incoming": float(d[:n_in].norm() / th0[:n_in].norm())})
-    med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
-    return {
-        "samples": samples, "rho": rho,
-        "drift_relative": med["learned"], "drift_random": med["random"], "drift_uncompensated": med["uncompensated"],
-        "ratio_random": med["random"] / max(med["learned"], 1e-300),
-        "ratio_uncompensated": med["uncompensated"] / max(med["learned"], 1e-300),
-        "motion_median": med["motion"], "motion_norm_median": med["motion_norm"],
-        "motion_incoming_median": med["motion_incoming"],
-        "composition_stored_median": float(np.median(comp)), "composition_stored_p95": float(np.percentile(comp, 95)),
-    }
+                           installer: Installer | None = None) -> dict[str, Any]:
+    """:func:`paramsym.actions.ffn_unit.evaluate_action` on ``problem.target`` (elements drawn from ``seed``)."""
+    return evaluate_action(problem.target, action, samples=samples, rho=rho, installer=installer,
+                           generator=torch.Generator().manual_seed(seed))
 
 
 def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int = 0, steps: int | None = None,
@@ -179,29 +151,39 @@ def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generato
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(θ', θ_unc)``: ``θ' = a(g, θ0)`` for one group element ``g = exp(t h)`` (one factor, ``|t| ≤ rho``)
     in float64, and the same incoming update without compensation (compensators left at θ0)."""
+    from ..actions.ffn_unit import uncompensated_theta
+
+    rho = check_rho(rho)
     act = copy.deepcopy(action).double().eval()
     grp = act.group
     th0 = problem.target.theta0.double()
     with torch.no_grad():
         g = grp.matrices(grp.sample(1, rho, exact_factors=1, generator=generator)).double()
         theta = act.act_many(g, th0[None])[0]
-    unc = th0.clone()
-    n_in = incoming_size(problem.target)
-    unc[:n_in] = theta[:n_in]
-    return theta, unc
+    return theta, uncompensated_theta(problem.target, theta, th0)
 
 
-def subrun_configs(cfg: TransformerDiscoveryConfig) -> dict[str, Any]:
-    """The resolved discovery configuration of every sub-run ``<variant>-seed<k>`` (recipe included)."""
+def subrun_configs(cfg: TransformerDiscoveryConfig, beta: float | None = None) -> dict[str, Any]:
+    """The resolved discovery configuration of every sub-run ``<variant>-seed<k>`` (recipe included).
+
+    ``beta``: the unit's field magnitude (:func:`unit_beta`); without it, the recipe's standalone
+    ``objective.beta`` stands in (the rule's inputs are ``cfg``'s ``motion_target``,
+    ``beta_margin`` and ``rho``).
+    """
+    overrides = _with_beta(cfg, beta)
     return {f"{variant}-seed{seed}": resolve_discover_config(PRESET, variant, seed, cfg.steps, device="cpu",
-                                                             overrides=cfg.overrides)
+                                                             overrides=overrides)
             for variant in cfg.variants for seed in cfg.seeds}
 
 
 def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None,
         reuse: str = "refuse") -> dict[str, Any]:
-    """Train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs reused when their provenance
-    matches; ``reuse`` decides for stale ones, :mod:`paramsym.experiments.reuse`), evaluate, write the report.
+    """Set β for the unit, train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs reused
+    when their provenance matches; ``reuse`` decides for stale ones, :mod:`paramsym.experiments.reuse`),
+    evaluate by the paper's protocol, write the report (and ``timing.json``).
+
+    Returns the metrics (``metrics.json``) with ``"timing"`` added (``timing.json``: each sub-run's
+    ``train_cpu_seconds``, never part of ``metrics.json``).
 
     ``problem``: another FFN-unit problem (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
     e.g. on your own BERT-type model) trained with the ``minilm-ffn-unit`` recipe.
@@ -210,57 +192,67 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     from .reuse import plan_subrun, write_subruns
 
     cfg.validate()
-    configs = subrun_configs(cfg)
+    if problem is None:  # the preset's problem does not depend on β, objective or seed
+        problem = resolve_problem(next(iter(subrun_configs(cfg).values())))
+    beta = unit_beta(problem, cfg)
+    configs = subrun_configs(cfg, beta)
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
         plan_subrun(out.path / name, dcfg, reuse)
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
     out.write_env(cfg.seeds[0])
-    installer = None if problem is None else _Installer(problem.target)
+    installer = Installer(problem.target)
     per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
     infos: dict[str, dict[str, Any]] = {}
+    timing: dict[str, dict[str, Any]] = {}
     for variant in cfg.variants:
         for seed in cfg.seeds:
-            if problem is None:
-                problem = resolve_problem(configs[f"{variant}-seed{seed}"])
-                installer = _Installer(problem.target)
-            action, info = train_learned(problem, variant, out=RunDir(out.path / f"{variant}-seed{seed}"), seed=seed,
-                                         steps=cfg.steps, overrides=cfg.overrides, progress=progress, reuse=reuse)
-            infos[f"{variant}-seed{seed}"] = {k: info.get(k) for k in ("reused", "stale", "stale_reason", "seconds",
-                                                                        "cpu_seconds", "code_version", "config_hash",
-                                                                        "moved_to") if k in info}
+            name = f"{variant}-seed{seed}"
+            action, info = train_learned(problem, variant, out=RunDir(out.path / name), seed=seed, steps=cfg.steps,
+                                         overrides=_with_beta(cfg, beta), progress=progress, reuse=reuse)
+            infos[name] = {k: info.get(k) for k in ("reused", "stale", "stale_reason", "seconds", "cpu_seconds",
+                                                    "code_version", "config_hash", "moved_to") if k in info}
+            timing[name] = {"train_cpu_seconds": info["cpu_seconds"], "train_wall_seconds": info["wall_seconds"],
+                            "train_seconds": info["train_seconds"]}
             ev = whole_model_evaluation(problem, action, samples=cfg.samples, rho=cfg.rho, seed=cfg.eval_seed,
                                         installer=installer)
-            per[variant].append({"seed": seed, "steps": info["steps"], "train_seconds": info["train_seconds"],
-                                 "run_cpu_seconds": info["cpu_seconds"], "run_wall_seconds": info["wall_seconds"],
+            per[variant].append({"seed": seed, "steps": info["steps"], "beta": configs[name].objective.beta,
                                  "verdict": info["verdict"], **ev})
     write_subruns(out.path, infos)
-    summary = {v: {k: float(np.median([r[k] for r in rows])) for k in
-                   ("ratio_random", "ratio_uncompensated", "motion_median", "drift_relative",
-                    "composition_stored_median", "composition_stored_p95")} for v, rows in per.items()}
+    summary = {v: {k: float(np.median([r[k] for r in rows])) for k in SUMMARY_KEYS} for v, rows in per.items()}
     metrics = {"kind": KIND, "preset": PRESET, "problem": problem.description, "problem_info": problem.info,
+               "rho": cfg.rho, "beta": configs[next(iter(configs))].objective.beta, "beta_rule": beta is not None,
                "per_seed": per, "median": summary, "paper": PAPER}
+    out.write_json("timing.json", timing)
     out.write_json("metrics.json", metrics)
     out.write_text("report.md", render(out))
-    return metrics
+    return {**metrics, "timing": timing}
 
 
 def render(run: RunDir) -> str:
-    """The markdown report of a ``transformer-discovery`` run."""
+    """The markdown report of a ``transformer-discovery`` run (training CPU times from ``timing.json``)."""
     m = run.read_json("metrics.json")
+    timing = run.read_json("timing.json") if run.has("timing.json") else {}
     lines = [f"# Learned discovery on a transformer FFN subnetwork (`{m['preset']}`)", "", m["problem"], "",
-             "Learned edits installed into the full model in float32; drift = relative change of the last hidden state "
-             "on the prefix; ratios against (a) a random translation of the same block with matched motion and (b) the "
-             "same incoming update without compensation (medians over samples; ρ one factor).", "",
-             "| objective | seed | steps | train s | ratio random | ratio uncompensated | drift | motion (median |Δθ|/|θ|) | "
-             "stored composition median | p95 |", "|---|---|---|---|---|---|---|---|---|---|"]
+             f"Learned edits a(g, θ0) for {{samples}} group elements (ρ = {m.get('rho', 0.5):g}, one factor) installed into "
+             "the full model in float32; drift = relative change of the last hidden state on the prefix; ratios of the "
+             "median drifts of (a) a random translation of the same block with matched motion and (b) the same incoming "
+             "update without compensation over the learned edit's; motion = median entrywise |Δθ_i|/|θ0_i|; composition "
+             "= stored-weight two-step error (each update rounded to float32 before the next), median and p95 over "
+             "elements.", "",
+             "| objective | seed | steps | β | train CPU s | ratio random | ratio uncompensated | drift | motion (entrywise) | "
+             "composition median | p95 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    samples = None
     for v, rows in m["per_seed"].items():
         for r in rows:
-            ts = r.get("train_seconds")
-            lines.append(f"| {v} | {r['seed']} | {r['steps']} | {ts if ts is None else f'{ts:.0f}'} | {r['ratio_random']:.1f} | "
+            samples = r.get("samples", samples)
+            ts = (timing.get(f"{v}-seed{r['seed']}") or {}).get("train_cpu_seconds")
+            lines.append(f"| {v} | {r['seed']} | {r['steps']} | {r.get('beta', float('nan')):.4g} | "
+                         f"{'—' if ts is None else f'{ts:.0f}'} | {r['ratio_random']:.1f} | "
                          f"{r['ratio_uncompensated']:.1f} | {r['drift_relative']:.2e} | {r['motion_median']:.4%} | "
-                         f"{r['composition_stored_median']:.3%} | {r['composition_stored_p95']:.3%} |")
+                         f"{r['composition_error']:.3%} | {r['composition_error_p95']:.3%} |")
+    lines[4] = lines[4].replace("{samples}", str(samples))
     p = m["paper"]
-    lines += ["", f"Paper (Pythia-1B): ratio random {p['ratio_random']:.0f}, uncompensated {p['ratio_uncompensated']:.0f}, "
-                  f"motion {p['motion_median']:.3%}; composition {p['composition_finite']:.3%} (finite) → "
-                  f"{p['composition_hybrid']:.3%} (hybrid).", ""]
+    lines += ["", f"Paper (Pythia-1B, ρ = 0.5): ratio random {p['ratio_random']:.0f}, uncompensated "
+                  f"{p['ratio_uncompensated']:.0f}, motion {p['motion_median']:.3%}; composition "
+                  f"{p['composition_finite']:.3%} (finite) → {p['composition_hybrid']:.3%} (hybrid).", ""]
     return "\n".join(lines)

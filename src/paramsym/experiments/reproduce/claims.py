@@ -254,8 +254,11 @@ def _td_motion(r):
 
 
 def _td_comp(r):
-    h = float(r["median"]["hybrid"]["composition_stored_median"])
-    f = float(r["median"]["finite"]["composition_stored_median"]) if "finite" in r["median"] else math.nan
+    def comp(row: dict[str, Any]) -> float:  # "composition_stored_median": runs before issue 17
+        return float(row["composition_error"] if "composition_error" in row else row["composition_stored_median"])
+
+    h = comp(r["median"]["hybrid"])
+    f = comp(r["median"]["finite"]) if "finite" in r["median"] else math.nan
     return Measured(f"{_pct(f)} (finite) → {_pct(h)} (hybrid)", P_TD_COMP_FINITE.at_most(f) and P_TD_COMP_HYBRID.at_most(h),
                     {"finite": f, "hybrid": h})
 

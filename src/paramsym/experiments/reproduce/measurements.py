@@ -358,15 +358,31 @@ def _grad_norm_claim(r):
     return Measured(", ".join(f"{o}: diverged in {v}/{len(r[o])} seeds" for o, v in n.items()), ok, {"optimizers": r})
 
 
+def _td_comp(row: dict[str, Any], p95: bool = False) -> float | None:
+    """The stored-weight composition error of a run's row (``composition_stored_*``: runs before issue 17)."""
+    new, old = ("composition_error_p95", "composition_stored_p95") if p95 else ("composition_error",
+                                                                              "composition_stored_median")
+    return row.get(new, row.get(old))
+
+
 def _td_objectives(r):
-    """Every (objective, seed) of the learned-transformer run, against the issue's joint target."""
-    per = {v: [{k: row.get(k) for k in ("seed", "steps", "rho", "train_seconds", "run_cpu_seconds", "ratio_random",
-                                        "ratio_uncompensated", "motion_median", "composition_stored_median",
-                                        "composition_stored_p95")} for row in rows] for v, rows in r["per_seed"].items()}
+    """Every (objective, seed) of the learned-transformer run, against the issue's joint target.
+
+    Training CPU seconds come from the run's timing (``r["timing"]``, the sub-run's
+    ``train_cpu_seconds``; older runs kept ``run_cpu_seconds`` in the rows).
+    """
+    timing = r.get("timing") or {}
+    per = {v: [{"seed": row.get("seed"), "steps": row.get("steps"), "rho": row.get("rho", r.get("rho")),
+                "beta": row.get("beta"), "ratio_random": row.get("ratio_random"),
+                "ratio_uncompensated": row.get("ratio_uncompensated"), "motion_median": row.get("motion_median"),
+                "composition_error": _td_comp(row), "composition_error_p95": _td_comp(row, p95=True),
+                "run_cpu_seconds": row.get("run_cpu_seconds",
+                                           (timing.get(f"{v}-seed{row.get('seed')}") or {}).get("train_cpu_seconds"))}
+               for row in rows] for v, rows in r["per_seed"].items()}
     h = r["median"]["hybrid"]
     f = r["median"].get("finite")
     ok = (h["ratio_random"] >= 100 and h["ratio_uncompensated"] >= 10 and h["motion_median"] >= 5e-4
-          and f is not None and h["composition_stored_median"] < f["composition_stored_median"]
+          and f is not None and _td_comp(h) < _td_comp(f)
           and all((row["run_cpu_seconds"] or 0) <= 900 for rows in per.values() for row in rows))
     return Measured(f"hybrid: {h['ratio_random']:.1f}× / {h['ratio_uncompensated']:.1f}× at motion "
                     f"{100 * h['motion_median']:.3f}%", ok, {"objectives": per})
@@ -578,16 +594,17 @@ def render_transformer_learned(rows: dict[str, dict[str, Any]]) -> str:
 def render_transformer_objectives(rows: dict[str, dict[str, Any]]) -> str:
     """Every objective and seed of the learned-transformer run (block ``transformer-objectives``)."""
     per = rows["transformer-learned-objectives"]["values"]["objectives"]
-    out = ["| objective | seed | steps | eval ρ | train s | run CPU s | ratio random | ratio uncompensated | "
+    out = ["| objective | seed | steps | eval ρ | β | train CPU s | ratio random | ratio uncompensated | "
            "motion (median entry) | stored composition median (p95) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for v, rs in per.items():
         for x in rs:
-            ts = "—" if x.get("train_seconds") is None else f"{x['train_seconds']:.0f}"
             cs = "—" if x.get("run_cpu_seconds") is None else f"{x['run_cpu_seconds']:.0f}"
             rho = "—" if x.get("rho") is None else f"{x['rho']:g}"
-            out.append(f"| {v} | {x['seed']} | {x['steps']} | {rho} | {ts} | {cs} | {x['ratio_random']:.1f} | "
+            beta = "—" if x.get("beta") is None else f"{x['beta']:.3g}"
+            p95 = "—" if _td_comp(x, p95=True) is None else f"{100 * _td_comp(x, p95=True):.2f} %"
+            out.append(f"| {v} | {x['seed']} | {x['steps']} | {rho} | {beta} | {cs} | {x['ratio_random']:.1f} | "
                        f"{x['ratio_uncompensated']:.1f} | {100 * x['motion_median']:.4f} % | "
-                       f"{100 * x['composition_stored_median']:.2f} % ({100 * x['composition_stored_p95']:.0f} %) |")
+                       f"{100 * _td_comp(x):.3f} % ({p95}) |")
     return "\n".join(out)
 
 
