@@ -23,6 +23,7 @@ from paramsym.errors import (
     UnknownArchitectureError,
     UnsupportedModelError,
 )
+from paramsym.experiments.kind_census import CensusConfig
 from paramsym.models.loading import load_model
 
 transformers = pytest.importorskip("transformers")
@@ -142,8 +143,11 @@ def test_bad_inputs_are_named(tmp_path, capsys):
 
 def test_discrete_permutation_entries():
     r = census(_llama(), finders=[FFNPermutationFinder()])
-    assert [e.discrete_order for e in r.entries] == ["96!", "96!"] and all(e.dimension == 0 for e in r.entries)
-    assert abs(r.entries[0].log10_order - math.log10(math.factorial(96))) < 1e-9 and r.all_verified
+    perm = [e for e in r.entries if e.kind == "hidden_permutation"]
+    assert [e.discrete_order for e in perm] == ["96!", "96!"] and all(e.dimension == 0 for e in perm)
+    assert abs(perm[0].log10_order - math.log10(math.factorial(96))) < 1e-9 and r.all_verified
+    # gated (SwiGLU): the up rows rescale against the down columns, one R_+ per unit
+    assert [(e.kind, e.dimension) for e in r.entries if e not in perm] == [("rescaling", 96)] * 2
 
 
 @pytest.mark.slow
@@ -155,3 +159,28 @@ def test_full_size_presets(preset, attention):
     r = census(build_preset(preset), dtype=torch.float32, copy_model=False)
     assert r.dimension_of("attention.") == attention == 1_179_648
     assert r.all_verified and max(e.verified_error for e in r.entries) <= 1e-5
+
+
+def test_layout_flag_maps_onto_the_config(tmp_path, capsys):
+    """``--layout`` is a CensusConfig field set by the one flag mechanism: recorded in config.json,
+    passed to the census (adapter: no traced residual stream), refused with --resume, checked."""
+    cfg = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, vocab_size=50)
+    torch.manual_seed(0)
+    transformers.AutoModel.from_config(cfg).save_pretrained(tmp_path / "m")
+    kinds = {}
+    for layout in ("derived", "adapter"):
+        run = tmp_path / f"run-{layout}"
+        assert main(["census", "--model", str(tmp_path / "m"), "--layout", layout, "--json", "--out", str(run)]) == 0
+        kinds[layout] = [e["kind"] for e in json.loads(capsys.readouterr().out)["symmetries"]]
+        assert json.loads((run / "config.json").read_text())["layout"] == layout
+    assert "residual_permutation" in kinds["derived"] and "residual_permutation" not in kinds["adapter"]
+    assert main(["census", "--resume", str(tmp_path / "run-adapter"), "--layout", "derived"]) == 2
+    assert "ConfigError" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="--layout must be one of"):
+        CensusConfig(preset="mlp-relu", layout="traced").validate()
+    with pytest.raises(SystemExit):
+        main(["census", "--model", str(tmp_path / "m"), "--layout", "traced"])
+    out = tmp_path / "spec.json"  # an export traces: --layout adapter is refused before anything is written
+    assert main(["census", "--model", str(tmp_path / "m"), "--layout", "adapter", "--export", "permutation-spec",
+                 "--out", str(out)]) == 2
+    assert "--layout adapter" in capsys.readouterr().err and not out.exists()

@@ -1,7 +1,9 @@
 """Agreement with MergeKit's hand-written architecture descriptions (issue 18, item 4).
 
-MergeKit's files were not downloaded (no network); what they state was read in public source
-and is recorded here as data in our own words: per tensor of one layer (and the outer tensors),
+These are facts of **older** MergeKit descriptions (read in public source, recorded here as data
+in our own words), when its files still stated spaces; the files of the current wheel state
+names and vocabulary axes only and are compared by ``paramsym.experiments.mergekit_compare``
+(``tests/census/test_census_mergekit_files.py``, the generated table of ``docs/census.md``): per tensor of one layer (and the outer tensors),
 the role of the space on its input / output axis (``R`` = the residual stream, ``QK`` = the
 layer's query/key space split into heads, ``V`` = its value space split into heads, ``U`` = the
 FFN units, ``own`` = a space of the layer that no other tensor shares as the residual, ``-`` =

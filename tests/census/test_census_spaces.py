@@ -81,19 +81,29 @@ def test_adapter_census_gains_the_residual_stream_and_keeps_the_rest():
     assert "residual_permutation" not in [e.kind for e in adapter.entries]
 
 
+def _take(t, ax, n, perm):
+    """Permute ``n`` equal contiguous blocks of axis ``ax`` of ``t`` by ``perm`` (reshape, take, merge)."""
+    shape = list(t.shape)
+    return t.movedim(ax, 0).reshape(n, shape[ax] // n, -1)[perm].reshape(
+        [shape[ax]] + [s for i, s in enumerate(shape) if i != ax]).movedim(0, ax)
+
+
 def _apply_file(state, spec, rng):
     """Apply one random permutation per ID through the file's data only (independent code:
-    split the axis into (n, m/n), take, merge)."""
+    split the axis into (n, m/n), take, merge; a sub-block entry [[ID or null, size], ...] is
+    torch.split into its slices, each permuted alone, and concatenated back)."""
     perms = {k: torch.from_numpy(rng.permutation(int(n))) for k, n in spec["perms"].items()}
     out = {}
     for name, t in state.items():
         for ax, pid in enumerate(spec["axes"].get(name, [None] * t.dim())):
             if pid is None:
                 continue
-            n = int(spec["perms"][pid])
-            shape = list(t.shape)
-            t = t.movedim(ax, 0).reshape(n, shape[ax] // n, -1)[perms[pid]].reshape(
-                [shape[ax]] + [s for i, s in enumerate(shape) if i != ax]).movedim(0, ax)
+            if isinstance(pid, list):
+                parts = torch.split(t, [int(size) for _, size in pid], dim=ax)
+                t = torch.cat([p if q is None else _take(p, ax, int(spec["perms"][q]), perms[q])
+                               for p, (q, _) in zip(parts, pid)], dim=ax)
+            else:
+                t = _take(t, ax, int(spec["perms"][pid]), perms[pid])
         out[name] = t
     return out, perms
 
@@ -119,6 +129,14 @@ def test_permutation_spec_export_verified_through_the_file_alone(tmp_path, name)
     assert set(spec["axes"]) == set(state)
     D = model.get_input_embeddings().embedding_dim
     assert spec["perms"]["P_res"] == D
+    # every layer's FFN units and (with >= 2 key/value heads) heads are in the file, fused tensors included
+    cfg = model.config
+    kv = getattr(cfg, "num_key_value_heads", None) or getattr(cfg, "num_kv_heads", None) or next(
+        getattr(cfg, k) for k in ("num_attention_heads", "n_head", "n_heads"))
+    L = next(getattr(cfg, k) for k in ("num_hidden_layers", "n_layer", "n_layers"))
+    assert {f"P_ffn_{i}" for i in range(L)} | ({f"P_heads_{i}" for i in range(L)} if kv >= 2 else set()) | {"P_res"} == set(
+        spec["perms"])
+    assert all(spec["perms"][f"P_heads_{i}"] == kv for i in range(L) if kv >= 2)
     inputs = _inputs(model)
     with torch.no_grad():
         base = _output(model(**inputs))

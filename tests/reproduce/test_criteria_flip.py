@@ -112,6 +112,13 @@ def _actions(err=1e-12, motion=0.051, passed=True):
                   "passed": passed}}
 
 
+def _mergekit(disagree=(), err=1e-11, motion=0.9, tied=1e-11, untied=1.0):
+    arch = {"statements": 2, "statements_agree": 2 - len(disagree), "disagree": list(disagree), "census_error": err,
+            "census_motion": motion, "tolerance": 1e-10, "procedural_residual": ["h_a"], "residual_tied_error": tied,
+            "residual_untied_error": untied}
+    return {"mergekit": {"version": "0.1.5"}, "architectures": {"gemma": arch}}
+
+
 def _rebasin(ours, peer=0.02, err=1e-10):
     return {"32": {"permutation": {"test_barrier": ours, "function_error": err},
                    "rebasin": {"test_barrier": peer, "function_error": 0.0}}}
@@ -209,6 +216,8 @@ FLIPS = {
     "align-modadd-transformer": (_modadd(), [_modadd(perm=0.29), _modadd(full=0.29), _modadd(err=1.1e-10),
                                              _modadd(orth=0.5)]),
     "teleport-learned": (_learned(), [_learned(steps=1), _learned(status="converged"), _learned(refused=0.99e-6)]),
+    "census-mergekit": (_mergekit(), [_mergekit(disagree=["w"]), _mergekit(err=1.1e-10), _mergekit(motion=0.5),
+                                      _mergekit(tied=1.1e-10), _mergekit(untied=0.1)]),
     "align-rebasin": (_rebasin(0.022), [_rebasin(0.0221), _rebasin(0.01, err=1.1e-10)]),
     "transformer-learned-objectives": (_td_all(), [_td_all(random=99.9), _td_all(unc=9.99), _td_all(motion=4.99e-4),
                                                    _td_all(hybrid=0.06), _td_all(cpu=901.0)]),

@@ -22,7 +22,17 @@ def test_all_quick_lists_every_claim(tmp_path):
     doc = json.loads(p.stdout)
     rows = doc["rows"]
     assert [r["claim"] for r in rows] == [c.id for c in CLAIMS]
-    assert all(r["error"] is None for r in rows), [(r["claim"], r["error"]) for r in rows if r["error"]]
+    # census-mergekit reads MergeKit's wheel data (PARAMSYM_MERGEKIT or an installed mergekit; not a dependency):
+    # without it that row is the named InputFileError
+    absent = set()
+    try:
+        from paramsym.experiments.mergekit_compare import mergekit_files
+
+        mergekit_files()
+    except Exception:  # noqa: BLE001 - InputFileError: the files are not here
+        absent = {"census-mergekit"}
+    assert all(r["error"] is None or (r["claim"] in absent and "InputFileError" in r["error"]) for r in rows), [
+        (r["claim"], r["error"]) for r in rows if r["error"]]
     # every row names the code and the configuration that produced it
     assert all(r["code_version"] and len(r["config_hash"]) == 16 for r in rows)
     # no trained claim is evaluated at the quick budget; the exact reproduction claims hold there too

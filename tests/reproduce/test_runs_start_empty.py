@@ -24,6 +24,7 @@ A run added to the registry without an entry here fails :func:`test_every_run_is
 """
 
 import dataclasses
+import types
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,16 @@ def _cli_check(root: Path, calls: list[list[str]]):
     return run_cli
 
 
+def _patch_run_cli(monkeypatch, fake) -> None:
+    """Replace ``run_cli`` in every module that calls it by its own name: ``runs`` and each area
+    module of the ``measurements`` package."""
+    from paramsym.experiments.reproduce import measurements, runs
+
+    for mod in (runs, *(m for m in vars(measurements).values()
+                        if isinstance(m, types.ModuleType) and hasattr(m, "run_cli"))):
+        monkeypatch.setattr(mod, "run_cli", fake)
+
+
 def _stop(*_, **__):
     raise Reached("first expensive step")
 
@@ -80,6 +91,7 @@ CUT = {
     "teleport-grad-norm": ("paramsym.experiments.teleport_mlp._train",),
     "align-modadd": ("paramsym.experiments.align_presets.load_preset",),
     "align-rebasin": ("paramsym.experiments.rebasin_compare.compare",),
+    "census-mergekit": ("paramsym.experiments.mergekit_compare.compare",),
     # commands run in a subprocess (run_cli)
     "compensation": "cli", "affine": "cli", "census": "cli", "teleport-presets": "cli", "teleport-digits": "cli",
     "align-digits": "cli", "compensation-models": "cli", "teleport-learned": "cli", "groups": "cli", "attention": "cli",
@@ -106,12 +118,10 @@ def test_cheap_runs_finish_from_an_empty_out(name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(CUT))
 def test_expensive_runs_pass_their_directory_checks_from_an_empty_out(name, tmp_path, monkeypatch):
-    from paramsym.experiments.reproduce import measurements, runs
 
     calls: list[list[str]] = []
     if CUT[name] == "cli":
-        monkeypatch.setattr(runs, "run_cli", _cli_check(tmp_path / name, calls))
-        monkeypatch.setattr(measurements, "run_cli", _cli_check(tmp_path / name, calls))
+        _patch_run_cli(monkeypatch, _cli_check(tmp_path / name, calls))
     else:
         for target in CUT[name]:
             monkeypatch.setattr(target, _stop)
@@ -160,12 +170,10 @@ def test_command_runs_resume_an_interrupted_call_in_place(name, tmp_path, monkey
     command's ``--out`` directory left by that call must not be refused (``compensate --out`` was)."""
     import json
 
-    from paramsym.experiments.reproduce import measurements, runs
     from paramsym.experiments.reproduce.engine import plan_run
 
     calls: list[list[str]] = []
-    monkeypatch.setattr(runs, "run_cli", _cli_check(tmp_path / name, calls))
-    monkeypatch.setattr(measurements, "run_cli", _cli_check(tmp_path / name, calls))
+    _patch_run_cli(monkeypatch, _cli_check(tmp_path / name, calls))
     run_one(name, tmp_path, quick=True)
     for args in calls:  # what the interrupted commands left: their run directories, begun
         if "--out" in args:

@@ -86,12 +86,39 @@ class FFNPermutationFinder:
                 ffn.module, view, lambda b: HiddenPermutationAction(b, "V", "U"), ctx.params,
                 note=f"S_{h} on the hidden units ({'gated ' if ffn.gate else ''}{ffn.activation})",
                 discrete_order=f"{h}!"))
+            if ffn.gate is not None:  # down(σ(gate) ⊙ up) is linear in up: up row j × c, down column j ÷ c
+                view = View({"V.weight": [View.weight(ffn.up)], "U.weight": [View.weight(ffn.down)],
+                             **({"V.bias": [View.bias(ffn.up)]} if ffn.up.bias is not None else {})})
+                c = catalogue_candidate(ffn.module, view, lambda b: RescalingAction(b, "V.weight", "U.weight"), ctx.params,
+                                        note=f"rescaling of the {h} gated units' up rows (down columns ÷): the FFN is "
+                                             "linear in up; the gate rows do not rescale")
+                out.append(c)
             if ffn.gate is None and ffn.activation.lower() == "relu":
                 view = View({"V.weight": [View.weight(ffn.up)], "U.weight": [View.weight(ffn.down)],
                              **({"V.bias": [View.bias(ffn.up)]} if ffn.up.bias is not None else {})})
                 out.append(catalogue_candidate(ffn.module, view, lambda b: RescalingAction(b, "V.weight", "U.weight"),
                                                ctx.params, note=f"positive rescaling of the {h} ReLU hidden units"))
         return out
+
+
+def _scale_form(ctx: CensusContext, norm: str):
+    """How the norm module ``norm`` applies its scale (:func:`paramsym.census.tracing.scale_form`;
+    ``None`` when the module is not found)."""
+    from .tracing import scale_form
+
+    mod = dict(ctx.model.named_modules()).get(norm)
+    if mod is None:
+        return None
+    return scale_form(mod, ctx.params[f"{norm}.weight"], ctx.params.get(f"{norm}.bias"))
+
+
+def _on_scale(transform, weight: str, offset: float):
+    """``transform`` acting on the scale ``γ = weight + offset`` instead of the stored weight: the
+    catalogue's ``γ ↦ d ⊙ γ`` becomes ``w ↦ d ⊙ (w + offset) − offset``."""
+    def t(p, gen):
+        q = transform({**p, weight: p[weight] + offset}, gen)
+        return {**q, weight: q[weight] - offset}
+    return t
 
 
 class NormScaleFinder:
@@ -115,9 +142,17 @@ class NormScaleFinder:
                     pieces[f"{norm}.bias"] = [View.whole(f"{norm}.bias", ctx.params)]
                 later = [f"{w}:W" for w in whole]
                 pieces.update({f"{w}:W": [View.weight(p)] for w, p in whole.items()})
-                out.append(catalogue_candidate(
+                c = catalogue_candidate(
                     norm, View(pieces), lambda b, norm=norm, later=later: NormScaleAction(b, f"{norm}.weight", later),
-                    ctx.params, note=f"diagonal scaling of the norm's output, absorbed by {list(whole)}"))
+                    ctx.params, note=f"diagonal scaling of the norm's output, absorbed by {list(whole)}")
+                form = _scale_form(ctx, norm)
+                if form is not None and form.offset:
+                    c.transform = _on_scale(c.transform, f"{norm}.weight", form.offset)
+                    c.note += f" (the norm's scale is γ = {form.offset:g} + w: the action scales γ)"
+                if form is not None and not form.scale_exact and ctx.params[f"{norm}.weight"].dtype == torch.float64:
+                    c.tolerance = 1e-5
+                    c.note += "; the norm multiplies its scale in float32 (probed), so verified to 1e-5"
+                out.append(c)
         return out
 
 

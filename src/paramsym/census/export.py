@@ -10,9 +10,14 @@
   Spaces: ``running_residual`` (the stream), ``up_${layer_index}`` (FFN units),
   ``attn_qk_${layer_index}`` / ``attn_v_${layer_index}`` (with ``head_split``). The space fields
   follow ``nn.Linear`` (``input_space`` = axis 1, ``output_space`` = axis 0; a vector's space is
-  its only axis). Tensors that this cannot describe (``Conv1D``'s transposed storage, fused
-  ``[Q | K | V]`` / ``[gate | up]`` tensors) get no space fields, and a space touching them is
-  dropped from every tensor (never half written).
+  its only axis). The format names **one space per axis**, so a fused axis (several spaces side
+  by side: GPT-2's ``c_attn``, GPT-NeoX/Falcon's ``query_key_value``, Phi-3's ``qkv_proj`` and
+  ``gate_up_proj`` — sub-blocks in the permutation spec) gets no space field and every space on
+  it (that layer's heads; Phi-3's FFN units) is dropped from every tensor (never half written);
+  the fused tensor's other axis keeps its space (``input_space: running_residual``). What is
+  lost there: the head permutations of those models and Phi-3's FFN-unit permutations (the
+  permutation-spec export keeps them). ``Conv1D``'s transposed storage cannot be described at
+  all (GPT-2 is refused: use ``permutation-spec``).
 
 :func:`export` checks, before writing anything, that the path does not exist, then verifies the
 data: the JSON is serialised, parsed back, and random elements of every permutation it describes
@@ -34,7 +39,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ConfigError, ExportPathExistsError, ToleranceError
-from .permspec import PermutationSpec, spec_from_spaces, verify_spec
+from .permspec import PermutationSpec, axis_ids, spec_from_spaces, verify_spec
 from .spaces import Spaces
 
 __all__ = ["FORMATS", "export", "mergekit_architecture", "mergekit_as_spec", "export_tolerance", "spec_for_model"]
@@ -73,12 +78,15 @@ def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpe
     def mark(name: str, axis: int, space: str) -> None:
         space_of.setdefault(name, {})[axis] = space
 
+    def space(pid: str) -> str | None:
+        return "running_residual" if pid == "P_res" else (f"up_{pid[6:]}" if pid.startswith("P_ffn_") else None)
+
     for name, ids in spec.axes.items():
         for ax, pid in enumerate(ids):
-            if pid == "P_res":
-                mark(name, ax, "running_residual")
-            elif pid is not None and pid.startswith("P_ffn_"):
-                mark(name, ax, f"up_{pid[6:]}")
+            if isinstance(pid, list):  # a fused axis: one space per axis cannot say it (module docstring)
+                bad_spaces |= {sp for q in axis_ids(pid) if (sp := space(q)) is not None}
+            elif pid is not None and space(pid) is not None:
+                mark(name, ax, space(pid))
     heads: dict[str, dict[str, str]] = {}
     for layer in spaces.layout.layers:
         a = layer.attention
@@ -258,8 +266,12 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
             "perms": dict(check_spec.perms), "log10_order": check_spec.log10_order()}
 
 
-def spec_for_model(model: nn.Module, seed: int = 0) -> PermutationSpec:
+def spec_for_model(model: nn.Module, seed: int = 0, sub_blocks: bool = False) -> PermutationSpec:
     """The permutation spec of an HF model, traced on a float64 copy (the model is not changed).
+
+    ``sub_blocks=True`` writes fused axes as sub-block lists (GPT-2's and Phi-3's heads, Phi-3's
+    FFN units; :mod:`paramsym.census.permspec`); the default keeps single-ID axes only (those
+    groups omitted), the form :mod:`paramsym.alignment.checkpoints` reads today.
 
     Raises:
         TraceError: the tracer cannot follow the model.
@@ -274,4 +286,4 @@ def spec_for_model(model: nn.Module, seed: int = 0) -> PermutationSpec:
     inputs = default_inputs(work, torch.Generator().manual_seed(seed))
     with torch.no_grad():
         spaces = derive_spaces(work, inputs, _output)
-    return spec_from_spaces(spaces, {k: v.detach() for k, v in model.named_parameters()})
+    return spec_from_spaces(spaces, {k: v.detach() for k, v in model.named_parameters()}, sub_blocks=sub_blocks)

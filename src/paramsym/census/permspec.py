@@ -9,12 +9,31 @@
   ``b = G·d`` for the query rows of a grouped-query layer, or ``b = (G + 2)·d`` for a fused
   per-head ``[q | k | v]`` tensor).
 
+**Fused axes (sub-blocks).** An axis entry may instead be a list ``[[ID or null, size], ...]``
+whose sizes sum to the axis length: the axis is cut into consecutive slices of those sizes and
+each ID acts on its own slice by the block convention above (``null``: the slice is not
+permuted). One ID may appear in several slices of one axis; it then permutes each of them the
+same way. This is how a tensor that concatenates several spaces along one axis is written:
+
+* GPT-2's ``c_attn`` (``Conv1D``, ``[Q | K | V]`` along axis 1, ``D = H·d`` each):
+  ``[null-or-P_res, [["P_heads_0", D], ["P_heads_0", D], ["P_heads_0", D]]]``;
+* Phi-3's ``qkv_proj`` (rows ``[Q (H·d) | K (H_kv·d) | V (H_kv·d)]``):
+  ``[[["P_heads_0", H·d], ["P_heads_0", H_kv·d], ["P_heads_0", H_kv·d]], "P_res"]``
+  (the query slice moves in blocks of ``G·d``, the key and value slices in blocks of ``d``);
+* Phi-3's ``gate_up_proj`` (rows ``[gate (h) | up (h)]``): ``[[["P_ffn_0", h], ["P_ffn_0", h]], "P_res"]``.
+
+An axis whose permutation is one block convention over the whole axis (GPT-NeoX's per-head
+``[q_h | k_h | v_h]``, Falcon's per-group ``[q… | k | v]``) keeps the plain ``ID`` entry, so
+specs without fused axes are unchanged and every single-ID axis stays valid. Readers:
+:func:`axis_blocks` turns either entry into ``(start, size, ID)`` slices.
+
 IDs: ``P_res`` (the residual stream, size ``D``), ``P_ffn_<i>`` (layer ``i``'s FFN hidden units),
-``P_heads_<i>`` (layer ``i``'s key/value heads with their query heads). A group the
-convention cannot express (heads of a fused ``[Q | K | V]`` tensor, FFN units of a fused
-``[gate | up]`` tensor) is left out of the spec entirely (listed in ``omitted``), never half
-written. :func:`spec_from_spaces` builds the spec; :func:`apply_spec` applies permutations
-through the spec alone; :func:`verify_spec` checks random elements on the model.
+``P_heads_<i>`` (layer ``i``'s key/value heads with their query heads). A group that even
+sub-blocks cannot express (units that are not blocks of consecutive slices in the same pattern)
+is left out of the spec entirely (listed in ``omitted``), never half written.
+:func:`spec_from_spaces` builds the spec (``sub_blocks=False``: the single-ID form only, fused
+groups omitted as before); :func:`apply_spec` applies permutations through the spec alone;
+:func:`verify_spec` checks random elements on the model.
 """
 
 from __future__ import annotations
@@ -34,9 +53,12 @@ from ..models.adapters import Projection
 if TYPE_CHECKING:  # annotation only: spaces imports the finders, which import this module
     from .spaces import Spaces
 
-__all__ = ["PermutationSpec", "spec_from_spaces", "apply_spec", "random_perms", "verify_spec"]
+__all__ = ["AxisEntry", "PermutationSpec", "axis_blocks", "axis_ids", "spec_from_spaces", "apply_spec", "random_perms",
+           "verify_spec"]
 
 Params = dict[str, Tensor]
+#: one axis of a tensor: ``None``, a permutation ID, or sub-blocks ``[[ID or None, size], ...]``
+AxisEntry = str | None | list
 
 
 @dataclass
@@ -44,11 +66,12 @@ class PermutationSpec:
     """Permutation IDs with their sizes and, per tensor, the ID acting on each axis."""
 
     perms: dict[str, int]
-    axes: dict[str, list[str | None]]
+    axes: dict[str, list[AxisEntry]]
     omitted: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"perms": dict(self.perms), "axes": {k: list(v) for k, v in self.axes.items()}}
+        return {"perms": dict(self.perms),
+                "axes": {k: [[list(b) for b in e] if isinstance(e, list) else e for e in v] for k, v in self.axes.items()}}
 
     def log10_order(self) -> float:
         """``log10 ∏ n_p!`` — the order of the product of the spec's symmetric groups."""
@@ -63,53 +86,119 @@ def _cols_axis(p: Projection) -> int:
     return 1 if p.layout == "out_in" else 0
 
 
-def _contiguous(groups: list[list[int]], length: int) -> bool:
-    """Group g's stored indices are exactly ``[g·b, (g+1)·b)`` in the same pattern for every g."""
-    n = len(groups)
-    if n == 0 or length % n:
-        return False
-    b = length // n
-    pat = None
-    for g, idx in enumerate(groups):
-        if sorted(idx) != list(range(g * b, (g + 1) * b)):
-            return False
-        rel = [i - g * b for i in idx]
-        if pat is None:
-            pat = rel
-        elif rel != pat:
-            return False
-    return True
-
-
-def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor]) -> PermutationSpec:
-    """The permutation spec of a model from its derived spaces (module docstring).
+def axis_blocks(entry: AxisEntry, length: int, where: str = "") -> list[tuple[int, int, str | None]]:
+    """The ``(start, size, ID or None)`` slices of an axis entry (module docstring): one slice for
+    ``None`` or a plain ID, the listed slices for a sub-block entry.
 
     Raises:
-        ShapeError: two groups claim the same axis of a tensor.
+        ShapeError: a malformed sub-block list, or sizes that do not sum to the axis length.
     """
-    axes: dict[str, list[str | None]] = {n: [None] * p.dim() for n, p in params.items()}
+    if entry is None or isinstance(entry, str):
+        return [(0, length, entry)]
+    out, start = [], 0
+    for item in entry:
+        if not (isinstance(item, (list, tuple)) and len(item) == 2 and (item[0] is None or isinstance(item[0], str))
+                and isinstance(item[1], int) and item[1] > 0):
+            raise ShapeError(f"permutation spec: {where or 'an axis'} has sub-block {item!r}; expected [ID or null, size > 0].")
+        out.append((start, int(item[1]), item[0]))
+        start += int(item[1])
+    if start != length:
+        raise ShapeError(f"permutation spec: the sub-blocks of {where or 'an axis'} sum to {start}, not its length {length}.")
+    return out
+
+
+def axis_ids(entry: AxisEntry) -> set[str]:
+    """The permutation IDs an axis entry names (a plain ID, or those of its sub-blocks)."""
+    if entry is None:
+        return set()
+    if isinstance(entry, str):
+        return {entry}
+    return {b[0] for b in entry if b[0] is not None}
+
+
+def _segments(groups: list[list[int]], length: int) -> list[tuple[int, int]] | None:
+    """Cut an axis into slices on which the units act by the block convention, or ``None``.
+
+    ``groups[u]`` lists unit ``u``'s stored indices in role order. A slice starting at ``s`` holds
+    ``n`` consecutive blocks of ``b`` entries, block ``j`` belonging to unit ``j``, and entry ``c``
+    of every block playing the role of entry ``c`` of unit 0's block (same rank in the unit's
+    list). Positions no unit owns are left to ``null`` slices.
+    """
+    n = len(groups)
+    owner: dict[int, tuple[int, int]] = {}
+    for u, idx in enumerate(groups):
+        for r, i in enumerate(idx):
+            if i in owner or not 0 <= i < length:
+                return None
+            owner[i] = (u, r)
+    if n == 0 or len({len(g) for g in groups}) != 1:
+        return None
+    segs, s = [], 0
+    while s < length:
+        if s not in owner:
+            s += 1
+            continue
+        u0, r0 = owner[s]
+        if u0 != 0:
+            return None
+        b = 1
+        while owner.get(s + b) == (0, r0 + b):
+            b += 1
+        if s + n * b > length:
+            return None
+        for j in range(n):
+            for c in range(b):
+                if owner.get(s + j * b + c) != (j, owner[s + c][1]):
+                    return None
+        segs.append((s, n * b))
+        s += n * b
+    return segs
+
+
+def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: bool = True) -> PermutationSpec:
+    """The permutation spec of a model from its derived spaces (module docstring).
+
+    Args:
+        spaces: the traced spaces.
+        params: the model's parameters (their shapes).
+        sub_blocks: write fused axes as sub-block lists; ``False``: single-ID axes only (a group
+            that needs sub-blocks is omitted, as readers of the single-ID form expect).
+
+    Raises:
+        ShapeError: two groups claim the same slice of a tensor axis.
+    """
+    claims: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
     perms: dict[str, int] = {}
     omitted: list[str] = []
 
-    def put(name: str, axis: int, pid: str) -> None:
-        cur = axes[name][axis]
-        if cur is not None and cur != pid:
-            raise ShapeError(f"permutation spec: axis {axis} of {name!r} is claimed by {cur} and {pid}.")
-        axes[name][axis] = pid
+    def put(name: str, axis: int, start: int, size: int, pid: str) -> None:
+        have = claims.setdefault((name, axis), [])
+        for s0, n0, p0 in have:
+            if s0 < start + size and start < s0 + n0 and (s0, n0, p0) != (start, size, pid):
+                raise ShapeError(f"permutation spec: axis {axis} of {name!r} is claimed by {p0} (slice {s0}:{s0 + n0}) and "
+                                 f"{pid} (slice {start}:{start + size}).")
+        if (start, size, pid) not in have:
+            have.append((start, size, pid))
 
     def register(pid: str, size: int, rows: dict, what: str, fused: str) -> None:
-        """Group ``pid`` (S_size) on every ``(tensor, axis)`` of ``rows`` when each of its units is a
-        contiguous block of that axis; otherwise record it as omitted (``what`` sits in ``fused``)."""
-        if all(_contiguous(grp, params[n].shape[a]) for (n, a), grp in rows.items()):
-            for (n, a) in rows:
-                put(n, a, pid)
+        """Group ``pid`` (S_size) on every ``(tensor, axis)`` of ``rows`` when each axis cuts into
+        slices of contiguous unit blocks (one slice covering the axis unless ``sub_blocks``);
+        otherwise record it as omitted (``what`` sits in ``fused``)."""
+        cuts = {(n, a): _segments(grp, params[n].shape[a]) for (n, a), grp in rows.items()}
+        whole = {k: c is not None and c == [(0, params[k[0]].shape[k[1]])] for k, c in cuts.items()}
+        if all(c is not None for c in cuts.values()) and (sub_blocks or all(whole.values())):
+            for (n, a), segs in cuts.items():
+                for s0, n0 in segs:
+                    put(n, a, s0, n0, pid)
             perms[pid] = size
         else:
-            omitted.append(f"{pid} (S_{size}): {what} are not contiguous blocks of one tensor axis ({fused})")
+            why = "not consecutive blocks of one tensor axis" if not all(c is not None for c in cuts.values()) else \
+                "sub-blocks of a fused axis (sub_blocks=False)"
+            omitted.append(f"{pid} (S_{size}): {what} are {why} ({fused})")
 
     D = spaces.hidden_size
     for name, axis in spaces.stream:
-        put(name, axis, "P_res")
+        put(name, axis, 0, params[name].shape[axis], "P_res")
     perms["P_res"] = D
     for layer in spaces.layout.layers:
         i = layer.index
@@ -140,6 +229,22 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor]) -> Permutatio
                     grp[g] += feats[g * per:(g + 1) * per]
         rows[(att.o.weight, _cols_axis(att.o))] = [list(range(g * G * d, (g + 1) * G * d)) for g in range(Hkv)]
         register(f"P_heads_{i}", Hkv, rows, f"the heads of {att.module}", "a fused [Q | K | V] tensor")
+    axes: dict[str, list[AxisEntry]] = {n: [None] * p.dim() for n, p in params.items()}
+    for (name, ax), segs in claims.items():
+        m = params[name].shape[ax]
+        segs = sorted(segs)
+        if len(segs) == 1 and segs[0][:2] == (0, m):
+            axes[name][ax] = segs[0][2]
+            continue
+        entry, pos = [], 0
+        for s0, n0, pid in segs:
+            if s0 > pos:
+                entry.append([None, s0 - pos])
+            entry.append([pid, n0])
+            pos = s0 + n0
+        if pos < m:
+            entry.append([None, m - pos])
+        axes[name][ax] = entry
     return PermutationSpec(perms, axes, omitted)
 
 
@@ -157,24 +262,32 @@ def random_perms(spec: PermutationSpec | Mapping[str, Any], generator: torch.Gen
 
 def apply_spec(params: Mapping[str, Tensor], spec: PermutationSpec | Mapping[str, Any],
                perms: Mapping[str, Tensor]) -> Params:
-    """Apply ``perms`` through the spec alone (module docstring for the block convention).
+    """Apply ``perms`` through the spec alone (module docstring for the block convention and
+    sub-blocks); IDs without a permutation in ``perms`` are left alone.
 
     Raises:
-        ShapeError: an axis whose length is not a multiple of its permutation's size.
+        ShapeError: a slice whose length is not a multiple of its permutation's size, or
+            malformed sub-blocks.
     """
     axes = spec.axes if isinstance(spec, PermutationSpec) else spec["axes"]
     out = dict(params)
-    for name, ids in axes.items():
+    for name, entries in axes.items():
         t = out[name]
-        for ax, pid in enumerate(ids):
-            if pid is None or pid not in perms:
+        for ax, entry in enumerate(entries):
+            if not axis_ids(entry) & set(perms):
                 continue
-            p = perms[pid]
-            m, n = t.shape[ax], p.numel()
-            if m % n:
-                raise ShapeError(f"permutation spec: axis {ax} of {name!r} has length {m}, not a multiple of {pid}'s size {n}.")
-            b = m // n
-            idx = (p[:, None] * b + torch.arange(b)[None, :]).reshape(-1)
+            m = t.shape[ax]
+            idx = torch.arange(m)
+            for start, size, pid in axis_blocks(entry, m, f"axis {ax} of {name!r}"):
+                if pid is None or pid not in perms:
+                    continue
+                p = perms[pid]
+                n = p.numel()
+                if size % n:
+                    raise ShapeError(f"permutation spec: axis {ax} of {name!r} has a slice of length {size}, not a multiple "
+                                     f"of {pid}'s size {n}.")
+                b = size // n
+                idx[start:start + size] = start + (p[:, None] * b + torch.arange(b)[None, :]).reshape(-1)
             t = t.index_select(ax, idx)
         out[name] = t
     return out
@@ -194,7 +307,7 @@ def verify_spec(model: nn.Module, spec: PermutationSpec, params: Mapping[str, Te
 
         def check(perms: dict[str, Tensor]) -> float:
             new = apply_spec(params, spec, perms)
-            moved = [n for n, ids in spec.axes.items() if any(i in perms for i in ids if i)]
+            moved = [n for n, ids in spec.axes.items() if any(axis_ids(e) & set(perms) for e in ids)]
             num = sum(float((new[n] - params[n]).pow(2).sum()) for n in moved)
             den = sum(float(params[n].pow(2).sum()) for n in moved)
             motions.append((num / den) ** 0.5 if den else 0.0)

@@ -15,7 +15,8 @@ Requirements (refused with :class:`~paramsym.errors.SymmetryNotApplicableError` 
 norm on the stream is RMS-type (not centred) without a bias, and every norm's output is read only
 by linear maps (so a base model whose output *is* the final norm's output is refused: load it with
 its LM head). The learned scale is ``γ = w`` or ``γ = 1 + w`` (Gemma), whichever reproduces the
-norm's output on a probe; the folded norm's weight is set so that ``γ = 1``. Tied input/output
+norm's output on a probe (:func:`paramsym.census.tracing.scale_form`, recorded as
+:attr:`~paramsym.census.tracing.NormInfo.scale_offset`); the folded norm's weight is set so that ``γ = 1``. Tied input/output
 embeddings are untied (the LM head absorbs the final norm's scale).
 """
 
@@ -44,21 +45,6 @@ def random_orthogonal(n: int, generator: torch.Generator, dtype: torch.dtype = t
     a = torch.randn(n, n, generator=generator, dtype=dtype)
     q, r = torch.linalg.qr(a)
     return q * torch.sign(torch.diagonal(r))[None, :]
-
-
-def _scale_form(mod: nn.Module, w: Tensor) -> str:
-    """``"w"`` or ``"1+w"``: which parametrisation of γ reproduces the norm's output."""
-    g = torch.Generator().manual_seed(0)
-    x = 100.0 * torch.randn(3, w.numel(), generator=g, dtype=w.dtype)
-    with torch.no_grad():
-        y = mod(x)
-        y = y[0] if isinstance(y, tuple) else y
-    n = x / x.pow(2).mean(-1, keepdim=True).sqrt()
-    for form, gamma in (("w", w), ("1+w", 1 + w)):
-        if torch.allclose(y, n * gamma, rtol=1e-5, atol=1e-5 * float(y.abs().max())):
-            return form
-    raise SymmetryNotApplicableError(f"residual rotation: the norm {type(mod).__name__} is neither x/rms(x)·w nor "
-                                     "x/rms(x)·(1+w); its scale cannot be folded.")
 
 
 def rotate_residual(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[Any], Tensor],
@@ -126,8 +112,10 @@ def rotate_residual(model: nn.Module, inputs: Mapping[str, Any], output: Callabl
     with torch.no_grad():
         for n, info in sp.norms.items():
             w = params[info.weight]
-            form = _scale_form(mods[n], w)
-            gamma = (w if form == "w" else 1 + w).clone()
+            if info.scale_offset is None:
+                raise SymmetryNotApplicableError(f"residual rotation: the norm {n} is neither x/rms(x)·w nor x/rms(x)·(1+w) "
+                                                 "(probed); its scale cannot be folded.")
+            gamma = (w + info.scale_offset).clone()
             for r in readers_of.get(n, []):
                 W = mods[r].weight
                 if sp.layouts.get(_pname(new, W), "out_in") == "out_in":
@@ -136,7 +124,7 @@ def rotate_residual(model: nn.Module, inputs: Mapping[str, Any], output: Callabl
                     W.mul_(gamma[:, None])
             if not readers_of.get(n) and not (lm is not None and n in nrec):
                 raise SymmetryNotApplicableError(f"residual rotation: the norm {n} feeds no linear map to fold its scale into.")
-            w.fill_(1.0 if form == "w" else 0.0)
+            w.fill_(1.0 - info.scale_offset)
         for e in sp.embeddings:
             params[e].copy_(params[e] @ M.T)
         for r in sp.readers:

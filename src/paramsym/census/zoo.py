@@ -60,25 +60,32 @@ def tiny_names() -> list[str]:
     return list(TINY)
 
 
-def tiny_model(name: str, seed: int = 0, causal_lm: bool = False, std: float = 0.2) -> nn.Module:
+def tiny_model(name: str, seed: int = 0, causal_lm: bool = False, std: float = 0.2, cls: str | None = None) -> nn.Module:
     """A tiny random model of architecture ``name`` (``AutoModel``, or ``AutoModelForCausalLM``
-    with ``causal_lm=True``), eager attention, in eval mode. Weights are redrawn ``N(0, std²)``
+    with ``causal_lm=True``, or the ``transformers`` class named ``cls``, e.g.
+    ``"BertForMaskedLM"``), eager attention, in eval mode. Weights are redrawn ``N(0, std²)``
     (norm scales ``1 + N(0, std²)``, biases ``N(0, std²)``) so that no symmetry hides behind
     zero biases or unit norm scales.
 
     Raises:
-        ConfigError: an unknown name (the known ones are listed).
+        ConfigError: an unknown name (the known ones are listed), or a ``cls`` that ``transformers`` lacks.
     """
     cfgs = _cfgs()
     if name not in cfgs:
         raise ConfigError(f"tiny_model: unknown architecture {name!r}; known: {TINY}.")
-    from transformers import AutoModel, AutoModelForCausalLM
+    import transformers
 
     cfg = cfgs[name]()
+    if cls is not None and not hasattr(transformers, cls):
+        raise ConfigError(f"tiny_model: transformers has no class {cls!r}; pass a model class name such as "
+                          "'BertForMaskedLM', or cls=None.")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
-        cls = AutoModelForCausalLM if causal_lm else AutoModel
-        model = cls.from_config(cfg, attn_implementation="eager")
+        if cls is not None:
+            model = getattr(transformers, cls)._from_config(cfg, attn_implementation="eager")
+        else:
+            auto = transformers.AutoModelForCausalLM if causal_lm else transformers.AutoModel
+            model = auto.from_config(cfg, attn_implementation="eager")
         with torch.no_grad():
             for _, p in model.named_parameters():
                 if p.dim() == 1 and bool((p == 1).all()):

@@ -4,6 +4,7 @@
 
     paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny|mlp-relu|mlp-linear|mha-bias [--json] [--out DIR]
     paramsym census --model DIR [--json] [--out DIR] [--dtype float64|float32] [--seed N] [--tokens N]
+                    [--layout auto|derived|adapter]
     paramsym census --resume DIR
 
 The run kind ``census`` (:mod:`paramsym.experiments.kind_census`). ``--model`` takes a directory
@@ -39,6 +40,9 @@ def register(subparsers) -> None:
     src.add_argument("--preset", default=None, help="a built-in model (see `paramsym list`)")
     p.add_argument("--dtype", choices=["float64", "float32"], default=None, help="verification dtype (default float64)")
     p.add_argument("--tokens", default=None, help="tokens per verification sequence, >= 2 (2 sequences; default 8)")
+    p.add_argument("--layout", choices=["auto", "derived", "adapter"], default=None,
+                   help="where an HF model's spaces come from: auto (the architecture adapter where one exists, else "
+                   "traced; default), derived (traced from the model), adapter (adapters only, no residual stream)")
     add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
                     "default: a temporary one)", json="print the census as JSON")
     # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
@@ -51,7 +55,7 @@ def _flags() -> dict:
     from .options import int_option, seed_option
 
     return {"preset": None, "model": None, "dtype": None, "seed": seed_option,
-            "tokens": lambda raw, flag: int_option(raw, flag, 2)}
+            "tokens": lambda raw, flag: int_option(raw, flag, 2), "layout": None}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -106,6 +110,9 @@ def _export(args: argparse.Namespace, threads: int) -> int:
         raise ConfigError("--export needs --model DIR (or --preset NAME).")
     if not args.out:
         raise ConfigError("--export needs --out FILE (the JSON file to write; it must not exist).")
+    if args.layout == "adapter":
+        raise ConfigError("--export traces the model's spaces (--layout derived); --layout adapter cannot export. Drop "
+                          "--layout or pass --layout derived.")
     if Path(args.out).exists():
         raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
                                     "or remove the file.")

@@ -15,9 +15,11 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["KIND", "CensusConfig", "render", "report_markdown", "run"]
+__all__ = ["KIND", "LAYOUTS", "CensusConfig", "render", "report_markdown", "run"]
 
 KIND = "census"
+#: the values of ``--layout`` (:func:`paramsym.census.census`'s ``layout``)
+LAYOUTS = ("auto", "derived", "adapter")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class CensusConfig:
         dtype: verification dtype, ``float64`` or ``float32``.
         seed: seed of the preset's random weights and of the verification (inputs, group elements).
         tokens: tokens per verification sequence (2 sequences; ``>= 2``).
+        layout: where an HF model's spaces come from (:func:`paramsym.census.census`): ``auto``
+            (the adapter where one exists, else traced; the residual stream always traced),
+            ``derived`` (traced), ``adapter`` (adapters only).
     """
 
     preset: str | None = "mlp-relu"
@@ -37,6 +42,7 @@ class CensusConfig:
     dtype: str = "float64"
     seed: int = 0
     tokens: int = 8
+    layout: str = "auto"
 
     @classmethod
     def quick(cls) -> CensusConfig:
@@ -53,6 +59,8 @@ class CensusConfig:
             PRESETS.get_preset(self.preset)
         if self.dtype not in ("float64", "float32"):
             raise ConfigError(f"--dtype must be float64 or float32; received {self.dtype!r}.")
+        if self.layout not in LAYOUTS:
+            raise ConfigError(f"--layout must be one of {list(LAYOUTS)}; received {self.layout!r}.")
         if self.tokens < 2:
             raise ConfigError(f"--tokens must be an integer >= 2 (rotary symmetries need distinct positions); "
                               f"received {self.tokens}.")
@@ -76,7 +84,7 @@ def run(cfg: CensusConfig, out, *, progress: bool = False) -> dict[str, Any]:
     elif hasattr(model, "config"):
         inputs = default_inputs(model, gen, tokens=cfg.tokens)
     result = census(model, inputs, dtype=dtype, seed=cfg.seed, name=cfg.preset or cfg.model, copy_model=False,
-                    progress=progress).to_json()
+                    progress=progress, layout=cfg.layout).to_json()
     out.write_json("timing.json", {"seconds": result.pop("seconds")})
     return result
 

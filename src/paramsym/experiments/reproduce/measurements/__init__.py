@@ -8,7 +8,7 @@ numbers are the command's. All are seeded and deterministic: ``--quick`` runs a 
 cases whose numbers are the full run's (``exact=True``); the renderers name the missing cases.
 
 One module per area: :mod:`.actions` (the exact catalogue's verdicts), :mod:`.teleport`,
-:mod:`.alignment`, :mod:`.compensation` and :mod:`.transformer` (the learned transformer run's
+:mod:`.alignment`, :mod:`.census`, :mod:`.compensation` and :mod:`.transformer` (the learned transformer run's
 every objective); each holds its runs (``RUNS``), claims (``CLAIMS``) and the renderers of its
 docs blocks. This package joins them in the order of docs/reproductions.md.
 """
@@ -19,24 +19,25 @@ from dataclasses import replace
 
 from ..claims.base import Claim
 from ..runs import RunSpec
-from . import actions, alignment, compensation, teleport, transformer
+from . import actions, alignment, census, compensation, teleport, transformer
 from .actions import render_actions
 from .alignment import render_align, render_align_modadd, render_align_rebasin
+from .census import render_census_mergekit
 from .compensation import render_compensation
 from .teleport import render_teleport, render_teleport_grad_norm, render_teleport_learned
 from .transformer import render_transformer_learned, render_transformer_objectives
 
 __all__ = ["MEASUREMENT_CLAIMS", "MEASUREMENT_RUNS", "render_actions", "render_align", "render_align_modadd",
-           "render_align_rebasin", "render_compensation", "render_teleport", "render_teleport_grad_norm",
+           "render_align_rebasin", "render_census_mergekit", "render_compensation", "render_teleport", "render_teleport_grad_norm",
            "render_teleport_learned", "render_transformer_learned", "render_transformer_objectives"]
 
-_AREAS = (actions, teleport, alignment, compensation, transformer)
+_AREAS = (actions, teleport, alignment, census, compensation, transformer)
 #: the order of docs/reproductions.md (runs and claims were listed in it before the split by area)
 _RUN_ORDER = ("action-checks", "teleport-presets", "teleport-digits", "align-digits", "compensation-models",
-    "teleport-grad-norm", "align-modadd", "teleport-learned", "align-rebasin")
+    "teleport-grad-norm", "align-modadd", "teleport-learned", "census-mergekit", "align-rebasin")
 _CLAIM_ORDER = ("actions-verdict", "teleport-booth", "teleport-rosenbrock", "teleport-regression-mlp",
     "teleport-digits-mlp", "align-digits-mlp", "compensation-models", "teleport-grad-norm",
-    "align-modadd-transformer", "teleport-learned", "align-rebasin", "transformer-learned-objectives")
+    "align-modadd-transformer", "teleport-learned", "census-mergekit", "align-rebasin", "transformer-learned-objectives")
 _RUNS = {r.name: r for area in _AREAS for r in getattr(area, "RUNS", ())}
 _CLAIMS = {c.id: c for area in _AREAS for c in area.CLAIMS}
 

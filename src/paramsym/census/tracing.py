@@ -1,0 +1,417 @@
+"""Tracing: what each module with parameters computes, from one recorded forward pass.
+
+:func:`trace_roles` runs the model once with forward hooks and classifies every module with
+parameters by its recorded input and output (never by its name): an ``nn.Embedding``; a
+*linear* map (output ``x Wᵀ + b`` → layout ``out_in``; ``x W + b`` → ``in_out``, GPT-2's
+``Conv1D``); a *norm* over the last axis (*centred* — LayerNorm — when ``x ↦ x + c·1`` leaves
+its output unchanged, RMS-type otherwise; its scale parametrisation ``w`` or ``1 + w`` and
+whether it computes in float32 inside: :func:`scale_form`). The residual stream (width ``D`` =
+the input embedding's) is *read* by the linear maps whose input is a norm's output (or its
+token-0 slice) and *written* by the other linear maps with ``D`` outputs. :func:`dataflow` says,
+with every reader's output an autograd leaf, which reader features reach each writer at the
+same token and which reach later tokens. The rest of the derivation (hypotheses, probes) is in
+:mod:`paramsym.census.proposing` and :mod:`paramsym.census.verifying`; :func:`paramsym.census.spaces.derive_spaces`
+puts them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import TraceError
+from ..models.adapters import ModelLayout, Projection
+
+__all__ = ["NormInfo", "Spaces", "Roles", "trace_roles", "head_count", "activation_name", "scale_form", "ScaleForm", "dataflow",
+           "pre_norm", "projection", "common_prefix", "first_tensor", "out_tensor"]
+
+_HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads")
+_ACT_KEYS = ("hidden_act", "hidden_activation", "activation_function", "activation")
+
+
+@dataclass(frozen=True)
+class NormInfo:
+    """A norm over the residual stream: parameter names, centred (LayerNorm) or RMS-type."""
+
+    module: str
+    weight: str
+    bias: str | None
+    centred: bool
+    size: int
+    float32_inside: bool = False  # computes in float32 even for float64 inputs (HF's RMSNorm upcast)
+    scale_offset: float | None = 0.0  # γ = weight + scale_offset (1: Gemma's 1 + w; None: unrecognised)
+
+
+@dataclass
+class Spaces:
+    """What :func:`derive_spaces` found.
+
+    Attributes:
+        layout: per-layer attention/FFN projections (as the adapters give them).
+        hidden_size: the residual-stream width ``D``.
+        stream: ``(parameter name, axis)`` pairs indexed by the residual stream.
+        embeddings: embedding weights (rows = tokens/positions, columns = the stream).
+        norms: norms over the stream, by module name.
+        readers, writers: linear modules reading / writing the stream, by module name → weight name.
+        layouts: linear modules' storage layout (``out_in`` / ``in_out``) by weight name.
+        unfollowed: modules with parameters that no role fits (module, type, why).
+        output_in_stream: the compared output is a norm's output over the stream (a base model's
+            ``last_hidden_state``): a stream permutation permutes it too (equivariance).
+    """
+
+    layout: ModelLayout
+    hidden_size: int
+    stream: list[tuple[str, int]]
+    embeddings: list[str]
+    norms: dict[str, NormInfo]
+    readers: dict[str, str]
+    writers: dict[str, str]
+    layouts: dict[str, str]
+    unfollowed: list[dict[str, Any]] = field(default_factory=list)
+    output_in_stream: bool = False
+
+    @property
+    def float32_inside(self) -> bool:
+        """Some norm on the stream computes in float32 even in a float64 run (so permutations of
+        the stream are exact only to float32 rounding)."""
+        return any(n.float32_inside for n in self.norms.values())
+
+    def stream_axes(self) -> dict[str, list[int]]:
+        """Parameter name → its axes indexed by the residual stream."""
+        out: dict[str, list[int]] = {}
+        for n, a in self.stream:
+            out.setdefault(n, []).append(a)
+        return out
+
+
+def head_count(config: Any) -> int:
+    """The number of query heads from an HF config (``num_attention_heads`` or an alias).
+
+    Raises:
+        TraceError: no known key.
+    """
+    for k in _HEAD_KEYS:
+        v = getattr(config, k, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    raise TraceError(f"config {type(config).__name__}: no head count under any of {list(_HEAD_KEYS)}; the tracer needs "
+                     "the number of query heads.")
+
+
+def activation_name(config: Any) -> str:
+    """The FFN activation's HF name from the config (``"unknown"`` when absent)."""
+    for k in _ACT_KEYS:
+        v = getattr(config, k, None)
+        if isinstance(v, str):
+            return v
+    return "unknown"
+
+
+def first_tensor(args: tuple, kwargs: dict) -> Tensor | None:
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor):
+            return a
+    return None
+
+
+def out_tensor(out: Any) -> Tensor | None:
+    if isinstance(out, Tensor):
+        return out
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], Tensor):
+        return out[0]
+    return None
+
+
+def _close(a: Tensor, b: Tensor) -> bool:
+    """Equal to rounding: 1e-9 relative in float64, 1e-5 in lower precision."""
+    tol = 1e-9 if b.dtype == torch.float64 else 1e-5
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=tol, atol=tol * (1 + float(b.detach().abs().max()))))
+
+
+class ScaleForm(NamedTuple):
+    """How a norm applies its learned scale (:func:`scale_form`).
+
+    Attributes:
+        offset: the scale is ``γ = w + offset`` — ``0`` (``w``) or ``1`` (``1 + w``, Gemma); ``None``
+            when neither reproduces the norm's output (to 1e-5 relative).
+        float32_inside: a float64 input misses the float64 reference by more than 1e-11 (the
+            module computes in float32 inside; HF's RMSNorm upcasts).
+        scale_exact: scaling ``γ`` by ``d`` (and the bias) scales the float64 output by ``d`` to
+            1e-12 (false where the scale itself is multiplied in float32: Gemma's ``(1 + w)``).
+    """
+
+    offset: float | None
+    float32_inside: bool
+    scale_exact: bool
+
+
+def scale_form(mod: nn.Module, w: Tensor, b: Tensor | None, centred: bool | None = None) -> ScaleForm:
+    """Probe the norm module ``mod`` (weight ``w``, bias ``b``; ``centred=None`` tries both) on a
+    random ``4 × n`` input in ``w``'s dtype: ``y = n(x) ⊙ (w + offset) + b`` with
+    ``n(x) = x̃ / rms(x̃)``, ``x̃ = x − mean(x)`` when centred (:class:`ScaleForm`)."""
+    from torch.func import functional_call
+
+    g = torch.Generator().manual_seed(0)
+    x = 1e3 * torch.randn(4, w.numel(), generator=g, dtype=w.dtype)
+    with torch.no_grad():
+        y = out_tensor(mod(x))
+    if y is None:
+        return ScaleForm(None, False, False)
+    found: tuple[float, float] | None = None
+    for c in ((centred,) if centred is not None else (True, False)):
+        xc = x - x.mean(-1, keepdim=True) if c else x
+        n = xc / xc.pow(2).mean(-1, keepdim=True).sqrt()
+        for off in (0.0, 1.0):
+            ref = n * (w.detach() + off) + (0 if b is None else b.detach())
+            err = float((y - ref).norm() / ref.norm())
+            if err < 1e-5 and (found is None or err < found[1]):
+                found = (off, err)
+    if found is None:  # neither form: conservatively treated as computing in float32 inside
+        return ScaleForm(None, w.dtype == torch.float64, False)
+    off, err = found
+    d = 1.5 + torch.rand(w.numel(), generator=g, dtype=w.dtype)
+    new = {"weight": d * (w.detach() + off) - off, **({"bias": d * b.detach()} if b is not None else {})}
+    with torch.no_grad():
+        y2 = out_tensor(functional_call(mod, new, (x,)))
+    exact = y2 is not None and float((y2 - d * y).norm() / (d * y).norm()) < 1e-12
+    return ScaleForm(off, w.dtype == torch.float64 and err > 1e-11, exact)
+
+
+@dataclass
+class Roles:
+    """What one recorded forward pass says about the modules (:func:`trace_roles`)."""
+
+    base: Tensor  # the compared output
+    hidden_size: int
+    stream: list[tuple[str, int]]
+    embeddings: list[str]
+    norms: dict[str, tuple[NormInfo, Tensor]]  # module -> (info, recorded output)
+    stream_norms: dict[str, NormInfo]
+    linears: dict[str, tuple[dict[str, str], str, Tensor, Tensor]]  # module -> (param names, layout, x, y)
+    layouts: dict[str, str]
+    readers: dict[str, str]
+    writers: dict[str, str]
+    reader_norm: dict[str, str]
+    unfollowed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[Any], Tensor]) -> Roles:
+    """Classify the modules and place the residual stream (module docstring).
+
+    Raises:
+        TraceError: no ``nn.Embedding`` input embedding.
+    """
+    named = dict(model.named_parameters())
+    pid = {id(p): n for n, p in named.items()}
+    mods = dict(model.named_modules())
+    records: dict[str, tuple[Tensor, Tensor]] = {}
+    hooks = []
+
+    def recorder(name: str):
+        def hook(mod, args, kwargs, out):
+            x, y = first_tensor(args, kwargs), out_tensor(out)
+            if x is not None and y is not None and name not in records:
+                records[name] = (x.detach().clone(), y.detach().clone())  # clones: models add in place (Falcon)
+        return hook
+
+    own = {name: {n: p for n, p in m.named_parameters(recurse=False)} for name, m in mods.items()}
+    own = {k: v for k, v in own.items() if v}
+    for name in own:
+        hooks.append(mods[name].register_forward_hook(recorder(name), with_kwargs=True))
+    try:
+        with torch.no_grad():
+            base = output(model(**inputs))
+    finally:
+        for h in hooks:
+            h.remove()
+
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if not isinstance(emb, nn.Embedding):
+        raise TraceError(f"{type(model).__name__}: no nn.Embedding input embedding (get_input_embeddings()); the tracer "
+                         "takes the residual-stream width from it.")
+    D = emb.embedding_dim
+    embeddings, norms, linears, layouts, unfollowed = [], {}, {}, {}, []
+    for name, ps in own.items():
+        mod = mods[name]
+        canon = {k: pid[id(p)] for k, p in ps.items()}
+        rec = records.get(name)
+        if isinstance(mod, nn.Embedding):
+            if mod.embedding_dim == D:
+                embeddings.append(canon["weight"])
+            else:
+                unfollowed.append({"module": name, "type": type(mod).__name__, "why": f"embedding width {mod.embedding_dim} ≠ {D}"})
+            continue
+        if set(ps) - {"weight", "bias"} or "weight" not in ps:
+            unfollowed.append({"module": name, "type": type(mod).__name__, "why": f"parameters {sorted(ps)}"})
+            continue
+        if rec is None:
+            unfollowed.append({"module": name, "type": type(mod).__name__, "why": "not called in the forward pass"})
+            continue
+        x, y = rec
+        W, b = ps["weight"], ps.get("bias")
+        if W.dim() == 2 and x.is_floating_point():
+            lay = None
+            if x.shape[-1] == W.shape[1] and _close(y, x @ W.T + (0 if b is None else b)):
+                lay = "out_in"
+            elif x.shape[-1] == W.shape[0] and _close(y, x @ W + (0 if b is None else b)):
+                lay = "in_out"
+            if lay is not None:
+                linears[name] = (canon, lay, x, y)
+                layouts[canon["weight"]] = lay
+                continue
+        if W.dim() == 1 and x.is_floating_point() and x.shape[-1] == W.shape[0] and y.shape == x.shape:
+            with torch.no_grad():
+                y2 = mod(x + 1.5)
+            y2 = out_tensor(y2)
+            centred = y2 is not None and _close(y2, y)
+            form = scale_form(mod, W, b, centred)
+            info = NormInfo(name, canon["weight"], canon.get("bias"), centred, W.shape[0],
+                            x.dtype == torch.float64 and form.float32_inside, form.offset)
+            norms[name] = (info, y)
+            continue
+        unfollowed.append({"module": name, "type": type(mod).__name__,
+                           "why": "neither an embedding, a linear map (output ≠ x Wᵀ + b) nor a norm over the last axis"})
+
+    stream_norms = {n: info for n, (info, _) in norms.items() if info.size == D}
+    norm_outs = {n: norms[n][1] for n in stream_norms}
+
+    def fed_by(x: Tensor) -> str | None:
+        for n, y in norm_outs.items():
+            if x is y or (x.shape == y.shape and torch.equal(x, y)):
+                return n
+            if x.dim() == y.dim() - 1 and x.shape == y[:, 0].shape and torch.equal(x, y[:, 0]):
+                return n
+        return None
+
+    readers, writers, reader_norm = {}, {}, {}
+    for name, (canon, _lay, x, y) in linears.items():
+        src = fed_by(x)
+        if src is not None:
+            readers[name] = canon["weight"]
+            reader_norm[name] = src
+        elif y.shape[-1] == D:
+            writers[name] = canon["weight"]
+        else:
+            unfollowed.append({"module": name, "type": type(mods[name]).__name__,
+                               "why": f"a linear map neither reading the stream (its input is no norm's output) nor "
+                                      f"writing it (out features {y.shape[-1]} ≠ {D})"})
+
+    stream: list[tuple[str, int]] = [(w, 1) for w in embeddings]
+    for info in stream_norms.values():
+        stream += [(info.weight, 0)] + ([(info.bias, 0)] if info.bias else [])
+    for w in readers.values():
+        stream.append((w, 1 if layouts[w] == "out_in" else 0))
+    for name, w in writers.items():
+        stream.append((w, 0 if layouts[w] == "out_in" else 1))
+        b = linears[name][0].get("bias")
+        if b is not None:
+            stream.append((b, 0))
+    return Roles(base, D, stream, embeddings, norms, stream_norms, linears, layouts, readers, writers, reader_norm,
+                 unfollowed)
+
+
+def pre_norm(consumers: set[str], readers: dict[str, str], reader_norm: dict[str, str], prefix: str) -> str | None:
+    """The norm inside the layer feeding exactly ``consumers`` (and nothing else that reads the stream)."""
+    srcs = {reader_norm[c] for c in consumers}
+    if len(srcs) != 1:
+        return None
+    n = srcs.pop()
+    if not n.startswith(prefix) or {r for r, s in reader_norm.items() if s == n} != consumers:
+        return None
+    return n
+
+
+def dataflow(model: nn.Module, inputs: Mapping[str, Any], readers: dict[str, str], writers: dict[str, str]) -> dict:
+    """Per writer: which reader output features at the last token reach its input at the last token
+    (``local``), and which at token 0 reach its input at later tokens (``cross``: keys and values
+    do, queries do not — also under a causal mask), with every reader's output an autograd leaf."""
+    mods = dict(model.named_modules())
+    leaves: dict[str, Tensor] = {}
+    w_in: dict[str, Tensor] = {}
+    hooks = []
+
+    def leaf_hook(name):
+        def hook(mod, args, out):
+            if name in leaves:
+                return None
+            t = out.detach().requires_grad_(True)
+            leaves[name] = t
+            return t
+        return hook
+
+    def in_hook(name):
+        def hook(mod, args, kwargs):
+            x = first_tensor(args, kwargs)
+            if name not in w_in and x is not None:
+                w_in[name] = x
+        return hook
+
+    for r in readers:
+        hooks.append(mods[r].register_forward_hook(leaf_hook(r)))
+    for w in writers:
+        hooks.append(mods[w].register_forward_pre_hook(in_hook(w), with_kwargs=True))
+    req = {n: p.requires_grad for n, p in model.named_parameters()}
+    try:
+        for p in model.parameters():
+            p.requires_grad_(False)
+        with torch.enable_grad():
+            model(**inputs)
+            gen = torch.Generator().manual_seed(1234)
+            names = list(leaves)
+            out = {}
+            B, T = inputs["input_ids"].shape[:2]
+            for w, x in w_in.items():
+                if x.dim() == 2 and x.shape[0] == B * T:
+                    x = x.reshape(B, T, -1)  # models that flatten tokens before a linear map (OPT's FFN)
+                if x.dim() < 3 or not x.requires_grad:
+                    out[w] = {"local": {}, "cross": {}, "uses": []}
+                    continue
+                r0 = torch.randn(x[:, -1].shape, generator=gen, dtype=x.dtype)
+                r1 = torch.randn(x[:, 1:].shape, generator=gen, dtype=x.dtype)
+                g0 = torch.autograd.grad((x[:, -1] * r0).sum(), [leaves[n] for n in names], retain_graph=True,
+                                         allow_unused=True)
+                g1 = torch.autograd.grad((x[:, 1:] * r1).sum(), [leaves[n] for n in names], retain_graph=True,
+                                         allow_unused=True)
+                g0 = [g if g is None or g.dim() != 2 else g.reshape(B, T, -1) for g in g0]
+                g1 = [g if g is None or g.dim() != 2 else g.reshape(B, T, -1) for g in g1]
+                local = {n: (g[:, -1] != 0).any(dim=0) for n, g in zip(names, g0) if g is not None}
+                cross = {n: (g[:, 0] != 0).any(dim=0) for n, g in zip(names, g1) if g is not None}
+                uses = [n for n in names if (n in local and bool(local[n].any())) or (n in cross and bool(cross[n].any()))]
+                out[w] = {"local": local, "cross": cross, "uses": uses}
+    finally:
+        for h in hooks:
+            h.remove()
+        for n, p in model.named_parameters():
+            p.requires_grad_(req[n])
+    return out
+
+
+
+def projection(linears, name: str, features: list[int] | None) -> Projection:
+    canon, lay, _, _ = linears[name]
+    shape = tuple(dict(_named_shapes(linears))[canon["weight"]])
+    stored_out = shape[0] if lay == "out_in" else shape[1]
+    feats = None if features is None or list(features) == list(range(stored_out)) else tuple(int(f) for f in features)
+    return Projection(canon["weight"], canon.get("bias"), lay, shape, feats)
+
+
+def _named_shapes(linears):
+    for _, (canon, lay, x, y) in linears.items():
+        W = (y.shape[-1], x.shape[-1]) if lay == "out_in" else (x.shape[-1], y.shape[-1])
+        yield canon["weight"], W
+
+
+def common_prefix(names: list[str]) -> str:
+    parts = [n.split(".") for n in names]
+    out = []
+    for seg in zip(*parts):
+        if len(set(seg)) != 1:
+            break
+        out.append(seg[0])
+    return ".".join(out)
+
+
