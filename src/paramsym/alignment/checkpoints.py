@@ -46,6 +46,19 @@ from .matching import (
 __all__ = ["StreamRotation", "spec_groups", "align_to", "align_checkpoints"]
 
 
+def _blocks(entry, length: int) -> list[tuple[int, int, str | None]]:
+    """``(start, size, ID)`` slices of a permutation-spec axis entry: ``None``, a plain ID (the whole
+    axis), or a fused axis's sub-blocks ``[[ID or None, size], ...]`` (the census's format, read
+    here as data so the areas stay independent)."""
+    if entry is None or isinstance(entry, str):
+        return [(0, length, entry)]
+    out, start = [], 0
+    for bid, size in entry:
+        out.append((start, int(size), bid))
+        start += int(size)
+    return out
+
+
 def spec_groups(spec, params: Mapping[str, Tensor]) -> list[UnitGroup]:
     """One :class:`UnitGroup` per permutation ID of ``spec`` (module docstring)."""
     groups = []
@@ -53,12 +66,12 @@ def spec_groups(spec, params: Mapping[str, Tensor]) -> list[UnitGroup]:
         members = []
         for name, ids in spec.axes.items():
             for ax, q in enumerate(ids):
-                if q != pid:
-                    continue
                 t = params[name]
-                m = t.shape[ax]
-                idx = torch.arange(t.numel()).reshape(t.shape).movedim(ax, 0).reshape(n, m // n, -1)
-                members.append(Member(name, idx.reshape(n, -1), "in"))
+                for start, size, bid in _blocks(q, t.shape[ax]):
+                    if bid != pid:
+                        continue
+                    idx = torch.arange(t.numel()).reshape(t.shape).movedim(ax, 0)[start:start + size]
+                    members.append(Member(name, idx.reshape(n, size // n, -1).reshape(n, -1), "in"))
         kind = "residual_permutation" if pid == "P_res" else ("head_permutation" if "heads" in pid else "hidden_permutation")
         groups.append(UnitGroup(pid, kind, int(n), tuple(members)))
     return groups
