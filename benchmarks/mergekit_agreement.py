@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from paramsym.errors import InputFileError
@@ -32,7 +33,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args()
     try:
-        res = compare(a.archs.split(",") if a.archs else None, source=a.mergekit)
+        res = compare(a.archs.split(",") if a.archs else None, source=a.mergekit or os.environ.get("PARAMSYM_MERGEKIT"))
     except InputFileError as exc:
         print(f"skipped: {exc}", file=sys.stderr)
         return 0

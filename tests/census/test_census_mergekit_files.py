@@ -56,9 +56,14 @@ def test_comparison_reports_disagreements_and_settles_residual_ties(tmp_path):
 
 
 def test_missing_files_are_a_named_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("PARAMSYM_MERGEKIT", str(tmp_path / "nowhere"))
-    with pytest.raises(InputFileError, match="does not exist"):
+    import paramsym.experiments.mergekit_compare as mc
+
+    monkeypatch.setattr(mc, "DEFAULT_DIR", tmp_path / "nowhere")
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    with pytest.raises(InputFileError, match="pip download mergekit --no-deps"):
         mergekit_files()
+    with pytest.raises(InputFileError, match="does not exist"):
+        mergekit_files(tmp_path / "nowhere")
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(InputFileError, match="no mergekit-"):
@@ -68,6 +73,6 @@ def test_missing_files_are_a_named_error(tmp_path, monkeypatch):
 @pytest.mark.skipif(not os.environ.get("PARAMSYM_MERGEKIT"), reason="MergeKit's wheel data not available "
                     "(pip download mergekit --no-deps -d DIR; PARAMSYM_MERGEKIT=DIR)")
 def test_real_mergekit_files_fused_architectures():
-    r = compare(["gpt2", "phi3", "falcon", "gpt_neox"])
+    r = compare(["gpt2", "phi3", "falcon", "gpt_neox"], source=os.environ["PARAMSYM_MERGEKIT"])
     for name, a in r["architectures"].items():
         assert not a["disagree"] and a["census_error"] <= a["tolerance"], name

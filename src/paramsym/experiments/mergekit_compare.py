@@ -51,35 +51,40 @@ ARCHITECTURES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "gemm
                  "gpt2": "gpt2", "gpt_neox": "gpt-neox", "bert": "bert", "roberta": "roberta",
                  "distilbert": "distilbert", "falcon": "falcon", "stablelm": "stablelm"}
 _DIR = "mergekit/_data/architectures/"
-ENV = "PARAMSYM_MERGEKIT"
+#: where `paramsym reproduce census-mergekit` looks for MergeKit's wheel when no source is given
+#: (`pip download mergekit --no-deps -d ~/.cache/paramsym/mergekit`); the benchmark script also
+#: takes --mergekit / $PARAMSYM_MERGEKIT (the library reads no environment)
+DEFAULT_DIR = Path.home() / ".cache" / "paramsym" / "mergekit"
+_HOW = "pip download mergekit --no-deps -d ~/.cache/paramsym/mergekit"
 
 
 def mergekit_files(source: str | os.PathLike | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """MergeKit's architecture files as ``{file stem: parsed JSON}`` and where they came from.
 
     ``source``: a wheel (``mergekit-*.whl``), a directory holding one, or a ``mergekit`` package
-    directory; default: ``$PARAMSYM_MERGEKIT``, else an installed ``mergekit`` (located with
-    ``importlib.util.find_spec``, nothing imported).
+    directory; default: ``~/.cache/paramsym/mergekit`` when it holds a wheel, else an installed
+    ``mergekit`` (located with ``importlib.util.find_spec``, nothing imported).
 
     Raises:
         InputFileError: none found (says how to get them).
     """
     import importlib.util
 
-    src = source or os.environ.get(ENV)
+    src = source
+    if src is None and DEFAULT_DIR.is_dir() and any(DEFAULT_DIR.glob("mergekit-*.whl")):
+        src = DEFAULT_DIR
     if src is None:
         spec = importlib.util.find_spec("mergekit")
         if spec is not None and spec.submodule_search_locations:
             src = list(spec.submodule_search_locations)[0]
     if src is None:
-        raise InputFileError(f"the MergeKit comparison needs MergeKit's architecture files: run `pip download mergekit "
-                             f"--no-deps -d DIR` and pass the wheel (--mergekit DIR/mergekit-*.whl, or set {ENV}), "
-                             "or install mergekit.")
+        raise InputFileError(f"the MergeKit comparison needs MergeKit's architecture files: run `{_HOW}` (or pass the "
+                             "wheel: benchmarks/mergekit_agreement.py --mergekit WHEEL), or install mergekit.")
     path = Path(src)
     if path.is_dir() and not (path / "_data").is_dir():
         wheels = sorted(path.glob("mergekit-*.whl"))
         if not wheels:
-            raise InputFileError(f"{ENV} / --mergekit {str(path)!r}: no mergekit-*.whl and no mergekit package there.")
+            raise InputFileError(f"mergekit source {str(path)!r}: no mergekit-*.whl and no mergekit package there.")
         path = wheels[-1]
     out: dict[str, dict[str, Any]] = {}
     if path.is_dir():
@@ -94,7 +99,7 @@ def mergekit_files(source: str | os.PathLike | None = None) -> tuple[dict[str, d
         origin = {"source": path.name, "version": path.name.split("-")[1],
                   "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     else:
-        raise InputFileError(f"{ENV} / --mergekit {str(path)!r} does not exist; pass a mergekit wheel or directory.")
+        raise InputFileError(f"mergekit source {str(path)!r} does not exist; pass a mergekit wheel or directory.")
     if not out:
         raise InputFileError(f"{str(path)!r} holds no {_DIR}*.json; is it a mergekit wheel?")
     return out, origin

@@ -68,7 +68,7 @@ def render_census_mergekit(rows: dict[str, dict[str, Any]]) -> str:
 
 RUNS: tuple[RunSpec, ...] = (
     RunSpec("census-mergekit", "python benchmarks/mergekit_agreement.py --json (needs MergeKit's wheel: pip download "
-            "mergekit --no-deps -d DIR; PARAMSYM_MERGEKIT=DIR)", _mergekit(False), _mergekit(True), MERGEKIT_TIME,
+            "mergekit --no-deps -d ~/.cache/paramsym/mergekit, or an installed mergekit)", _mergekit(False), _mergekit(True), MERGEKIT_TIME,
             exact=True),
 )
 CLAIMS: tuple[Claim, ...] = (
