@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from cli_checks import refused, run_cli
 
 from paramsym.actions.ffn_unit import (
     EVAL_KEYS,
@@ -27,7 +28,6 @@ from paramsym.actions.ffn_unit import (
     prepare,
     symmetric_tangent,
 )
-from paramsym.cli import main
 from paramsym.errors import ConfigError, ShapeError, UnknownArchitectureError
 
 transformers = pytest.importorskip("transformers")
@@ -43,22 +43,6 @@ def tiny_bert(seed: int = 0):
         return transformers.BertModel(cfg).eval()
 
 
-def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as exc:
-        rc = exc.code if isinstance(exc.code, int) else 2
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def refused(capsys, argv: list[str], *needles: str) -> None:
-    rc, _, err = _run(capsys, argv)
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2 and len(lines) == 1 and "error:" in lines[0], (argv, rc, err)
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_symmetric_tangent_preserves_the_boundary_output_to_first_order() -> None:
@@ -100,7 +84,7 @@ def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_p
     model = tiny_bert()
     model.save_pretrained(tmp_path / "bert")
     out = tmp_path / "run"
-    rc, stdout, err = _run(capsys, ["compensate", "--model", tmp_path / "bert", "--layer", LAYER, "--unit", UNIT,
+    rc, stdout, err = run_cli(capsys, ["compensate", "--model", tmp_path / "bert", "--layer", LAYER, "--unit", UNIT,
                                     "--tokens", TOKENS, "--learned", "--steps", "3", "--json", "--quiet", "--out", out])
     assert rc == 0, err
     d = json.loads(stdout)

@@ -16,30 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_checks import refused, run_cli
 from safetensors.torch import save_file
-
-from paramsym.cli import main
-
-
-def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as exc:
-        rc = exc.code if isinstance(exc.code, int) else 2
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def refused(capsys, argv: list[str], *needles: str) -> str:
-    """Run ``argv``; assert exit 2, one stderr line with ``error:`` and every needle; return the line."""
-    rc, _, err = _run(capsys, argv)
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert rc == 2 and len(lines) == 1 and "error:" in lines[0], (argv, rc, err)
-    assert "Traceback" not in err
-    for needle in needles:
-        assert needle in lines[0], (argv, needle, lines[0])
-    return lines[0]
 
 
 def _files(path: Path) -> dict[str, bytes]:
@@ -132,7 +110,7 @@ def test_size_estimates_are_the_budget_not_a_ceiling(fx, capsys) -> None:
     check_points(10**6, max_memory=10**6 * _BYTES_PER_POINT)
     with pytest.raises(TooLargeError):
         check_points(10**6, max_memory=10**6 * _BYTES_PER_POINT - 1)
-    rc, out, _ = _run(capsys, ["attention", "clusterings", "--group", "C6", "--heads", "3", "--count-only", "--json"])
+    rc, out, _ = run_cli(capsys, ["attention", "clusterings", "--group", "C6", "--heads", "3", "--count-only", "--json"])
     assert rc == 0 and json.loads(out)["count"] == 33  # the paper's count
 
 
@@ -171,7 +149,7 @@ def test_out_with_a_newline(fx, capsys) -> None:
 
 def test_report_names_a_corrupt_env_or_truncated_tensors(fx, capsys) -> None:
     run = fx / "table"
-    assert _run(capsys, ["attention", "table", "--group", "C4", "--copies", "1..2", "--heads", "2", "--out", run,
+    assert run_cli(capsys, ["attention", "table", "--group", "C4", "--copies", "1..2", "--heads", "2", "--out", run,
                          "--quiet"])[0] == 0
     (run / "env.json").write_text('{"starts": [')
     before = _files(run)
@@ -254,7 +232,7 @@ def test_attribute_out_holding_another_run_is_refused(fx, capsys) -> None:
 
 # ------------------------------------------------------------------------------ noise
 def test_hf_progress_bars_silenced_under_json(fx, capsys) -> None:
-    rc, out, err = _run(capsys, ["census", "--model", "bert", "--tokens", "4", "--json"])
+    rc, out, err = run_cli(capsys, ["census", "--model", "bert", "--tokens", "4", "--json"])
     assert rc == 0 and json.loads(out)["all_verified"] and err == ""
     from transformers.utils import logging as hf_logging
 
@@ -296,8 +274,8 @@ def test_missing_model_suggests_only_flags_the_command_has(capsys, tmp_path):
     """`compensate --model /nonexistent` named `--preset`, which compensate does not have; the
     argument is named once; census (which has --preset) still suggests it."""
     missing = str(tmp_path / "nonexistent")
-    code, _, err = _run(capsys, ["compensate", "--model", missing, "--layer", "0", "--unit", "0"])
+    code, _, err = run_cli(capsys, ["compensate", "--model", missing, "--layer", "0", "--unit", "0"])
     assert code == 2 and "--preset" not in err and "--model: --model" not in err
     assert "InputFileError" in err and "llama-tiny" in err and len(err.strip().splitlines()) == 1
-    code, _, err = _run(capsys, ["census", "--model", missing])
+    code, _, err = run_cli(capsys, ["census", "--model", missing])
     assert code == 2 and "--preset NAME" in err and "--model: --model" not in err
