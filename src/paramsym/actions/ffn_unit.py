@@ -94,15 +94,11 @@ class FFNUnit:
 
 
 def check_rho(rho: Any, flag: str = "rho") -> float:
-    """``rho`` as a finite float > 0 (a group-element radius), else a one-line :class:`ConfigError`."""
-    try:
-        value = float(rho)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"{flag} must be a finite number > 0 (the coefficient radius of the group elements, the "
-                          f"paper's 0.5); received {rho!r}.")
-    return value
+    """``rho`` as a finite float > 0 (a group-element radius), else a one-line :class:`ConfigError`
+    (:func:`paramsym.options.float_option`)."""
+    from ..options import float_option
+
+    return float_option(rho, flag, minimum=0.0, exclusive=True)
 
 
 def last_hidden(model: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:

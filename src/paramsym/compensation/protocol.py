@@ -42,7 +42,6 @@ from ..actions.ffn_unit import (
     per_unit_change,
     prepare,
 )
-from ..errors import ConfigError
 
 __all__ = ["CompensationSetup", "Edit", "CompensationResult", "prepare", "closed_form_edit", "evaluate",
            "run_closed_form", "last_hidden", "per_unit_change"]
@@ -95,17 +94,11 @@ def _motion(theta0: Tensor, theta: Tensor) -> float:
 
 
 def _check_motion(motion: float) -> float:
-    """``motion`` as a finite float in ``(0, 1)`` (a median relative motion), else :class:`ConfigError`."""
-    import math
+    """``motion`` as a finite float > 0 (a median relative motion), else :class:`ConfigError`."""
+    from ..options import float_option
 
-    try:
-        value = float(motion)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"motion (--motion) must be a finite number > 0, the median relative motion of the "
-                          f"moved weights (e.g. 0.0015); received {motion!r}.")
-    return value
+    return float_option(motion, "motion (--motion, the median relative motion of the moved weights, e.g. 0.0015)",
+                        minimum=0.0, exclusive=True)
 
 
 def closed_form_edit(setup: CompensationSetup, *, motion: float = 1.5e-3, generator: torch.Generator | None = None,
