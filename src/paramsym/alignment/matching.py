@@ -62,9 +62,12 @@ def distance(a: Mapping[str, Tensor], b: Mapping[str, Tensor]) -> float:
 
 def permute(params: Mapping[str, Tensor], group: UnitGroup, perm: Tensor) -> Params:
     """``params`` with the units of ``group`` permuted: new unit ``i`` is old unit ``perm[i]``
-    (``T.flat[pos[i]] ← T.flat[pos[perm[i]]]`` in every member; other tensors shared)."""
+    (``T.flat[pos[i]] ← T.flat[pos[perm[i]]]`` in every member; other tensors shared — all of
+    them for the identity, which copies nothing)."""
     out = dict(params)
     perm = torch.as_tensor(perm, dtype=torch.long)
+    if torch.equal(perm, torch.arange(len(perm))):
+        return out
     for m in group.members:
         flat = out[m.name].reshape(-1).clone()
         flat[m.positions.reshape(-1)] = flat[m.positions[perm].reshape(-1)]
