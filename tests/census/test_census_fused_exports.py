@@ -133,3 +133,22 @@ def test_export_api_refuses_an_existing_path_and_unknown_formats_before_writing(
     assert not new.exists()
     rep = export(model, spaces, "permutation-spec", new, inputs, _output)  # and the good path writes, verified
     assert new.exists() and rep["verification"]["max_error"] <= 1e-10 and rep["omitted"] == []
+
+
+def test_mergekit_export_refuses_gpt2_naming_the_transposed_weights(tmp_path, capsys):
+    """GPT-2 stores every linear map (in, out) (Conv1D); MergeKit's space fields have no axis
+    order, so no space survives: the CLI refuses by name (exit 2, nothing written), and the
+    permutation-spec it points to writes and verifies."""
+    from cli_checks import run_cli
+
+    model = tiny_model("gpt2", causal_lm=True)
+    model.save_pretrained(tmp_path / "m")
+    out = tmp_path / "gpt2.json"
+    rc, _, err = run_cli(capsys, ["census", "--model", tmp_path / "m", "--export", "mergekit", "--out", out])
+    line = next(ln for ln in err.splitlines() if "error:" in ln)
+    assert rc == 2 and not out.exists() and "Traceback" not in err
+    D = model.config.n_embd
+    for needle in ("ConfigError", "--export mergekit", "GPT2LMHeadModel", "(in, out)", "Conv1D",
+                   f"'transformer.h.0.attn.c_attn.weight' ({D}, {3 * D})", "--export permutation-spec"):
+        assert needle in line, (needle, line)
+    assert _write(tmp_path / "spec", model)["perms"]["P_res"] == D

@@ -17,7 +17,15 @@
   the fused tensor's other axis keeps its space (``input_space: running_residual``). What is
   lost there: the head permutations of those models and Phi-3's FFN-unit permutations (the
   permutation-spec export keeps them). ``Conv1D``'s transposed storage cannot be described at
-  all (GPT-2 is refused: use ``permutation-spec``).
+  all: the space fields name a space per weight, not per axis, and the one place MergeKit applies
+  them to weights (its activation-based merge script, 0.0.6) multiplies ``output_space`` on axis 0
+  and ``input_space`` on axis 1 of every weight (``is_embed`` flips embeddings only), so a space
+  stated on a ``(in, out)`` weight would be applied to the wrong axis; MergeKit's own ``gpt2.json``
+  states no spaces (0.0.5.1, 0.0.6, 0.1.5). Every space touching such a weight is dropped, which
+  for GPT-2 is every space: it is refused with a :class:`~paramsym.errors.ConfigError` naming
+  the transposed weights and ``permutation-spec`` (which names each tensor's axes). The space
+  fields are MergeKit ≤ 0.0.6's: 0.1.x removed them (its ``WeightInfo`` forbids unknown
+  fields, so 0.1.x does not load these files).
 
 :func:`export` checks, before writing anything, that the path does not exist, then verifies the
 data: the JSON is serialised, parsed back, and random elements of every permutation it describes
@@ -247,6 +255,16 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
         out_perm = "running_residual" if spaces.output_in_stream else None
     dtype = next(iter(params.values())).dtype
     tol = export_tolerance(spaces, dtype)
+    transposed = sorted(w for w, lay in spaces.layouts.items() if lay == "in_out")
+    if fmt == "mergekit" and not check_spec.perms and transposed:
+        w0 = transposed[0]
+        owner = type(model.get_submodule(w0.rsplit(".", 1)[0])).__name__ if "." in w0 else type(model).__name__
+        raise ConfigError(
+            f"--export mergekit cannot describe {type(model).__name__}: {len(transposed)} of its weights are stored "
+            f"(in, out) (traced y = x·W + b, e.g. {w0!r} {tuple(params[w0].shape)} of a {owner}), and MergeKit's input_space/output_space carry no axis order (MergeKit applies "
+            "output_space to axis 0 and input_space to axis 1 of every weight; is_embed flips embeddings "
+            "only), so every space touching those weights is dropped and none is left to state; use --export "
+            "permutation-spec, which names each tensor's axes.")
     if not check_spec.perms:
         raise ConfigError(f"--export {fmt}: the description of {type(model).__name__} states no permutation that can be "
                           "verified (MergeKit's space fields assume (out, in) weights; this model stores (in, out) or fused "
