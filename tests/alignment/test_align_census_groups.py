@@ -200,3 +200,44 @@ class _Touch:
 
     def __reduce__(self):
         return (pathlib.Path.touch, (self.path,))
+
+
+def _permute_gpt2_heads(params, layer, perm, H, d):
+    """GPT-2 layer ``layer`` with its heads reordered by hand (the test's own code): head blocks of
+    the query, key and value thirds of ``c_attn`` (columns, bias) and the rows of ``attn.c_proj``."""
+    out = dict(params)
+    D = H * d
+    idx = torch.cat([perm[h] * d + torch.arange(d) for h in range(H)])  # new head h = old head perm[h]
+    cols = torch.cat([part * D + idx for part in range(3)])
+    pre = f"transformer.h.{layer}.attn."
+    out[pre + "c_attn.weight"] = params[pre + "c_attn.weight"][:, cols]
+    out[pre + "c_attn.bias"] = params[pre + "c_attn.bias"][cols]
+    out[pre + "c_proj.weight"] = params[pre + "c_proj.weight"][idx, :]
+    return out
+
+
+def test_census_groups_cli_aligns_gpt2_fused_heads(tmp_path):
+    """GPT-2's heads live in the fused ``c_attn`` (sub-blocks of the census's spec): B = A with the
+    heads of both layers reordered (nothing else) is aligned back through the CLI exactly."""
+    a_model = tiny_model("gpt2", causal_lm=True)
+    H, d = a_model.config.n_head, a_model.config.n_embd // a_model.config.n_head
+    a = _params(a_model)
+    gen = torch.Generator().manual_seed(4)
+    b = a
+    for layer in range(a_model.config.n_layer):
+        b = _permute_gpt2_heads(b, layer, torch.randperm(H, generator=gen).roll(1), H, d)  # roll: never the identity
+    b_model = _load_into(tiny_model("gpt2", causal_lm=True), b)
+    inputs = default_inputs(a_model, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert _rel(_output(b_model(**inputs)), _output(a_model(**inputs))) <= 1e-5  # the same function
+    assert _rel(b["transformer.h.0.attn.c_attn.weight"], a["transformer.h.0.attn.c_attn.weight"]) > 0.5  # moved
+    a_model.save_pretrained(tmp_path / "A")
+    b_model.save_pretrained(tmp_path / "B")
+    out = tmp_path / "out"
+    assert main(["align", str(tmp_path / "A"), str(tmp_path / "B"), "--census-groups", "--symmetries", "permutation",
+                 "--out", str(out), "--json"]) == 0
+    info = json.loads((out / "alignment.json").read_text())
+    assert {f"P_heads_{i}" for i in range(a_model.config.n_layer)} <= set(info["perms"])
+    got = transformers.AutoModelForCausalLM.from_pretrained(out / "aligned_b", attn_implementation="eager").eval()
+    for k, v in got.named_parameters():
+        assert torch.equal(v, a[k]), k

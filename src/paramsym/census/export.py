@@ -289,7 +289,9 @@ def spec_for_model(model: nn.Module, seed: int = 0, sub_blocks: bool = False) ->
 
     ``sub_blocks=True`` writes fused axes as sub-block lists (GPT-2's and Phi-3's heads, Phi-3's
     FFN units; :mod:`paramsym.census.permspec`); the default keeps single-ID axes only (those
-    groups omitted), the form :mod:`paramsym.alignment.checkpoints` reads today.
+    groups omitted), the form readers of plain Git Re-Basin specs expect
+    (:mod:`paramsym.alignment.checkpoints` reads both; ``paramsym align --census-groups`` uses
+    sub-blocks).
 
     Raises:
         TraceError: the tracer cannot follow the model.

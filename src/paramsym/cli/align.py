@@ -156,7 +156,8 @@ def census_plan(model, seed: int = 0, symmetries=None) -> dict:
     inputs = default_inputs(work, gen())
     with torch.no_grad():
         sp = derive_spaces(work, inputs, _output)
-    spec = spec_from_spaces(sp, {k: v.detach() for k, v in model.named_parameters()})
+    # sub-blocks: heads and FFN units inside fused tensors (GPT-2 c_attn, Phi-3 qkv_proj) are aligned too
+    spec = spec_from_spaces(sp, {k: v.detach() for k, v in model.named_parameters()}, sub_blocks=True)
     plan = {"spec": spec, "attention": [], "rotation": None, "symmetries": ["permutation"]}
     if asked is not None and "rotation" in asked:
         try:
