@@ -45,14 +45,18 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.func import functional_call
 
 from ..errors import ConfigError, ExportPathExistsError, ToleranceError
 from .permspec import PermutationSpec, axis_ids, spec_from_spaces, verify_spec
 from .spaces import Spaces
 
-__all__ = ["FORMATS", "export", "mergekit_architecture", "mergekit_as_spec", "export_tolerance", "spec_for_model"]
+__all__ = ["FORMATS", "MERGEKIT_V01_FIELDS", "export", "mergekit_architecture", "mergekit_as_spec", "mergekit_v01_architecture",
+           "export_tolerance", "spec_for_model", "verify_mergekit_v01"]
 
-FORMATS = ("permutation-spec", "mergekit")
+FORMATS = ("permutation-spec", "mergekit", "mergekit-0.0")
+#: the per-tensor fields of MergeKit 0.1.x's ``WeightInfo`` (``extra="forbid"``: nothing else loads)
+MERGEKIT_V01_FIELDS = ("name", "vocabulary_axis", "optional", "aliases", "force_dtype", "tied_names")
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
 
 
@@ -72,12 +76,7 @@ def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpe
     """
     cfg = getattr(model, "config", None)
     params = dict(model.named_parameters())
-    L = len(spaces.layout.layers)
-    key = next((k for k in _LAYER_KEYS if getattr(cfg, k, None) == L), None)
-    if key is None:
-        raise ConfigError(f"mergekit export: no config key among {list(_LAYER_KEYS)} equals the {L} layers found.")
-    layer_prefix = spaces.layout.layers[0].module.rsplit(".", 1)[0] + "." if "." in spaces.layout.layers[0].module else ""
-    pat = re.compile(rf"^{re.escape(layer_prefix)}(\d+)\.")
+    key, layer_prefix, pat = _layer_naming(model, spaces)
     # per tensor: axis -> space name
     space_of: dict[str, dict[int, str]] = {}
     lin_out_in = {w: lay for w, lay in spaces.layouts.items()}
@@ -168,12 +167,204 @@ def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpe
             "post_weights": post}
 
 
+def _layer_naming(model: nn.Module, spaces: Spaces) -> tuple[str, str, re.Pattern[str]]:
+    """The config key holding the layer count, the layers' name prefix and the pattern of a layer
+    tensor's name (group 1: the layer index)."""
+    cfg = getattr(model, "config", None)
+    L = len(spaces.layout.layers)
+    stored = cfg.to_dict() if hasattr(cfg, "to_dict") else {}  # prefer the key config.json spells (GPT-2: n_layer)
+    keys = sorted(_LAYER_KEYS, key=lambda k: k not in stored)
+    key = next((k for k in keys if getattr(cfg, k, None) == L), None)
+    if key is None:
+        raise ConfigError(f"mergekit export: no config key among {list(_LAYER_KEYS)} equals the {L} layers found.")
+    first = spaces.layout.layers[0].module
+    layer_prefix = first.rsplit(".", 1)[0] + "." if "." in first else ""
+    return key, layer_prefix, re.compile(rf"^{re.escape(layer_prefix)}(\d+)\.")
+
+
 def _input_embedding_name(model: nn.Module, params: Mapping[str, Tensor]) -> str | None:
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     for n, p in params.items():
         if emb is not None and p is emb.weight:
             return n
     return None
+
+
+def _checkpoint_tensors(model: nn.Module) -> list[tuple[str, Tensor, str | None]]:
+    """``(name, tensor, canonical name or None)`` for every ``state_dict`` key in order: parameters
+    and persistent buffers; a key whose tensor is the same object as an earlier key's (tied
+    weights, e.g. ``lm_head.weight`` = the input embedding) carries that earlier name — the one
+    ``named_parameters()`` keeps and the checkpoint stores."""
+    first: dict[int, str] = {}
+    out = []
+    for name, t in model.state_dict(keep_vars=True).items():
+        canon = first.setdefault(id(t), name)
+        out.append((name, t, None if canon == name else canon))
+    return out
+
+
+def _vocabulary_axes(model: nn.Module) -> dict[int, int]:
+    """``{id(tensor): axis indexed by token ids}``: the input embedding's weight (``nn.Embedding``,
+    ``(vocab, d)``: axis 0) and the output embedding's weight and bias (``nn.Linear`` rows, axis 0).
+
+    Raises:
+        ConfigError: the model has no ``nn.Embedding`` input embedding.
+    """
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if not isinstance(emb, nn.Embedding):
+        raise ConfigError(f"--export mergekit needs a token-embedding model (get_input_embeddings() an nn.Embedding); "
+                          f"{type(model).__name__} has {type(emb).__name__}. Use --export permutation-spec.")
+    axes = {id(emb.weight): 0}
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if isinstance(head, nn.Linear):
+        axes[id(head.weight)] = 0
+        if head.bias is not None:
+            axes[id(head.bias)] = 0
+    return axes
+
+
+def mergekit_v01_architecture(model: nn.Module, spaces: Spaces) -> dict[str, Any]:
+    """The MergeKit 0.1.x architecture file of ``model`` (the ``--export mergekit`` format).
+
+    Top level: ``model_type``, ``architectures``, ``pre_weights``, ``num_layers_config_key``,
+    ``layer_templates.weights`` (layer 0's tensors with ``${layer_index}``), ``post_weights``.
+    Per tensor only the fields of MergeKit 0.1.x's ``WeightInfo`` (:data:`MERGEKIT_V01_FIELDS`):
+    ``name`` (every ``state_dict`` tensor once, in registration order), ``vocabulary_axis`` (the
+    axis indexed by token ids: 0 for the input embedding ``(vocab, d)`` and for the output
+    embedding's ``(vocab, d)`` weight and ``(vocab,)`` bias), ``force_dtype`` for integer buffers,
+    and for a tied name (``lm_head.weight`` sharing the input embedding) ``optional: true`` with
+    ``tied_names`` = the stored tensor's name, as MergeKit's own files write it (the checkpoint
+    holds the tensor once; MergeKit skips the optional name when no input has it). No space
+    fields: 0.1.x has none (``WeightInfo`` forbids unknown fields); ``mergekit-0.0`` and
+    ``permutation-spec`` carry the symmetries.
+    """
+    cfg = getattr(model, "config", None)
+    key, layer_prefix, pat = _layer_naming(model, spaces)
+    vocab = _vocabulary_axes(model)
+
+    def tmpl(name: str) -> str:
+        return pat.sub(lambda m: f"{layer_prefix}${{layer_index}}.", name)
+
+    pre, post, layer0 = [], [], []
+    seen_layer = False
+    for name, t, canon in _checkpoint_tensors(model):
+        e: dict[str, Any] = {"name": tmpl(name)}
+        if id(t) in vocab:
+            e["vocabulary_axis"] = vocab[id(t)]
+        if canon is not None:
+            e["optional"] = True
+            e["tied_names"] = [tmpl(canon)]
+        if not (t.is_floating_point() or t.is_complex()):
+            e["force_dtype"] = str(t.dtype).removeprefix("torch.")
+        m = pat.match(name)
+        if m:
+            seen_layer = True
+            if m.group(1) == "0":
+                layer0.append(e)
+        else:
+            (post if seen_layer else pre).append(e)
+    return {"model_type": getattr(cfg, "model_type", type(model).__name__),
+            "architectures": list(getattr(cfg, "architectures", None) or [type(model).__name__]),
+            "pre_weights": pre, "num_layers_config_key": key, "layer_templates": {"weights": layer0},
+            "post_weights": post}
+
+
+def _special_token_ids(cfg: Any, vocab: int) -> set[int]:
+    """Token ids the model itself may treat specially (``*_token_id`` of the config: padding sets
+    RoBERTa's positions): the vocabulary relabelling keeps them fixed."""
+    out: set[int] = set()
+    for k, v in (cfg.to_dict() if hasattr(cfg, "to_dict") else vars(cfg)).items():
+        if k.endswith("_token_id"):
+            for i in v if isinstance(v, (list, tuple)) else [v]:
+                if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < vocab:
+                    out.add(i)
+    return out
+
+
+def verify_mergekit_v01(arch: Mapping[str, Any], model: nn.Module, inputs: Mapping[str, Any],
+                        output: Callable[[Any], Tensor], generator: torch.Generator) -> dict[str, Any]:
+    """Check a MergeKit 0.1.x description against ``model``, reading the description alone.
+
+    1. **Fields**: the top-level keys and each tensor's keys are among MergeKit 0.1.x's
+       (:data:`MERGEKIT_V01_FIELDS`; its ``WeightInfo`` rejects any other).
+    2. **Tensors**: templates expanded for ``config[num_layers_config_key]`` layers, the names of
+       the entries without ``tied_names`` are exactly the model's stored tensors (``state_dict``
+       less tied repeats), each once; an entry with ``tied_names`` is ``optional`` and names a
+       tensor that *is* (same object) one it lists.
+    3. **Vocabulary axes** (function check): a random permutation ``p`` of the token ids (the
+       config's special ids fixed) applied to every listed tensor on its ``vocabulary_axis``
+       (``T' = T[p]`` along that axis), the inputs relabelled ``ids' = p⁻¹[ids]``: the output must
+       equal ``F(θ)[..., p]`` for a model with an output embedding (logits indexed by token),
+       else ``F(θ)`` — an embedding or LM head whose vocabulary axis is missing or wrong breaks it.
+
+    Returns ``{"tensors", "tied", "vocabulary_axes": {name: axis}, "max_error", "min_motion",
+    "errors": {"vocabulary": err}}``.
+
+    Raises:
+        ConfigError: a field, tensor list or tied name that does not hold (says which).
+    """
+    top = set(arch) - {"model_type", "architectures", "pre_weights", "layer_templates", "post_weights",
+                       "num_layers_config_key"}
+    if top or set(arch.get("layer_templates", {})) != {"weights"}:
+        raise ConfigError(f"mergekit export: top-level keys {sorted(top)} / layer_templates keys "
+                          f"{sorted(arch.get('layer_templates', {}))} are not MergeKit 0.1.x's.")
+    cfg = model.config
+    L = getattr(cfg, arch["num_layers_config_key"])
+    entries = list(arch["pre_weights"]) + [
+        {k: ([x.replace("${layer_index}", str(i)) for x in v] if isinstance(v, list) else
+             v.replace("${layer_index}", str(i)) if isinstance(v, str) else v) for k, v in w.items()}
+        for i in range(L) for w in arch["layer_templates"]["weights"]] + list(arch["post_weights"])
+    bad = [(e.get("name"), sorted(set(e) - set(MERGEKIT_V01_FIELDS))) for e in entries if set(e) - set(MERGEKIT_V01_FIELDS)]
+    if bad:
+        raise ConfigError(f"mergekit export: fields outside MergeKit 0.1.x's WeightInfo {list(MERGEKIT_V01_FIELDS)}: {bad[:3]}.")
+    tensors = {n: t for n, t, canon in _checkpoint_tensors(model) if canon is None}
+    every = {n: t for n, t, _ in _checkpoint_tensors(model)}
+    plain = [e["name"] for e in entries if not e.get("tied_names")]
+    dup = sorted({n for n in plain if plain.count(n) > 1})
+    missing, extra = sorted(set(tensors) - set(plain)), sorted(set(plain) - set(tensors))
+    if dup or missing or extra:
+        raise ConfigError(f"mergekit export of {type(model).__name__}: the file must name each stored tensor once; "
+                          f"named twice {dup[:3]}, not named {missing[:3]}, not in the model {extra[:3]}.")
+    tied = [e for e in entries if e.get("tied_names")]
+    for e in tied:
+        if not (e.get("optional") and e["name"] in every
+                and any(t in tensors and every[t] is every[e["name"]] for t in e["tied_names"])):
+            raise ConfigError(f"mergekit export of {type(model).__name__}: tied entry {e['name']!r} must be optional and "
+                              f"name the tensor it shares among tied_names {e['tied_names']}.")
+        if e.get("vocabulary_axis") != next(x.get("vocabulary_axis") for x in entries if x["name"] in e["tied_names"]):
+            raise ConfigError(f"mergekit export: tied entry {e['name']!r} states another vocabulary_axis than its tensor.")
+    vaxes = {e["name"]: int(e["vocabulary_axis"]) for e in entries
+             if e.get("vocabulary_axis") is not None and not e.get("tied_names")}
+    if "input_ids" not in inputs:
+        raise ConfigError("mergekit export: the verification inputs carry no input_ids (a token model is required).")
+    V = int(cfg.vocab_size)
+    fixed = _special_token_ids(cfg, V)
+    free = torch.tensor([i for i in range(V) if i not in fixed])
+    p = torch.arange(V)
+    q = free[torch.randperm(len(free), generator=generator)]
+    if len(free) > 1 and torch.equal(q, free):
+        q = free.roll(1)
+    p[free] = q
+    inv = torch.empty_like(p)
+    inv[p] = torch.arange(V)
+    params = {n: t.detach() for n, t in model.named_parameters()}
+    new = dict(params)
+    for n, ax in vaxes.items():
+        if n not in params:  # an integer buffer cannot index the vocabulary here
+            raise ConfigError(f"mergekit export: vocabulary_axis on {n!r}, which is not a parameter.")
+        new[n] = params[n].index_select(ax, p.to(params[n].device))
+    moved = [n for n in vaxes]
+    num = sum(float((new[n] - params[n]).pow(2).sum()) for n in moved)
+    den = sum(float(params[n].pow(2).sum()) for n in moved)
+    relabelled = dict(inputs, input_ids=inv[inputs["input_ids"]])
+    with torch.no_grad():
+        base = output(functional_call(model, params, (), dict(inputs)))
+        got = output(functional_call(model, new, (), relabelled))
+    logits = model.get_output_embeddings() is not None if hasattr(model, "get_output_embeddings") else False
+    ref = base[..., p] if logits else base
+    err = float((got - ref).norm() / base.norm()) if got.shape == ref.shape else float("inf")
+    return {"tensors": len(tensors), "tied": [e["name"] for e in tied], "vocabulary_axes": vaxes,
+            "errors": {"vocabulary": err}, "max_error": err, "min_motion": (num / den) ** 0.5 if den else 0.0}
 
 
 def mergekit_as_spec(arch: Mapping[str, Any], params: Mapping[str, Tensor], num_layers: int) -> PermutationSpec:
@@ -228,10 +419,12 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
     """Verify and write the ``fmt`` export of ``model`` to ``path`` (a new file).
 
     ``model`` must be the float64 (or float32) model the spaces were derived on. Returns
-    ``{"path", "format", "verification": {...}, "omitted": [...]}``.
+    ``{"path", "format", "verification": {...}, "omitted": [...], "perms", "log10_order"}``
+    (``mergekit``: no permutation groups — ``perms`` empty — and the verification of
+    :func:`verify_mergekit_v01`).
 
     Raises:
-        ConfigError: an unknown format.
+        ConfigError: an unknown format; a description that fails its checks.
         ExportPathExistsError: ``path`` exists (nothing is overwritten).
         ToleranceError: the verification fails (nothing is written).
     """
@@ -243,8 +436,21 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
                                     "or remove the file.")
     params = {k: v.detach() for k, v in model.named_parameters()}
     spec = spec_from_spaces(spaces, params)
+    dtype = next(iter(params.values())).dtype
+    tol = export_tolerance(spaces, dtype)
+    if fmt == "mergekit":
+        data: dict[str, Any] = mergekit_v01_architecture(model, spaces)
+        rep = verify_mergekit_v01(json.loads(json.dumps(data)), model, inputs, output, torch.Generator().manual_seed(seed))
+        rep["tolerance"] = tol
+        if rep["max_error"] > tol or rep["min_motion"] <= 0:
+            raise ToleranceError(f"mergekit export of {type(model).__name__} failed its verification: relabelling the "
+                                 f"vocabulary through the file's vocabulary_axis entries {rep['vocabulary_axes']} changes "
+                                 f"the output by {rep['max_error']:.2e} > {tol:.0e} (motion {rep['min_motion']:.1e}); "
+                                 "nothing written.")
+        _write(path, data)
+        return {"path": str(path), "format": fmt, "verification": rep, "omitted": [], "perms": {}, "log10_order": 0.0}
     if fmt == "permutation-spec":
-        data: dict[str, Any] = spec.to_json()
+        data = spec.to_json()
         parsed = json.loads(json.dumps(data))
         check_spec = PermutationSpec({k: int(v) for k, v in parsed["perms"].items()}, parsed["axes"])
         out_perm = "P_res" if spaces.output_in_stream else None
@@ -253,18 +459,16 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
         parsed = json.loads(json.dumps(data))
         check_spec = mergekit_as_spec(parsed, params, len(spaces.layout.layers))
         out_perm = "running_residual" if spaces.output_in_stream else None
-    dtype = next(iter(params.values())).dtype
-    tol = export_tolerance(spaces, dtype)
     transposed = sorted(w for w, lay in spaces.layouts.items() if lay == "in_out")
-    if fmt == "mergekit" and not check_spec.perms and transposed:
+    if fmt == "mergekit-0.0" and not check_spec.perms and transposed:
         w0 = transposed[0]
         owner = type(model.get_submodule(w0.rsplit(".", 1)[0])).__name__ if "." in w0 else type(model).__name__
         raise ConfigError(
-            f"--export mergekit cannot describe {type(model).__name__}: {len(transposed)} of its weights are stored "
+            f"--export mergekit-0.0 cannot describe {type(model).__name__}: {len(transposed)} of its weights are stored "
             f"(in, out) (traced y = x·W + b, e.g. {w0!r} {tuple(params[w0].shape)} of a {owner}), and MergeKit's input_space/output_space carry no axis order (MergeKit applies "
             "output_space to axis 0 and input_space to axis 1 of every weight; is_embed flips embeddings "
             "only), so every space touching those weights is dropped and none is left to state; use --export "
-            "permutation-spec, which names each tensor's axes.")
+            "permutation-spec, which names each tensor's axes (or --export mergekit: MergeKit 0.1.x's file, no spaces).")
     if not check_spec.perms:
         raise ConfigError(f"--export {fmt}: the description of {type(model).__name__} states no permutation that can be "
                           "verified (MergeKit's space fields assume (out, in) weights; this model stores (in, out) or fused "
@@ -276,12 +480,16 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
         raise ToleranceError(f"{fmt} export of {type(model).__name__} failed its verification: max relative output change "
                              f"{rep['max_error']:.2e} > {tol:.0e} (per permutation: "
                              f"{ {k: f'{v:.1e}' for k, v in rep['errors'].items()} }); nothing written.")
+    _write(path, data)
+    return {"path": str(path), "format": fmt, "verification": rep, "omitted": spec.omitted,
+            "perms": dict(check_spec.perms), "log10_order": check_spec.log10_order()}
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "x") as fh:
         json.dump(data, fh, indent=1)
         fh.write("\n")
-    return {"path": str(path), "format": fmt, "verification": rep, "omitted": spec.omitted,
-            "perms": dict(check_spec.perms), "log10_order": check_spec.log10_order()}
 
 
 def spec_for_model(model: nn.Module, seed: int = 0, sub_blocks: bool = False) -> PermutationSpec:

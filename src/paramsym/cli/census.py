@@ -46,8 +46,11 @@ def register(subparsers) -> None:
     add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
                     "default: a temporary one)", json="print the census as JSON")
     # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
-    p.add_argument("--export", choices=["permutation-spec", "mergekit"],
-                   help="write the model's verified permutation group to --out FILE (a new file) instead of the census")
+    p.add_argument("--export", choices=["permutation-spec", "mergekit", "mergekit-0.0"],
+                   help="write a verified description to --out FILE (a new file) instead of the census: permutation-spec "
+                   "(the permutation group, every tensor's axes), mergekit (an architecture file current MergeKit 0.1.x "
+                   "loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), "
+                   "mergekit-0.0 (MergeKit <= 0.0.6's format with input_space/output_space; 0.1.x rejects it)")
     p.set_defaults(func=_run)
 
 
@@ -131,6 +134,11 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     ver = rep["verification"]
     if args.json:
         print(json.dumps(rep, indent=1))
+    elif rep["format"] == "mergekit":
+        print(f"wrote {rep['path']} (mergekit, MergeKit 0.1.x): {ver['tensors']} tensors named once"
+              + (f" (tied: {', '.join(ver['tied'])})" if ver["tied"] else "") + f"; vocabulary axes of "
+              f"{', '.join(ver['vocabulary_axes'])} verified through the file: relabelling the vocabulary changes the "
+              f"output by {ver['max_error']:.1e} ≤ {ver['tolerance']:.0e}")
     else:
         print(f"wrote {rep['path']} ({rep['format']}): {len(rep['perms'])} permutation groups, log10 order "
               f"{rep['log10_order']:.1f}; verified through the file: max relative output change {ver['max_error']:.1e} "
