@@ -102,10 +102,10 @@ def test_single_id_axes_stay_valid_and_sub_block_sizes_are_checked():
 
 
 def test_mergekit_export_keeps_the_residual_axis_of_fused_tensors(tmp_path):
-    """MergeKit names one space per axis: Phi-3's fused qkv_proj / gate_up_proj keep their
+    """MergeKit <= 0.0.6 (``mergekit-0.0``) names one space per axis: Phi-3's fused qkv_proj / gate_up_proj keep their
     residual input space; the head and FFN spaces of a fused axis are dropped from every tensor."""
     model = tiny_model("phi3", causal_lm=True)
-    arch = _write(tmp_path, model, "mergekit")
+    arch = _write(tmp_path, model, "mergekit-0.0")
     w = {e["name"].split("${layer_index}.")[-1]: e for e in arch["layer_templates"]["weights"]}
     assert w["self_attn.qkv_proj.weight"].get("input_space") == "running_residual"
     assert w["mlp.gate_up_proj.weight"].get("input_space") == "running_residual"
@@ -136,7 +136,7 @@ def test_export_api_refuses_an_existing_path_and_unknown_formats_before_writing(
 
 
 def test_mergekit_export_refuses_gpt2_naming_the_transposed_weights(tmp_path, capsys):
-    """GPT-2 stores every linear map (in, out) (Conv1D); MergeKit's space fields have no axis
+    """GPT-2 stores every linear map (in, out) (Conv1D); MergeKit <= 0.0.6's space fields have no axis
     order, so no space survives: the CLI refuses by name (exit 2, nothing written), and the
     permutation-spec it points to writes and verifies."""
     from cli_checks import run_cli
@@ -144,11 +144,12 @@ def test_mergekit_export_refuses_gpt2_naming_the_transposed_weights(tmp_path, ca
     model = tiny_model("gpt2", causal_lm=True)
     model.save_pretrained(tmp_path / "m")
     out = tmp_path / "gpt2.json"
-    rc, _, err = run_cli(capsys, ["census", "--model", tmp_path / "m", "--export", "mergekit", "--out", out])
+    rc, _, err = run_cli(capsys, ["census", "--model", tmp_path / "m", "--export", "mergekit-0.0", "--out", out])
     line = next(ln for ln in err.splitlines() if "error:" in ln)
     assert rc == 2 and not out.exists() and "Traceback" not in err
     D = model.config.n_embd
-    for needle in ("ConfigError", "--export mergekit", "GPT2LMHeadModel", "(in, out)", "Conv1D",
-                   f"'transformer.h.0.attn.c_attn.weight' ({D}, {3 * D})", "--export permutation-spec"):
+    for needle in ("ConfigError", "--export mergekit-0.0", "GPT2LMHeadModel", "(in, out)", "Conv1D",
+                   f"'transformer.h.0.attn.c_attn.weight' ({D}, {3 * D})", "--export permutation-spec",
+                   "--export mergekit: MergeKit 0.1.x"):
         assert needle in line, (needle, line)
     assert _write(tmp_path / "spec", model)["perms"]["P_res"] == D

@@ -51,7 +51,7 @@ def test_llama_agrees_with_mergekit_tensor_by_tensor(tmp_path):
     model = tiny_model("llama", causal_lm=True)
     model.save_pretrained(tmp_path / "m")
     out = tmp_path / "llama.json"
-    assert main(["census", "--model", str(tmp_path / "m"), "--export", "mergekit", "--out", str(out)]) == 0
+    assert main(["census", "--model", str(tmp_path / "m"), "--export", "mergekit-0.0", "--out", str(out)]) == 0
     arch = json.loads(out.read_text())
     ours = {}
     for e in arch["pre_weights"] + arch["post_weights"] + arch["layer_templates"]["weights"]:

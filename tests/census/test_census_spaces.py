@@ -154,7 +154,7 @@ def test_permutation_spec_export_verified_through_the_file_alone(tmp_path, name)
 
 @pytest.mark.parametrize("name", ["llama", "qwen2", "bert", "gpt_neox", "falcon"])
 def test_mergekit_export_fields_and_residual_space_through_the_file(tmp_path, name):
-    model, out, rc = _export(tmp_path, name, "mergekit")
+    model, out, rc = _export(tmp_path, name, "mergekit-0.0")
     assert rc == 0
     arch = json.loads(out.read_text())
     assert {"model_type", "architectures", "pre_weights", "num_layers_config_key", "layer_templates", "post_weights"} <= set(arch)

@@ -1,0 +1,118 @@
+"""``--export mergekit``: MergeKit 0.1.x's architecture file (issue 18, item 3).
+
+References independent of the exporter: MergeKit 0.1.5's own pydantic classes and JSON loader,
+executed from its wheel (``tests/mergekit_wheel.py``; skipped, saying why, when the wheel is not
+there), the tensor names of the ``model.safetensors`` that ``save_pretrained`` wrote (what
+MergeKit's loader indexes), and the ``vocabulary_axis`` statements of MergeKit's hand-written
+file for the same architecture. The export's own function check (vocabulary relabelling
+through the file) is shown to fail on files with a vocabulary axis left out.
+"""
+
+import copy
+import json
+
+import pytest
+import torch
+from mergekit_wheel import find_wheel, load_mergekit_json_classes
+
+from paramsym.census.export import mergekit_v01_architecture, verify_mergekit_v01
+from paramsym.census.spaces import derive_spaces
+from paramsym.census.walk import _output, default_inputs
+from paramsym.census.zoo import tiny_model
+from paramsym.cli import main
+from paramsym.errors import ConfigError
+
+transformers = pytest.importorskip("transformers")
+WHEEL = find_wheel()
+needs_wheel = pytest.mark.skipif(WHEEL is None, reason="MergeKit's wheel not present (pip download mergekit --no-deps "
+                                 "-d ~/.cache/paramsym/mergekit, or PARAMSYM_MERGEKIT=WHEEL_OR_DIR)")
+#: zoo name -> (causal LM?, MergeKit's shipped file)
+CASES = {"llama": (True, "llama"), "gpt2": (True, "gpt2"), "bert": (False, "bert"), "qwen2": (True, "qwen2")}
+
+
+@pytest.fixture(scope="module")
+def mk(tmp_path_factory):
+    return load_mergekit_json_classes(WHEEL, tmp_path_factory.mktemp("mergekit"))
+
+
+def _export(tmp_path, name, fmt="mergekit"):
+    model = tiny_model(name, causal_lm=CASES[name][0])
+    model.save_pretrained(tmp_path / "m")
+    out = tmp_path / f"{name}.json"
+    assert main(["census", "--model", str(tmp_path / "m"), "--export", fmt, "--out", str(out)]) == 0
+    return model, out
+
+
+def _stored(tmp_path):
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "m" / "model.safetensors"), "pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+
+
+@needs_wheel
+@pytest.mark.parametrize("name", list(CASES))
+def test_export_loads_in_mergekit_and_names_every_stored_tensor_once(tmp_path, mk, name):
+    model, out = _export(tmp_path, name)
+    arch = mk.load_architecture_json(out.read_text())  # MergeKit's loader: pydantic, WeightInfo extra="forbid"
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "m")
+    weights = arch.all_weights(cfg)  # MergeKit expands the layer templates itself
+    stored = _stored(tmp_path)
+    required = [w.name for w in weights if not w.optional]
+    assert sorted(required) == sorted(stored)  # every tensor of the checkpoint, each exactly once
+    for w in weights:
+        if w.optional:  # MergeKit's LoadTensor: the name, its aliases, then tied_names
+            hit = next(n for n in [w.name, *(w.aliases or ()), *(w.tied_names or ())] if n in stored)
+            assert torch.equal(stored[hit], dict(model.state_dict())[w.name])
+    tied = [w.name for w in weights if w.tied_names]
+    assert tied == (["lm_head.weight"] if name == "gpt2" else [])  # GPT-2 ties its LM head to wte
+    # the vocabulary axes agree with MergeKit's hand-written file for the architecture
+    theirs = {}
+    for e in json.loads(mk.shipped[CASES[name][1]])["pre_weights"] + json.loads(mk.shipped[CASES[name][1]])["post_weights"]:
+        for n in [e["name"], *e.get("aliases", [])]:
+            theirs[n] = e.get("vocabulary_axis")
+    ours = {w.name: w.vocabulary_axis for w in weights if w.vocabulary_axis is not None}
+    assert ours and all(theirs.get(n) == ax for n, ax in ours.items()), (ours, theirs)
+    assert {n for n, ax in theirs.items() if ax is not None and n in dict(model.state_dict())} == set(ours)
+    emb = model.get_input_embeddings().weight
+    assert emb.shape[ours[next(n for n in ours if dict(model.named_parameters()).get(n) is emb)]] == cfg.vocab_size
+
+
+@needs_wheel
+def test_the_space_annotated_format_is_rejected_by_mergekit_01(tmp_path, mk):
+    """Why the old format is a separate, named value: MergeKit 0.1.5 refuses its space fields."""
+    import pydantic
+
+    _, out = _export(tmp_path, "llama", "mergekit-0.0")
+    with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted"):
+        mk.load_architecture_json(out.read_text())
+
+
+def _llama_arch():
+    model = tiny_model("llama", causal_lm=True).double()  # untied: embedding and LM head both carry the vocabulary
+    inputs = default_inputs(model, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        spaces = derive_spaces(model, inputs, _output)
+    return model, inputs, json.loads(json.dumps(mergekit_v01_architecture(model, spaces)))
+
+
+def test_verification_fails_on_a_missing_vocabulary_axis_or_tensor():
+    model, inputs, arch = _llama_arch()
+    good = verify_mergekit_v01(arch, model, inputs, _output, torch.Generator().manual_seed(1))
+    assert good["max_error"] <= 1e-12 and good["min_motion"] > 0.5
+    assert good["vocabulary_axes"] == {"model.embed_tokens.weight": 0, "lm_head.weight": 0}
+    for drop in ("model.embed_tokens.weight", "lm_head.weight"):
+        bad = copy.deepcopy(arch)
+        for e in bad["pre_weights"] + bad["post_weights"]:
+            if e["name"] == drop:
+                del e["vocabulary_axis"]
+        rep = verify_mergekit_v01(bad, model, inputs, _output, torch.Generator().manual_seed(1))
+        assert rep["max_error"] > 0.1, (drop, rep["max_error"])
+    short = copy.deepcopy(arch)
+    short["layer_templates"]["weights"].pop()
+    with pytest.raises(ConfigError, match="not named"):
+        verify_mergekit_v01(short, model, inputs, _output, torch.Generator().manual_seed(1))
+    spaced = copy.deepcopy(arch)
+    spaced["pre_weights"][0]["input_space"] = "running_residual"
+    with pytest.raises(ConfigError, match="outside MergeKit 0.1.x's WeightInfo"):
+        verify_mergekit_v01(spaced, model, inputs, _output, torch.Generator().manual_seed(1))
