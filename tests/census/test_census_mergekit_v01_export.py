@@ -26,8 +26,9 @@ transformers = pytest.importorskip("transformers")
 WHEEL = find_wheel()
 needs_wheel = pytest.mark.skipif(WHEEL is None, reason="MergeKit's wheel not present (pip download mergekit --no-deps "
                                  "-d ~/.cache/paramsym/mergekit, or PARAMSYM_MERGEKIT=WHEEL_OR_DIR)")
-#: zoo name -> (causal LM?, MergeKit's shipped file)
-CASES = {"llama": (True, "llama"), "gpt2": (True, "gpt2"), "bert": (False, "bert"), "qwen2": (True, "qwen2")}
+#: case -> (zoo name, causal LM?, transformers class or None, MergeKit's shipped file)
+CASES = {"llama": ("llama", True, None, "llama"), "gpt2": ("gpt2", True, None, "gpt2"), "bert": ("bert", False, None, "bert"),
+         "qwen2": ("qwen2", True, None, "qwen2"), "bert-mlm": ("bert", False, "BertForMaskedLM", "bert-masked-lm")}
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,8 @@ def mk(tmp_path_factory):
 
 
 def _export(tmp_path, name, fmt="mergekit"):
-    model = tiny_model(name, causal_lm=CASES[name][0])
+    zoo, causal, cls, _ = CASES[name]
+    model = tiny_model(zoo, causal_lm=causal, cls=cls)
     model.save_pretrained(tmp_path / "m")
     out = tmp_path / f"{name}.json"
     assert main(["census", "--model", str(tmp_path / "m"), "--export", fmt, "--out", str(out)]) == 0
@@ -65,15 +67,22 @@ def test_export_loads_in_mergekit_and_names_every_stored_tensor_once(tmp_path, m
             hit = next(n for n in [w.name, *(w.aliases or ()), *(w.tied_names or ())] if n in stored)
             assert torch.equal(stored[hit], dict(model.state_dict())[w.name])
     tied = [w.name for w in weights if w.tied_names]
-    assert tied == (["lm_head.weight"] if name == "gpt2" else [])  # GPT-2 ties its LM head to wte
+    # GPT-2 ties its LM head to wte; BERT's MLM decoder shares the word embedding and the prediction bias
+    assert tied == {"gpt2": ["lm_head.weight"], "bert-mlm": ["cls.predictions.decoder.weight", "cls.predictions.decoder.bias"]
+                    }.get(name, [])
     # the vocabulary axes agree with MergeKit's hand-written file for the architecture
     theirs = {}
-    for e in json.loads(mk.shipped[CASES[name][1]])["pre_weights"] + json.loads(mk.shipped[CASES[name][1]])["post_weights"]:
+    shipped = json.loads(mk.shipped[CASES[name][3]])
+    for e in shipped["pre_weights"] + shipped["post_weights"]:
         for n in [e["name"], *e.get("aliases", [])]:
             theirs[n] = e.get("vocabulary_axis")
     ours = {w.name: w.vocabulary_axis for w in weights if w.vocabulary_axis is not None}
-    assert ours and all(theirs.get(n) == ax for n, ax in ours.items()), (ours, theirs)
-    assert {n for n, ax in theirs.items() if ax is not None and n in dict(model.state_dict())} == set(ours)
+    assert ours and all(theirs[n] == ax for n, ax in ours.items() if n in theirs), (ours, theirs)
+    assert {n for n, ax in theirs.items() if ax is not None and n in dict(model.state_dict())} <= set(ours)
+    # a name only we list is a tied alias (BERT's decoder.bias = the prediction bias) of a tensor MergeKit lists
+    for w in weights:
+        if w.name in ours and w.name not in theirs:
+            assert w.tied_names and all(theirs.get(t) == ours[w.name] for t in w.tied_names), w
     emb = model.get_input_embeddings().weight
     assert emb.shape[ours[next(n for n in ours if dict(model.named_parameters()).get(n) is emb)]] == cfg.vocab_size
 
@@ -116,3 +125,29 @@ def test_verification_fails_on_a_missing_vocabulary_axis_or_tensor():
     spaced["pre_weights"][0]["input_space"] = "running_residual"
     with pytest.raises(ConfigError, match="outside MergeKit 0.1.x's WeightInfo"):
         verify_mergekit_v01(spaced, model, inputs, _output, torch.Generator().manual_seed(1))
+
+
+def test_a_file_that_would_not_name_the_checkpoints_tensors_is_refused(tmp_path):
+    """MergeKit matches tensors by name: a BertForMaskedLM checkpoint (``bert.*``, ``cls.*``)
+    described through a BertModel is refused by name, nothing written; the CLI loads the
+    checkpoint's own class (``head="checkpoint"``), whose file names the stored tensors."""
+    from safetensors import safe_open
+
+    from paramsym.census.export import export
+
+    tiny_model("bert", cls="BertForMaskedLM").save_pretrained(tmp_path / "m")
+    with safe_open(str(tmp_path / "m" / "model.safetensors"), "pt") as f:
+        names = set(f.keys())
+    base = tiny_model("bert").double()
+    inputs = default_inputs(base, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        spaces = derive_spaces(base, inputs, _output)
+    out = tmp_path / "bert.json"
+    with pytest.raises(ConfigError, match=r"must name the checkpoint's tensors.*'embeddings\.LayerNorm\.bias'.*"
+                                          r"'bert\.embeddings\.LayerNorm\.bias'"):
+        export(base, spaces, "mergekit", out, inputs, _output, checkpoint_names=names)
+    assert not out.exists()
+    from paramsym.models.loading import load_model
+
+    assert type(load_model(tmp_path / "m", head="checkpoint", quiet=True)).__name__ == "BertForMaskedLM"
+    assert type(load_model(tmp_path / "m", head="auto", quiet=True)).__name__ == "BertModel"

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -415,10 +415,12 @@ def mergekit_as_spec(arch: Mapping[str, Any], params: Mapping[str, Tensor], num_
 
 
 def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs: Mapping[str, Any],
-           output: Callable[[Any], Tensor], seed: int = 0) -> dict[str, Any]:
+           output: Callable[[Any], Tensor], seed: int = 0, checkpoint_names: Collection[str] | None = None) -> dict[str, Any]:
     """Verify and write the ``fmt`` export of ``model`` to ``path`` (a new file).
 
-    ``model`` must be the float64 (or float32) model the spaces were derived on. Returns
+    ``model`` must be the float64 (or float32) model the spaces were derived on.
+    ``checkpoint_names``: the tensor names stored in the checkpoint ``model`` was loaded from;
+    for ``mergekit`` (which MergeKit matches by name) the file's tensors must be exactly these. Returns
     ``{"path", "format", "verification": {...}, "omitted": [...], "perms", "log10_order"}``
     (``mergekit``: no permutation groups — ``perms`` empty — and the verification of
     :func:`verify_mergekit_v01`).
@@ -440,6 +442,14 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
     tol = export_tolerance(spaces, dtype)
     if fmt == "mergekit":
         data: dict[str, Any] = mergekit_v01_architecture(model, spaces)
+        if checkpoint_names is not None:
+            ours = {n for n, _, canon in _checkpoint_tensors(model) if canon is None}
+            only_ours, only_ckpt = sorted(ours - set(checkpoint_names)), sorted(set(checkpoint_names) - ours)
+            if only_ours or only_ckpt:
+                raise ConfigError(f"--export mergekit: the file must name the checkpoint's tensors, but {type(model).__name__} "
+                                  f"names {len(only_ours)} the checkpoint lacks (e.g. {only_ours[:2]}) and the checkpoint "
+                                  f"stores {len(only_ckpt)} it lacks (e.g. {only_ckpt[:2]}); load the checkpoint's own "
+                                  "class (config.json 'architectures') or use --export permutation-spec.")
         rep = verify_mergekit_v01(json.loads(json.dumps(data)), model, inputs, output, torch.Generator().manual_seed(seed))
         rep["tolerance"] = tol
         if rep["max_error"] > tol or rep["min_motion"] <= 0:

@@ -90,6 +90,23 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if result["all_verified"] else 1
 
 
+def _stored_names(model: str) -> set[str] | None:
+    """The tensor names in a model directory's safetensors files (headers only), or None when
+    ``model`` is not such a directory (a known name: nothing to compare)."""
+    from pathlib import Path
+
+    from safetensors import safe_open
+
+    files = sorted(Path(model).glob("*.safetensors")) if Path(model).is_dir() else []
+    if not files:
+        return None
+    names: set[str] = set()
+    for f in files:
+        with safe_open(str(f), framework="pt") as fh:
+            names |= set(fh.keys())
+    return names
+
+
 def _export(args: argparse.Namespace, threads: int) -> int:
     """``--export FORMAT --out FILE``: trace the spaces, verify the export through the file's data, write it."""
     from pathlib import Path
@@ -119,8 +136,10 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     if Path(args.out).exists():
         raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
                                     "or remove the file.")
+    # MergeKit picks a file by the checkpoint's class and reads its tensor names: load that class
+    head = "checkpoint" if args.export == "mergekit" else "auto"
     model = build_preset(args.preset, seed) if args.preset else load_model(
-        args.model, head="auto", quiet=True, argument="--model")
+        args.model, head=head, quiet=True, argument="--model")
     if not hasattr(model, "config"):
         raise ConfigError(f"--export needs a Hugging Face model; {args.preset or args.model!r} is a "
                           f"{type(model).__name__}.")
@@ -130,7 +149,8 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     inputs = default_inputs(model, torch.Generator().manual_seed(seed), tokens=tokens)
     with torch.no_grad():
         spaces = derive_spaces(model, inputs, _output)
-    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed)
+    stored = _stored_names(args.model) if args.model and args.export == "mergekit" else None
+    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed, checkpoint_names=stored)
     ver = rep["verification"]
     if args.json:
         print(json.dumps(rep, indent=1))

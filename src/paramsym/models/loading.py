@@ -48,7 +48,7 @@ PICKLE_SUFFIXES: tuple[str, ...] = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pi
 TOKENIZER_FILES: tuple[str, ...] = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
                                     "sentencepiece.bpe.model")
 
-Head = Literal["base", "causal-lm", "auto"]
+Head = Literal["base", "causal-lm", "auto", "checkpoint"]
 
 
 def _first_line(exc: BaseException) -> str:
@@ -131,7 +131,10 @@ def _auto_class(source: str, head: Head, argument: str):
     except Exception as exc:  # noqa: BLE001 - any failure to read config.json gets the same advice
         raise InputFileError(f"{argument}: cannot read the config of {source!r} ({_first_line(exc)}); give a directory "
                              "written by save_pretrained.") from None
-    if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in (cfg.architectures or [])):
+    archs = list(cfg.architectures or [])
+    if head == "checkpoint" and len(archs) == 1 and isinstance(getattr(transformers, archs[0], None), type):
+        return getattr(transformers, archs[0])  # the class the checkpoint was saved from (its tensor names)
+    if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in archs):
         return transformers.AutoModelForCausalLM
     return transformers.AutoModel
 
@@ -144,7 +147,9 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
         path_or_name: a directory written by ``save_pretrained``, a known name
             (:data:`KNOWN_MODELS`) or a name already in the local HF cache.
         head: ``"base"`` (``AutoModel``), ``"causal-lm"`` (``AutoModelForCausalLM``) or ``"auto"``
-            (causal-LM when ``config.architectures`` names an LM head).
+            (causal-LM when ``config.architectures`` names an LM head) or ``"checkpoint"`` (the one
+            class ``config.architectures`` names, when ``transformers`` has it — the checkpoint's own
+            tensor names, e.g. ``BertForMaskedLM``; else as ``"auto"``).
         quiet: silence the loading progress bars and warnings (:func:`quiet_loading`).
         argument: how the user named the model (``"--model"``, ``"A"``), used in error messages.
         hint: what else the user may give, appended to an :class:`InputFileError` about an
@@ -156,8 +161,8 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
             weights file (named), or a name not in the local cache.
         PickleWeightsError: the directory's only weights are pickles (nothing is unpickled).
     """
-    if head not in ("base", "causal-lm", "auto"):
-        raise InputFileError(f"head must be 'base', 'causal-lm' or 'auto'; received {head!r}.")
+    if head not in ("base", "causal-lm", "auto", "checkpoint"):
+        raise InputFileError(f"head must be 'base', 'causal-lm', 'auto' or 'checkpoint'; received {head!r}.")
     try:
         return _load(path_or_name, head, quiet, argument)
     except InputFileError as exc:
