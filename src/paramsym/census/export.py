@@ -1,9 +1,24 @@
-"""Exports of a model's permutation symmetries, each verified through the written data alone.
+"""Exports of a model's permutation symmetries and tensor layout, each verified through the written data alone.
 
 * ``permutation-spec`` — :class:`~paramsym.census.permspec.PermutationSpec` as JSON,
   ``{"perms": {ID: n}, "axes": {tensor: [ID or null per axis]}}`` (the block convention of
   :mod:`paramsym.census.permspec`).
-* ``mergekit`` — an architecture description in MergeKit's JSON layout (written from the format's
+* ``mergekit`` — the architecture file current MergeKit (0.1.x) loads
+  (:func:`mergekit_v01_architecture`): ``model_type``, ``architectures``, ``pre_weights``,
+  ``num_layers_config_key``, ``layer_templates.weights`` with ``${layer_index}``,
+  ``post_weights``; per tensor only the fields of 0.1.x's ``WeightInfo``
+  (:data:`MERGEKIT_V01_FIELDS`; it is declared ``extra="forbid"``): every stored tensor named
+  once, ``vocabulary_axis`` on the token-indexed axis (input embedding and LM head rows, LM-head
+  bias), tied names (``lm_head.weight`` sharing the embedding) ``optional`` with ``tied_names``.
+  0.1.x has **no field for symmetry spaces**, so this file states none; the spaces are in
+  ``permutation-spec`` (every axis) and ``mergekit-0.0``. (The top-level model of 0.1.x,
+  ``JsonModuleArchDef``, leaves pydantic's default ``extra="ignore"``: an extra top-level key
+  would load but be dropped unread, so none is added.) Verified by
+  :func:`verify_mergekit_v01`: fields, the tensor list (and, from the CLI, the checkpoint's
+  stored names), and a relabelling of the vocabulary applied through the file's
+  ``vocabulary_axis`` entries.
+* ``mergekit-0.0`` — MergeKit ≤ 0.0.6's space-annotated layout (:func:`mergekit_architecture`;
+  written from the format's
   documented fields: ``model_type``, ``architectures``, ``pre_weights``, ``num_layers_config_key``,
   ``layer_templates.weights`` with ``${layer_index}``, ``post_weights``; per weight ``name``,
   ``input_space``, ``output_space``, ``is_embed``, ``is_vector``, ``head_split``, ``is_kq``).
@@ -28,7 +43,8 @@
   fields, so 0.1.x does not load these files).
 
 :func:`export` checks, before writing anything, that the path does not exist, then verifies the
-data: the JSON is serialised, parsed back, and random elements of every permutation it describes
+data (``mergekit``: :func:`verify_mergekit_v01`; the other two as follows): the JSON is
+serialised, parsed back, and random elements of every permutation it describes
 are applied **from the parsed data alone** (a random permutation per ID / per space without
 ``head_split``; a random permutation of the key/value heads for ``head_split`` spaces is not
 applied — MergeKit leaves its meaning to the merge method), and the model's outputs compared
@@ -69,7 +85,8 @@ def export_tolerance(spaces: Spaces, dtype: torch.dtype) -> float:
 
 
 def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpec) -> dict[str, Any]:
-    """The MergeKit architecture description of ``model`` (module docstring).
+    """The MergeKit ≤ 0.0.6 (``mergekit-0.0``) architecture description of ``model`` (module
+    docstring); MergeKit 0.1.x rejects its space fields (:func:`mergekit_v01_architecture` is its format).
 
     Axis spaces come from ``spec`` (residual, FFN units) and from the attention layout (query/key
     and value/output spaces with ``head_split``), restricted to ``nn.Linear``-layout tensors.
