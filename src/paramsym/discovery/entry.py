@@ -36,11 +36,11 @@ from .config import DiscoverConfig, DiscoverOverrides
 from .evaluation import evaluate_action
 from .files import KIND, check_block, describe_block, load_config, read_block, save_config
 from .objectives import Scales
-from .problems import PRESETS, DiscoveryProblem, resolve_problem, scale_generator
+from .problems import PRESETS, DiscoveryProblem, problem_scales, resolve_problem
 from .reload import load_learned_action
 from .train import Trainer, check_memory
 
-__all__ = ["DiscoveryResult", "discover", "resume_run", "run_discovery", "start_run"]
+__all__ = ["DiscoveryResult", "discover", "resume_run", "run_discovery", "start_run", "train_run"]
 
 
 def _prepare(cfg: DiscoverConfig, problem: DiscoveryProblem | None) -> tuple[DiscoverConfig, DiscoveryProblem, Scales, Trainer]:
@@ -51,7 +51,7 @@ def _prepare(cfg: DiscoverConfig, problem: DiscoveryProblem | None) -> tuple[Dis
     if problem.name != cfg.problem.preset:
         cfg = dataclasses.replace(cfg, problem=dataclasses.replace(cfg.problem, preset=problem.name))
     check_memory(problem, cfg)
-    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.max_memory / 4)
+    scales = problem_scales(problem, cfg)
     return cfg, problem, scales, Trainer(problem, cfg, scales, device=cfg.device)
 
 
@@ -126,7 +126,14 @@ def run_discovery(
         ConfigError: invalid configuration or device; RunFileError: unwritable directory or a
         corrupt checkpoint; BlockMismatchError: ``problem`` is not the block the run trained.
     """
-    return _execute(cfg, run, resume=resume, progress=progress, problem=problem)[0]
+    return train_run(cfg, run, resume=resume, progress=progress, problem=problem)[0]
+
+
+def train_run(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
+              problem: DiscoveryProblem | None = None) -> tuple[dict[str, Any], LearnedAction]:
+    """:func:`run_discovery` that also returns the trained action (in memory, eval mode), for callers
+    that evaluate it further without reloading it from ``action.safetensors``."""
+    return _execute(cfg, run, resume=resume, progress=progress, problem=problem)
 
 
 @dataclass

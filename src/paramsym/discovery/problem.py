@@ -77,6 +77,31 @@ class DiscoveryProblem:
             whole = 0  # a target with its own evaluation (function or closed-form boundary target)
         return 16 * (p + q + whole), 8 * (p + q)
 
+    def jacobian_gain(self, generator: torch.Generator, draws: int = 8) -> float:
+        """``γ = median_z ‖D_θF(θ0)[z]‖ / ‖z‖`` over ``draws`` Gaussian directions z (float64 JVPs at the
+        base point): the output change per unit of a random move of the block.
+
+        With ``objective.output_scale = "motion"`` the output scale is ``s_F = γ β s_θ``, the output
+        change of a random move of the field's magnitude, so that ``L_inv`` is the squared relative
+        non-invariance ``‖D_θF[v]‖² / (γ ‖v‖)²`` of fields of magnitude ``β s_θ``.
+
+        Raises:
+            DegenerateTargetError: the output does not change along any drawn direction (γ = 0).
+        """
+        from ..errors import DegenerateTargetError
+
+        target = self.target.to(torch.float64)
+        th0 = target.theta0
+        gains = []
+        for _ in range(int(draws)):
+            z = torch.randn(th0.shape, generator=generator, dtype=torch.float64)
+            gains.append(float(torch.func.jvp(target, (th0,), (z,))[1].norm() / z.norm()))
+        gain = float(torch.tensor(gains).median())
+        if not gain > 0:
+            raise DegenerateTargetError(f"the output of target {self.target.name!r} does not change along {draws} random "
+                                        "block directions (Jacobian gain 0); select parameters that the output uses.")
+        return gain
+
     def scales(self, beta: float, generator: torch.Generator, n: int = 512,
                memory_bytes: float = SCALE_MEMORY_BYTES) -> Scales:
         """Fixed normalisation from ``n`` points of μ, in chunks within ``memory_bytes``.

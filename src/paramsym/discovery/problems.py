@@ -25,9 +25,11 @@ from ..models.reference import reference_mlp, teacher_student
 from ..presets import Preset, PresetTable
 from ..targets import BoundaryTarget, Target
 from .config import DEFAULT_PRESET, RECIPES, DiscoverConfig, recipe
+from .objectives import Scales
 from .problem import DiscoveryProblem
 
-__all__ = ["BUILDERS", "DEFAULT_PRESET", "DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "recipe", "resolve_problem", "scale_generator"]
+__all__ = ["BUILDERS", "DEFAULT_PRESET", "DiscoveryProblem", "PRESETS", "RECIPES", "build_problem", "problem_scales", "recipe", "resolve_problem",
+           "scale_generator"]
 
 
 # -- reference targets ([Discovery] §6.1–6.3) ---------------------------------------------------------------
@@ -241,6 +243,18 @@ def resolve_problem(cfg: DiscoverConfig) -> DiscoveryProblem:
 def scale_generator(cfg: DiscoverConfig) -> torch.Generator:
     """Scales are fixed per target, independent of the training seed."""
     return torch.Generator().manual_seed(10_000 + cfg.problem.target_seed)
+
+
+def problem_scales(problem: DiscoveryProblem, cfg: DiscoverConfig) -> Scales:
+    """The run's fixed scales: :meth:`DiscoveryProblem.scales` (s_F over μ, s_θ) with β, and with
+    ``objective.output_scale = "motion"`` the output scale ``s_F = γ β s_θ`` instead
+    (:meth:`DiscoveryProblem.jacobian_gain`; both from :func:`scale_generator`)."""
+    gen = scale_generator(cfg)
+    scales = problem.scales(cfg.objective.beta, gen, memory_bytes=cfg.train.max_memory / 4)
+    if cfg.objective.output_scale == "motion":
+        gain = problem.jacobian_gain(gen)
+        scales = Scales(s_F=gain * scales.beta * scales.s_theta, s_theta=scales.s_theta, beta=scales.beta)
+    return scales
 
 
 def build_problem(name: str, target_seed: int = 0) -> DiscoveryProblem:

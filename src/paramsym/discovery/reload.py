@@ -17,7 +17,7 @@ from ..targets import Target
 from .config import DiscoverConfig
 from .files import check_block, load_config, read_block
 from .objectives import Scales
-from .problems import DiscoveryProblem, resolve_problem, scale_generator
+from .problems import DiscoveryProblem, problem_scales, resolve_problem
 
 __all__ = ["TrainedRun", "learned_action", "load_learned_action", "load_trained", "run_target"]
 
@@ -80,7 +80,7 @@ def load_trained(run_dir: RunDir | str | os.PathLike, problem: DiscoveryProblem 
     run = _as_run(run_dir)
     cfg = load_config(run)
     problem = problem if problem is not None else resolve_problem(cfg)
-    scales = problem.scales(cfg.objective.beta, scale_generator(cfg), memory_bytes=cfg.train.max_memory / 4)
+    scales = problem_scales(problem, cfg)
     return TrainedRun(load_learned_action(run, problem.target), problem, scales, cfg)
 
 

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from ..errors import BlockMismatchError
-from .entry import DiscoveryResult, discover, resume_run, run_discovery, start_run
+from .entry import DiscoveryResult, discover, resume_run, run_discovery, start_run, train_run
 from .evaluation import evaluate_action
 from .files import KIND, check_block, describe_block, load_config, read_block, save_config
 from .problems import resolve_problem, scale_generator
@@ -19,4 +19,4 @@ from .threads import choose_threads
 __all__ = ["BlockMismatchError", "DiscoveryResult", "KIND", "TrainedRun", "check_block", "choose_threads",
            "describe_block", "discover", "evaluate_action", "load_config", "load_learned_action", "load_trained",
            "read_block", "resolve_problem", "resume_run", "run_discovery", "save_config", "scale_generator",
-           "start_run"]
+           "start_run", "train_run"]

@@ -65,7 +65,7 @@ def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scal
         group,
         problem.target.p,
         theta_center=problem.theta_base.float(),
-        theta_scale=problem.perturb_std,
+        theta_scale=input_scale(problem, cfg, scales),
         out_scale=scales.s_theta * (scales.beta if cfg.action.out_scale == "field" else 1.0),
         width=cfg.action.width,
         depth=cfg.action.depth,
@@ -73,6 +73,19 @@ def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scal
         kind=cfg.action.kind,
         flow_steps=cfg.action.flow_steps,
     )
+
+
+def input_scale(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales) -> float:
+    """What divides ``θ − θ_c`` at the network input (``action.theta_scale``): μ's std σ (``mu``),
+    ``max(σ, β s_θ / √p)`` (``entry``: the per-entry RMS of a move of the field's magnitude) or
+    ``max(σ, β s_θ)`` (``move``: that move's norm)."""
+    sigma = float(problem.perturb_std)
+    move = scales.beta * scales.s_theta
+    if cfg.action.theta_scale == "entry":
+        return max(sigma, move / int(problem.target.p) ** 0.5)
+    if cfg.action.theta_scale == "move":
+        return max(sigma, move)
+    return sigma
 
 
 def training_memory(p: int, q: int, cfg: DiscoverConfig) -> int:
