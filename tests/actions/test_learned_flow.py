@@ -40,10 +40,11 @@ def _expm(m: torch.Tensor) -> torch.Tensor:
 
 def _flow_action(p: int = 6, r: int = 1, steps: int = 8, out_scale: float = 30.0, seed: int = 0) -> LearnedAction:
     """An untrained flow action in float64 whose fields move points by ~10 % (nonlinear enough
-    for RK4's truncation error to show)."""
+    for RK4's truncation error to show); ``out_scale · √p`` undoes the flow kind's ``1/√p`` output
+    initialisation, so the fields are those of the direct kind's scale."""
     gen = torch.Generator().manual_seed(seed)
     group = MatrixLieGroup(2, r, generator=gen)
-    return LearnedAction(group, p, theta_center=torch.zeros(p), theta_scale=1.0, out_scale=out_scale, width=32,
+    return LearnedAction(group, p, theta_center=torch.zeros(p), theta_scale=1.0, out_scale=out_scale * p ** 0.5, width=32,
                          generator=gen, kind="flow", flow_steps=steps).double()
 
 
@@ -265,7 +266,7 @@ def test_check_action_accepts_the_flow_kind() -> None:
     problem = build_problem("linear2x2")
     gen = torch.Generator().manual_seed(0)
     action = LearnedAction(MatrixLieGroup(2, 1, generator=gen), 8, theta_center=problem.theta_base,
-                           theta_scale=0.2, out_scale=0.5, width=16, generator=gen, kind="flow", flow_steps=8)
+                           theta_scale=0.2, out_scale=0.5 * 8 ** 0.5, width=16, generator=gen, kind="flow", flow_steps=8)
     sc = problem.scales(0.3, torch.Generator().manual_seed(1))
     check = check_action(action, problem.target, lambda n, g: problem.sample(n, g, DT), s_F=sc.s_F,
                          s_theta=sc.s_theta, samples=40, seed=9)

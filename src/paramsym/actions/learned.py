@@ -17,7 +17,7 @@ every θ; composition is learned.
     a_X(g, θ) = Φ^{ξ(g)}(θ),   ξ(g) = M⁻¹ (⟨log g, h_j⟩_F)_j,   M_ij = ⟨h_i, h_j⟩_F,
 
 ``Φ^ξ`` the time-1 flow of the autonomous field ``Σ_i ξ_i V_i(θ)``, integrated by ``flow_steps``
-classical RK4 steps; ``V(θ) = out_scale · net((θ − θ_c)/θ_scale) ∈ R^{r×p}`` (an MLP of θ alone,
+classical RK4 steps; ``V(θ) = (out_scale/√p) · net((θ − θ_c)/θ_scale) ∈ R^{r×p}`` (an MLP of θ alone,
 r fields), ``log`` the principal matrix logarithm (:mod:`paramsym.actions.flow`). Which laws hold:
 
 * identity: ``a(I, θ) = θ`` exactly (``log I = 0`` bitwise, a zero field moves nothing);
@@ -33,6 +33,12 @@ r fields), ``log`` the principal matrix logarithm (:mod:`paramsym.actions.flow`)
   ``h ↦ Σ_i ξ_i(h) V_i`` is a Lie-algebra anti-homomorphism (``[V_i, V_j] = −Σ_k c_ij^k V_k`` for
   ``[h_i, h_j] = Σ_k c_ij^k h_k``) on a closed algebra. That is not built in: the finite and
   transport losses still have to learn it, exactly as for the direct kind.
+Field scale: the flow kind multiplies the network output by ``out_scale / √p``, so fields have norm
+``O(out_scale)`` whatever the block size (the direct kind's output is a difference
+``b(g, θ) − b(I, θ)``, small near I; a flow's field is the raw output, whose norm grows like ``√p``:
+on a block of thousands of entries the first flow would leave the region the target is defined
+on). The factor is fixed, not folded into the weights, so Adam's steps stay relative to weights of
+the usual size.
 Cost: ``4 N`` network evaluations per action instead of 2; the training step evaluates two flows
 (the second at ``a(g1, θ)``) with the transport tangent carried through the first as a dual number.
 """
@@ -287,7 +293,7 @@ class LearnedAction(GroupAction):
         return FL.algebra_coordinates(g.to(dt), self.group.generators().to(dt), None if dg is None else dg.to(dt))
 
     def fields(self, theta: Tensor) -> Tensor:
-        """The learned fields ``V(θ) = out_scale · net((θ − θ_c)/θ_scale)``, ``(n, r, p)`` (flow kind)."""
+        """The learned fields ``V(θ) = (out_scale/√p) · net((θ − θ_c)/θ_scale)``, ``(n, r, p)`` (flow kind)."""
         return self._fields_dual(theta, None)[0]
 
     def _fields_dual(self, theta: Tensor, dtheta: Tensor | None) -> tuple[Tensor, Tensor | None]:
@@ -298,7 +304,7 @@ class LearnedAction(GroupAction):
         x = (theta - self.theta_center.to(dt)) / self.theta_scale.to(dt)
         dx = None if dtheta is None else dtheta / self.theta_scale.to(dt)
         y, dy = self._dual(x, dx)
-        scale = self.out_scale.to(dt)
+        scale = self.out_scale.to(dt) * self.p ** -0.5  # fields of norm O(out_scale) (module docstring)
         v = (y * scale).reshape(n, r, self.p)
         return v, (None if dy is None else (dy * scale).reshape(n, r, self.p))
 
