@@ -79,13 +79,17 @@ def _read(model, j: int, B: list[int]) -> torch.Tensor:
                       lay.output.dense.weight[:, B].reshape(-1)]).detach().double()
 
 
-def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_path: Path, capsys, monkeypatch) -> None:
+@pytest.mark.parametrize("kind", ["direct", "flow"])
+def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_path: Path, capsys, monkeypatch,
+                                                                          kind: str) -> None:
+    """Both action kinds: the direct map (the paper's) and the flow (a group action by construction)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = tiny_bert()
     model.save_pretrained(tmp_path / "bert")
     out = tmp_path / "run"
     rc, stdout, err = run_cli(capsys, ["compensate", "--model", tmp_path / "bert", "--layer", LAYER, "--unit", UNIT,
-                                    "--tokens", TOKENS, "--learned", "--steps", "3", "--json", "--quiet", "--out", out])
+                                    "--tokens", TOKENS, "--learned", "--action", kind, "--steps", "3", "--json",
+                                    "--quiet", "--out", out])
     assert rc == 0, err
     d = json.loads(stdout)
     for key in (*EVAL_KEYS, "train_cpu_seconds", "beta"):
@@ -103,7 +107,9 @@ def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_p
     host = load_model(cfg.model, quiet=True).float().eval()
     setup = prepare(host, layer=LAYER, unit=UNIT, batch=_prefix(cfg, host))
     assert setup.compensators == d["compensators"]
-    action = load_learned_action(out / "discovery-hybrid", setup.target).double().eval()
+    action = load_learned_action(out / ("discovery-hybrid" + ("-flow" if kind == "flow" else "")),
+                                 setup.target).double().eval()
+    assert action.kind == kind and d["action"] == kind
     grp = action.group
     gen = torch.Generator().manual_seed(0)
     g1 = grp.matrices(grp.sample(32, 0.5, exact_factors=1, generator=gen)).double()
@@ -127,6 +133,22 @@ def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_p
     assert math.isclose(d["motion_median"], float(np.median(motions)), rel_tol=1e-6)
     assert math.isclose(d["composition_error"], float(np.median(comps)), rel_tol=1e-6)
     assert math.isclose(d["composition_error_p95"], float(np.percentile(comps, 95)), rel_tol=1e-6)
+    if kind == "flow":
+        # a group action by construction: in float64 its composition error is RK4's truncation error,
+        # O(N⁻⁴) in the steps N per flow: ≤ 1e-6 with N = 16, and 16× finer than N = 4 by far more than 16×
+        def composition(steps: int) -> float:
+            action.flow_steps = steps
+            with torch.no_grad():
+                t1 = action.act_many(g1, base.expand(32, -1))
+                t2 = action.act_many(g2, t1)
+                t12 = action.act_many(g2 @ g1, base.expand(32, -1))
+            rel = (t12 - t2).norm(dim=-1) / ((t1 - base).norm(dim=-1) + (t2 - t1).norm(dim=-1))
+            return float(rel.max())
+
+        trained_steps = action.flow_steps
+        coarse, fine = composition(4), composition(16)
+        assert fine <= 1e-6 and fine * 50 <= coarse, (coarse, fine)
+        action.flow_steps = trained_steps
     # the same figures through the library on the same elements (the installer path)
     ev = evaluate_action(setup.target, action, elements=(g1, g2))
     assert math.isclose(ev["motion_median"], d["motion_median"], rel_tol=1e-9)

@@ -43,21 +43,40 @@ def _renamed(old: dict) -> dict:
 
 
 #: keys added after the capture, with the defaults that keep the old behaviour (issue 17: the
-#: flow kind of LearnedAction); a resolved configuration must hold exactly these values
-ADDED = {("action", "kind"): "direct", ("action", "flow_steps"): 4}
+#: flow kind of LearnedAction, the network's input scale and the output scale s_F); a resolved
+#: configuration must hold exactly these values
+ADDED = {("action", "kind"): "direct", ("action", "flow_steps"): 4, ("action", "theta_scale"): "mu",
+         ("objective", "output_scale"): "mu"}
 
 
-def _without_added(cfg: dict) -> dict:
+#: the deliberate retuning of the ``minilm-ffn-unit`` recipe (issue 17's conditioning): its values of the
+#: added keys, and ``(captured, today)`` of the fields it changed
+MINILM_RECIPE = {("action", "theta_scale"): "move", ("objective", "output_scale"): "motion"}
+MINILM_RETUNED = {("train", "steps"): (3000, 500), ("train", "checkpoint_every"): (500, 250)}
+#: fields added to the transformer experiment's configuration (issue 17: several units), with their defaults
+TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16}
+
+
+def _without_added(cfg: dict, recipe: bool = True) -> dict:
     cfg = json.loads(json.dumps(cfg))
     if isinstance(cfg.get("action"), dict):  # a DiscoverConfig (not a sweep/teleport record)
+        minilm = recipe and cfg["problem"]["preset"] == "minilm-ffn-unit"
         for (section, key), default in ADDED.items():
-            assert cfg[section].pop(key) == default, (section, key)
+            want = MINILM_RECIPE.get((section, key), default) if minilm else default
+            assert cfg[section].pop(key) == want, (section, key)
+        for (section, key), (captured, today) in MINILM_RETUNED.items() if minilm else ():
+            if cfg[section][key] == today:
+                cfg[section][key] = captured
+    elif "units" in cfg and "motion_target" in cfg:  # the transformer experiment's fields
+        for key, default in TRANSFORMER_ADDED.items():
+            assert cfg.pop(key) == default, key
     return cfg
 
 
-def _same(new: dict, old: dict) -> None:
+def _same(new: dict, old: dict, recipe: bool = True) -> None:
+    """``recipe=False``: ``new`` was read from the old ``config.json`` (today's defaults fill the added keys)."""
     # JSON equality, types included (an int where a float was would be a different config.json)
-    assert json.dumps(_without_added(new), sort_keys=True) == json.dumps(_renamed(old), sort_keys=True)
+    assert json.dumps(_without_added(new, recipe), sort_keys=True) == json.dumps(_renamed(old), sort_keys=True)
 
 
 def test_the_fixture_covers_every_preset() -> None:
@@ -88,7 +107,7 @@ def test_old_config_json_with_memory_gb_reads_as_today_s_configuration() -> None
     olds = [*OLD["for_preset"].values(), *OLD["quick"].values(), *OLD["cli"].values()]
     assert any(o["train"]["memory_gb"] == 1.0 for o in olds) and any(o["train"]["memory_gb"] == 8.0 for o in olds)
     for old in olds:
-        _same(to_dict(from_dict(DiscoverConfig, old)), old)
+        _same(to_dict(from_dict(DiscoverConfig, old)), old, recipe=False)
     with pytest.raises(ConfigError, match=r"'train.memory_gb' is the former name of 'train.max_memory'"):
         DiscoverOverrides.parse(["train.memory_gb=1"])
     both = _renamed(olds[0])

@@ -32,19 +32,23 @@ def _tiny_problem():
 
 def test_quick_protocol_writes_a_run_with_every_measure(tmp_path) -> None:
     out = RunDir(tmp_path / "t")
-    m = run(TransformerDiscoveryConfig.quick(), out, progress=False, problem=_tiny_problem())
+    problem = _tiny_problem()
+    label = f"L1u{problem.info['unit']}"
+    m = run(TransformerDiscoveryConfig.quick(), out, progress=False, problem=problem)
     assert get_kind(json.loads(out.file("config.json").read_text())["kind"]).name == "transformer-discovery"
+    assert list(m["per_unit"]) == [label] and m["per_unit"][label]["layer"] == 1
     for variant in ("hybrid", "finite"):
         (row,) = m["per_seed"][variant]
+        assert row["unit"] == label and m["per_unit"][label]["per_seed"][variant] == [row]
         for key in ("ratio_random", "ratio_uncompensated", "drift_relative", "motion_median",
                     "composition_error", "composition_error_p95", "beta"):
             assert row[key] is not None and row[key] == row[key], key  # present and not NaN
         assert row["samples"] == 4 and row["rho"] == 0.5
-        timing = json.loads(out.file("timing.json").read_text())[f"{variant}-seed0"]
+        timing = json.loads(out.file("timing.json").read_text())[f"{label}-{variant}-seed0"]
         assert timing["train_cpu_seconds"] > 0  # times live in timing.json, never in metrics.json
         assert "seconds" not in json.dumps(row)
         assert row["motion_median"] > 0 and row["drift_random"] > 0  # the edit moves weights and the random one drifts
-        assert (out.path / f"{variant}-seed0" / "metrics.json").exists()
+        assert (out.path / f"{label}-{variant}-seed0" / "metrics.json").exists()
     text = render(out)
     assert "ratio random" in text and "hybrid" in text and "finite" in text
     # finished sub-runs are reused: a second call trains nothing and gives the same metrics

@@ -40,6 +40,15 @@ def _td(random=130.0, unc=50.0, motion=0.00069, finite=0.0030, hybrid=0.00050):
             "per_seed": {"hybrid": [{"rho": 0.5}]}}
 
 
+def _td_units(*units):
+    """A multi-unit run: every unit passes (``_td()``'s values) except the keyword overrides given per unit."""
+    per = {}
+    for i, over in enumerate(units):
+        med = _td(**over)["median"]
+        per[f"L{2 * i + 1}"] = {"median": med}
+    return {"per_unit": per, "median": _td()["median"], "rho": 0.5}
+
+
 def _flows(*rows):
     return {"flows": [dict(zip(("flow", "direction", "delta_start", "delta_end", "delta_predicted", "t_end"), r))
                       for r in rows]}
@@ -159,11 +168,15 @@ FLIPS = {
     "lifting-subnetwork-ratio": (_lifting(5.76), [_lifting(5.74)]),
     "transformer-drift-random-closed-form": ({"ratio_random": 126.5}, [{"ratio_random": 126.3}]),
     "transformer-drift-uncompensated-closed-form": ({"ratio_uncompensated": 48.6}, [{"ratio_uncompensated": 48.4}]),
-    "transformer-drift-random-learned": (_td(random=126.5), [_td(random=126.3)]),
-    "transformer-drift-uncompensated-learned": (_td(unc=48.6), [_td(unc=48.4)]),
-    "transformer-motion": (_td(motion=0.000694), [_td(motion=0.000696), _td(motion=0.000684)]),
-    "transformer-composition": (_td(finite=0.00327, hybrid=0.000584),
-                                [_td(finite=0.00328, hybrid=0.0005), _td(finite=0.003, hybrid=0.000586)]),
+    "transformer-drift-random-learned": (_td_units({}, {"random": 126.5}, {}),
+                                         [_td(random=126.3), _td_units({}, {"random": 126.3}, {})]),
+    "transformer-drift-uncompensated-learned": (_td_units({"unc": 48.6}, {}, {}),
+                                                [_td(unc=48.4), _td_units({}, {}, {"unc": 48.4})]),
+    "transformer-motion": (_td_units({"motion": 0.000686}, {"motion": 0.08}, {}),
+                           [_td(motion=0.000684), _td_units({}, {"motion": 0.000684}, {})]),
+    "transformer-composition": (_td_units({"finite": 0.00117, "hybrid": 0.000584}, {}, {}),
+                                [_td(finite=0.003, hybrid=0.000586), _td(finite=0.00116, hybrid=0.000584),
+                                 _td_units({}, {"finite": 0.0030, "hybrid": 0.000586}, {})]),
     "affine-dimensions": ({"a": {"dimension": 8, "expected": 8}, "b": {"dimension": 4, "expected": 4}},
                           [{"a": {"dimension": 8, "expected": 8}, "b": {"dimension": 3, "expected": 4}},
                            {"a": {"dimension": 7, "expected": 7}}]),

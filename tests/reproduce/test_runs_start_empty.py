@@ -80,7 +80,7 @@ def _stop(*_, **__):
 CUT = {
     "objectives": ("paramsym.discovery.run.run_discovery",),
     "lifting": ("paramsym.discovery.run.run_discovery",),
-    "transformer": ("paramsym.discovery.run.resolve_problem",),
+    "transformer": ("paramsym.experiments.transformer_discovery.unit_problem",),
     "annulus-wedge": ("paramsym.experiments.annulus.build_problem",),
     "annulus-full": ("paramsym.experiments.annulus.build_problem",),
     "annulus-init": ("paramsym.experiments.annulus.build_problem",),

@@ -4,7 +4,7 @@
 
     paramsym compensate --model minilm|gpt2-tiny|pythia-tiny|llama-tiny|PATH --layer L --unit J
         [--tokens K | --prefix TEXT] [--compensators K] [--motion 0.0015] [--seed N] [--json]
-        [--out DIR | --resume DIR] [--learned [--objective hybrid|finite] [--steps N] [--rho R]]
+        [--out DIR | --resume DIR] [--learned [--objective hybrid|finite] [--action direct|flow] [--steps N] [--rho R]]
 
 The run is :mod:`paramsym.experiments.kind_compensate` (closed form, Corollary 4.6, or with
 ``--learned`` the learned action of [Discovery] §5, trained into ``OUT/discovery-OBJECTIVE``).
@@ -53,6 +53,8 @@ def register(subparsers) -> None:
     p.add_argument("--learned", action="store_true", help="train the learned compensating action instead")
     p.add_argument("--objective", choices=["hybrid", "finite"], default=None, help="learned objective (--learned; "
                    "default hybrid)")
+    p.add_argument("--action", choices=["direct", "flow"], default=None, help="learned action (--learned): the "
+                   "paper's direct map (default) or flow, a group action by construction")
     p.add_argument("--steps", default=None, help="training steps of --learned (default: the recipe's)")
     p.add_argument("--rho", default=None,
                    help="coefficient radius of the learned action's 32 evaluation elements (--learned; default: "
@@ -74,7 +76,7 @@ def _flags() -> dict:
     return {"model": None, "layer": integer(0), "unit": integer(0), "tokens": integer(1), "prefix": None,
             "compensators": integer(1), "motion": lambda raw, flag: float_option(raw, flag, minimum=0, exclusive=True),
             "seed": seed_option, "max_memory": lambda raw, flag: parse_memory(raw), "learned": None,
-            "objective": None, "steps": integer(1),
+            "objective": None, "action": None, "steps": integer(1),
             "rho": lambda raw, flag: float_option(raw, flag, minimum=0, exclusive=True),
             "checkpoint_every": integer(1)}
 
@@ -96,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{', '.join(missing)} required (e.g. --model llama-tiny --layer 1 --unit 3; models: "
                               f"{', '.join(MODELS)} or a save_pretrained directory), or --resume DIR.")
         if not args.learned:
-            extra = [f for f in ("--objective", "--steps", "--rho", "--checkpoint-every")
+            extra = [f for f in ("--objective", "--action", "--steps", "--rho", "--checkpoint-every")
                      if getattr(args, f[2:].replace("-", "_")) is not None]
             if extra:
                 raise ConfigError(f"{', '.join(extra)} only apply to --learned; add --learned or drop them.")
@@ -115,7 +117,8 @@ def _run(args: argparse.Namespace) -> int:
     keys = _KEYS + ["drift_random", "drift_uncompensated", "drift_other_inputs"]
     if cfg.learned:
         keys = [k for k in keys if k not in ("units_changed", "drift_other_inputs")]
-        keys += ["composition_error", "composition_error_p95", "beta", "objective", "steps", "train_cpu_seconds"]
+        keys += ["composition_error", "composition_error_p95", "beta", "objective", "action", "steps",
+                 "train_cpu_seconds"]
     else:
         keys += ["boundary_preservation"]
     for k in keys:

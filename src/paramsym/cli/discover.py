@@ -51,7 +51,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     _experiment_arguments(el, cmd_experiment_lifting)
     et = exs.add_parser("transformer", help="all-MiniLM-L6-v2: one FFN unit + 16 compensators, learned (hybrid vs "
                         "finite), installed in the full model; drift vs random and uncompensated edits")
-    et.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
+    et.add_argument("--variants", default="hybrid,finite", help="comma-separated sub-run variants: objectives of the "
+                    "direct-map action (hybrid, finite, infinitesimal) and flow (the flow action: a group action by "
+                    "construction, hybrid objective)")
+    et.add_argument("--units", default=None, metavar="L[:U],...", help="the FFN units, e.g. 1,3,5 (in each layer the "
+                    "unit of largest feature RMS on the prefix) or 1:777,3 (unit 777 of layer 1); default 3")
+    et.add_argument("--compensators", default=None, help="compensators k per unit (>= the prefix length; default: the "
+                    "prefix length)")
+    et.add_argument("--tokens", default=None, help="prefix length N (default 16)")
     _experiment_arguments(et, cmd_experiment_transformer)
 
     rp = sub.add_parser("report", help="regenerate report.md (and figures) of any run directory")
@@ -252,14 +259,42 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.transformer_discovery import PRESET, TransformerDiscoveryConfig, run
+    from ..experiments.transformer_discovery import (
+        PRESET,
+        TransformerDiscoveryConfig,
+        run,
+        subrun_configs,
+    )
     from ..runs import RunDir, default_run_dir
+    from .options import int_option
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    cfg = _experiment_config(TransformerDiscoveryConfig, args, lambda c: [PRESET], variants, variants=variants)
-    cfg.validate()
-    out = RunDir(args.out or default_run_dir("transformer", "minilm-ffn-unit"))
+    values: dict = {"variants": variants}
+    if args.units is not None:
+        values["units"] = _units_option(args.units)
+    if args.compensators is not None:
+        values["compensators"] = int_option(args.compensators, "--compensators", 1)
+    if args.tokens is not None:
+        values["tokens"] = int_option(args.tokens, "--tokens", 1)
+    cfg = _experiment_config(TransformerDiscoveryConfig, args, lambda c: [], (), **values)
+    subrun_configs(cfg)  # every sub-run's configuration resolves before the output directory exists
+    out = RunDir(args.out or default_run_dir("transformer", PRESET))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+
+
+def _units_option(text: str) -> list[list[int | None]]:
+    """``"1,3:358"`` → ``[[1, None], [3, 358]]``, else a one-line :class:`ConfigError`."""
+    from ..errors import ConfigError
+
+    units: list[list[int | None]] = []
+    for part in (p.strip() for p in str(text).split(",")):
+        layer, _, unit = part.partition(":")
+        try:
+            units.append([int(layer), int(unit) if unit else None])
+        except ValueError:
+            raise ConfigError(f"--units: expected comma-separated LAYER or LAYER:UNIT integers (e.g. 1,3,5 or 1:777,3); "
+                              f"received {text!r}.") from None
+    return units
 
 
 def _print_experiment(args: argparse.Namespace, out, metrics: dict) -> int:

@@ -62,6 +62,8 @@ class CompensateConfig:
         max_memory: memory budget of the cached features, in bytes.
         learned: train the learned compensating action instead of the closed form.
         objective: learned objective, ``hybrid`` or ``finite``.
+        action: the learned action's kind: ``direct`` (the paper's map) or ``flow`` (a group action
+            by construction, :class:`~paramsym.actions.learned.LearnedAction`).
         steps: training steps of the learned action (``None``: the recipe's).
         rho: coefficient radius of the learned action's evaluation elements (``None``: the
             recipe's 0.5, the paper's).
@@ -79,6 +81,7 @@ class CompensateConfig:
     max_memory: int = 2 * 2**30
     learned: bool = False
     objective: str = "hybrid"
+    action: str = "direct"
     steps: int | None = None
     rho: float | None = None
     checkpoint_every: int | None = None
@@ -106,6 +109,8 @@ class CompensateConfig:
             raise ConfigError(f"--rho must be a finite number > 0; received {self.rho!r}.")
         if self.objective not in ("hybrid", "finite"):
             raise ConfigError(f"--objective must be hybrid or finite; received {self.objective!r}.")
+        if self.action not in ("direct", "flow"):
+            raise ConfigError(f"--action must be direct or flow; received {self.action!r}.")
 
 
 def _prefix(cfg: CompensateConfig, model):
@@ -155,17 +160,17 @@ def _learned(cfg: CompensateConfig, setup, out, progress: bool) -> tuple[dict[st
                                info={"layer": setup.layer, "unit": setup.unit, "compensators": setup.compensators,
                                      "feature_condition": setup.condition_number, "tokens": setup.tokens})
     beta = unit_beta(problem, protocol)
-    overrides = [f"objective.beta={beta!r}"]
+    overrides = [f"objective.beta={beta!r}"] + (["action.kind=flow"] if cfg.action == "flow" else [])
     if cfg.checkpoint_every is not None:
         overrides.append(f"train.checkpoint_every={cfg.checkpoint_every}")
-    sub = RunDir(out.path / f"discovery-{cfg.objective}")
+    sub = RunDir(out.path / (f"discovery-{cfg.objective}" + ("-flow" if cfg.action == "flow" else "")))
     action, info = train_learned(problem, cfg.objective, out=sub, seed=cfg.seed, steps=cfg.steps,
                                  overrides=overrides, progress=progress)
     res = evaluate_action(setup.target, action, samples=protocol.samples, rho=protocol.rho,
                           generator=torch.Generator().manual_seed(cfg.seed))
     res.update(condition_number=setup.condition_number, model_type=setup.model_type, layer=setup.layer,
                unit=setup.unit, tokens=setup.tokens, compensators=setup.compensators, beta=beta,
-               objective=cfg.objective, steps=info["steps"], verdict=info["verdict"])
+               objective=cfg.objective, action=cfg.action, steps=info["steps"], verdict=info["verdict"])
     return res, {"train_cpu_seconds": info["cpu_seconds"], "train_wall_seconds": info["wall_seconds"]}
 
 

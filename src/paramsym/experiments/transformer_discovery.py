@@ -50,6 +50,11 @@ KIND = "transformer-discovery"
 PRESET = "minilm-ffn-unit"
 PAPER = {"ratio_random": 129.0, "ratio_uncompensated": 49.0, "motion_median": 0.00069,
          "composition_finite": 0.00321, "composition_hybrid": 0.00058}
+#: the ``flow`` variant: the flow action, one RK4 step per flow (float32 composition ~7e-5 measured on
+#: layer 3's unit at initialisation, 2 steps ~4e-6, at twice the cost), hybrid objective
+FLOW = ("action.kind=flow", "action.flow_steps=1")
+#: the sub-run variants: objectives of the direct map, and ``flow`` (the flow action, hybrid objective)
+VARIANTS = ("hybrid", "finite", "infinitesimal", "flow")
 #: the figures summarised per objective (medians over seeds)
 SUMMARY_KEYS = (*EVAL_KEYS, "drift_relative")
 
@@ -58,8 +63,18 @@ SUMMARY_KEYS = (*EVAL_KEYS, "drift_relative")
 class TransformerDiscoveryConfig:
     """Configuration of the transformer-subnetwork protocol (kind ``transformer-discovery``)."""
 
+    #: objectives of the direct-map action (``hybrid``, ``finite``, ``infinitesimal``) and ``flow``: the
+    #: group action by construction (``action.kind = flow``) trained with the hybrid objective
     variants: list[str] = field(default_factory=lambda: ["hybrid", "finite"])
     seeds: list[int] = field(default_factory=lambda: [0])
+    #: the units, each ``[layer, unit]``; ``unit`` null: the unit of largest feature RMS on the prefix
+    #: (the rule, fixed before any result)
+    units: list[list[int | None]] = field(default_factory=lambda: [[3, None]])
+    #: compensators k per unit (``2N``; null: the number of prefix tokens N). k > N gives the
+    #: outgoing part a null space of its own, ``k − N`` directions per output row: measured on layer
+    #: 3's unit (seed 0, 600 steps, hybrid), ratio random 30 at k = N vs 994 at k = 2N
+    compensators: int | None = 32
+    tokens: int = 16  #: prefix length N
     steps: int | None = None
     samples: int = 32  #: group elements for the whole-model drift and stored-weight composition
     #: group-element radius of the evaluation: the paper's, the recipe's training radius
@@ -83,9 +98,19 @@ class TransformerDiscoveryConfig:
             "verdict": {"samples": 20, "rhos": [0.5], "factors": [1], "curve_points": 2, "curve_times": 3}}))
 
     def validate(self) -> None:
-        bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
-        if bad or not self.variants:
-            raise ConfigError(f"variants must be among hybrid, infinitesimal, finite; received {self.variants}.")
+        bad = [v for v in self.variants if v not in VARIANTS]
+        if bad or not self.variants or len(set(self.variants)) != len(self.variants):
+            raise ConfigError(f"variants must be distinct and among {', '.join(VARIANTS)}; received {self.variants}.")
+        units = [tuple(u) if isinstance(u, (list, tuple)) else u for u in self.units]
+        bad_units = [u for u in units if not (isinstance(u, tuple) and len(u) == 2 and isinstance(u[0], int)
+                                               and u[0] >= 0 and (u[1] is None or (isinstance(u[1], int) and u[1] >= 0)))]
+        if not units or bad_units or len({u[0] if u[1] is None else u for u in units}) != len(units):
+            raise ConfigError(f"units must be distinct [layer, unit] pairs (integers ≥ 0; unit null for the rule: the "
+                              f"largest feature RMS), at most one rule unit per layer; received {self.units}.")
+        if self.compensators is not None and not (isinstance(self.compensators, int) and self.compensators >= 1):
+            raise ConfigError(f"compensators must be an integer ≥ 1 (≥ tokens) or null; received {self.compensators!r}.")
+        if not (isinstance(self.tokens, int) and self.tokens >= 1):
+            raise ConfigError(f"tokens must be an integer ≥ 1; received {self.tokens!r}.")
         if not self.seeds or self.samples < 1:
             raise ConfigError(f"seeds must be nonempty and samples ≥ 1; received seeds={self.seeds}, "
                               f"samples={self.samples}.")
@@ -128,23 +153,31 @@ def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int 
     A finished run in ``out`` is reused only when its provenance (config hash, code version)
     matches; an interrupted one with the same configuration resumes; a stale one is handled by
     ``reuse`` (:mod:`paramsym.experiments.reuse`: ``"refuse"``, ``"rerun"``, ``"stale"``).
-    Returns the trained action (:class:`~paramsym.actions.learned.LearnedAction`, eval mode) and
+    Returns the trained action (:class:`~paramsym.actions.learned.LearnedAction`, eval mode; the one in
+    memory when it was trained now, read back only for a reused sub-run) and
     ``{"steps", "train_seconds", "cpu_seconds", "wall_seconds", "verdict", "reused", "stale", ...}``
     (``cpu_seconds`` / ``wall_seconds``: of the run that trained it — the recorded ones when reused).
     """
-    from ..discovery.run import load_learned_action, run_discovery
+    from ..discovery.run import load_learned_action, train_run
     from .reuse import run_subrun
 
     dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
-    m, sub = run_subrun(out.path, dcfg, lambda resume: run_discovery(dcfg, out, resume=resume, progress=progress,
-                                                                   problem=problem), reuse)
+    trained: dict[str, Any] = {}
+
+    def train(resume: bool) -> dict[str, Any]:
+        metrics, trained["action"] = train_run(dcfg, out, resume=resume, progress=progress, problem=problem)
+        return metrics
+
+    m, sub = run_subrun(out.path, dcfg, train, reuse)
     timing = out.read_json("timing.json") if out.has("timing.json") else {}
     declared = m["verdict"]["declared"]
     info = {"objective": objective, "steps": dcfg.train.steps, "train_seconds": timing.get("train_seconds"),
             "cpu_seconds": sub.get("cpu_seconds"), "wall_seconds": sub.get("seconds"), **sub,
             "verdict": {k: declared.get(k) for k in ("output_err_p95", "composition_err_p95", "inverse_err_p95",
                                                       "motion_median")}}
-    return load_learned_action(out, problem.target), info
+    # the action just trained stays in memory; a reused sub-run's is read back from its run directory
+    action = trained.get("action") or load_learned_action(out, problem.target)
+    return action, info
 
 
 def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generator | None = None
@@ -163,65 +196,112 @@ def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generato
     return theta, uncompensated_theta(problem.target, theta, th0)
 
 
-def subrun_configs(cfg: TransformerDiscoveryConfig, beta: float | None = None) -> dict[str, Any]:
-    """The resolved discovery configuration of every sub-run ``<variant>-seed<k>`` (recipe included).
+def _objective(variant: str) -> tuple[str, list[str]]:
+    """``(objective, extra overrides)`` of a sub-run variant (``flow``: the hybrid objective on the flow action)."""
+    return ("hybrid", list(FLOW)) if variant == "flow" else (variant, [])
 
-    ``beta``: the unit's field magnitude (:func:`unit_beta`); without it, the recipe's standalone
-    ``objective.beta`` stands in (the rule's inputs are ``cfg``'s ``motion_target``,
-    ``beta_margin`` and ``rho``).
+
+def unit_label(layer: int, unit: int | None) -> str:
+    """``L3`` (the rule's unit of layer 3) or ``L3u358`` (a given unit): the sub-run name prefix."""
+    return f"L{int(layer)}" if unit is None else f"L{int(layer)}u{int(unit)}"
+
+
+def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | None = None) -> dict[str, Any]:
+    """The resolved discovery configuration of every sub-run ``<unit>-<variant>-seed<k>`` (recipe included).
+
+    ``betas``: each unit's field magnitude (:func:`unit_beta`, keyed by :func:`unit_label`); without
+    it, the recipe's standalone ``objective.beta`` stands in (the rule's inputs are ``cfg``'s
+    ``motion_target``, ``beta_margin`` and ``rho``).
     """
-    overrides = _with_beta(cfg, beta)
-    return {f"{variant}-seed{seed}": resolve_discover_config(PRESET, variant, seed, cfg.steps, device="cpu",
-                                                             overrides=overrides)
-            for variant in cfg.variants for seed in cfg.seeds}
+    out = {}
+    for layer, unit in cfg.units:
+        label = unit_label(layer, unit)
+        beta = None if betas is None else betas.get(label)
+        for variant in cfg.variants:
+            objective, extra = _objective(variant)
+            for seed in cfg.seeds:
+                out[f"{label}-{variant}-seed{seed}"] = resolve_discover_config(
+                    PRESET, objective, seed, cfg.steps, device="cpu", overrides=_with_beta(cfg, beta) | extra)
+    return out
+
+
+def unit_problem(cfg: TransformerDiscoveryConfig, layer: int, unit: int | None):
+    """The FFN-unit problem of ``[layer, unit]`` on the real all-MiniLM-L6-v2 (``cfg.tokens``-token prefix,
+    ``cfg.compensators`` compensators; :func:`paramsym.discovery.transformer.minilm_ffn_unit`)."""
+    from ..discovery.transformer import minilm_ffn_unit
+
+    return minilm_ffn_unit(layer=int(layer), unit=unit, tokens=cfg.tokens, compensators=cfg.compensators)
+
+
+def _medians(rows: list[dict[str, Any]]) -> dict[str, float]:
+    return {k: float(np.median([r[k] for r in rows])) for k in SUMMARY_KEYS}
 
 
 def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None,
         reuse: str = "refuse") -> dict[str, Any]:
-    """Set β for the unit, train every (objective, seed) on ``minilm-ffn-unit`` (finished sub-runs reused
-    when their provenance matches; ``reuse`` decides for stale ones, :mod:`paramsym.experiments.reuse`),
-    evaluate by the paper's protocol, write the report (and ``timing.json``).
+    """For every unit: set β, train every (variant, seed) (finished sub-runs reused when their
+    provenance matches; ``reuse`` decides for stale ones, :mod:`paramsym.experiments.reuse`),
+    evaluate by the paper's protocol; write the report (and ``timing.json``).
 
     Returns the metrics (``metrics.json``) with ``"timing"`` added (``timing.json``: each sub-run's
-    ``train_cpu_seconds``, never part of ``metrics.json``).
+    ``train_cpu_seconds``, never part of ``metrics.json``). ``metrics["per_unit"][label]`` holds each
+    unit's rows and medians over seeds; ``metrics["median"][variant]`` the median over units of
+    those medians and ``metrics["per_seed"][variant]`` every row (each with its ``unit`` label).
 
-    ``problem``: another FFN-unit problem (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
-    e.g. on your own BERT-type model) trained with the ``minilm-ffn-unit`` recipe.
+    ``problem``: one FFN-unit problem of your own (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
+    e.g. on your own BERT-type model) instead of ``cfg.units``, trained with the ``minilm-ffn-unit`` recipe.
     """
-    from ..discovery.run import resolve_problem
     from .reuse import plan_subrun, write_subruns
 
     cfg.validate()
-    if problem is None:  # the preset's problem does not depend on β, objective or seed
-        problem = resolve_problem(next(iter(subrun_configs(cfg).values())))
-    beta = unit_beta(problem, cfg)
-    configs = subrun_configs(cfg, beta)
+    if problem is not None:
+        layer = problem.info.get("layer", 0)
+        cfg = TransformerDiscoveryConfig(**{**to_dict(cfg), "overrides": cfg.overrides,
+                                            "units": [[int(layer), problem.info.get("unit")]]})
+        problems = {unit_label(*cfg.units[0]): problem}
+    else:
+        problems = {unit_label(layer, unit): unit_problem(cfg, layer, unit) for layer, unit in cfg.units}
+    betas = {label: unit_beta(pr, cfg) for label, pr in problems.items()}
+    configs = subrun_configs(cfg, betas)
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
         plan_subrun(out.path / name, dcfg, reuse)
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
     out.write_env(cfg.seeds[0])
-    installer = Installer(problem.target)
-    per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
+    per_unit: dict[str, dict[str, Any]] = {}
     infos: dict[str, dict[str, Any]] = {}
     timing: dict[str, dict[str, Any]] = {}
-    for variant in cfg.variants:
-        for seed in cfg.seeds:
-            name = f"{variant}-seed{seed}"
-            action, info = train_learned(problem, variant, out=RunDir(out.path / name), seed=seed, steps=cfg.steps,
-                                         overrides=_with_beta(cfg, beta), progress=progress, reuse=reuse)
-            infos[name] = {k: info.get(k) for k in ("reused", "stale", "stale_reason", "seconds", "cpu_seconds",
-                                                    "code_version", "config_hash", "moved_to") if k in info}
-            timing[name] = {"train_cpu_seconds": info["cpu_seconds"], "train_wall_seconds": info["wall_seconds"],
-                            "train_seconds": info["train_seconds"]}
-            ev = whole_model_evaluation(problem, action, samples=cfg.samples, rho=cfg.rho, seed=cfg.eval_seed,
-                                        installer=installer)
-            per[variant].append({"seed": seed, "steps": info["steps"], "beta": configs[name].objective.beta,
-                                 "verdict": info["verdict"], **ev})
+    for label, pr in problems.items():
+        installer = Installer(pr.target)
+        per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
+        for variant in cfg.variants:
+            objective, extra = _objective(variant)
+            for seed in cfg.seeds:
+                name = f"{label}-{variant}-seed{seed}"
+                action, info = train_learned(pr, objective, out=RunDir(out.path / name), seed=seed, steps=cfg.steps,
+                                             overrides=_with_beta(cfg, betas[label]) | extra, progress=progress,
+                                             reuse=reuse)
+                infos[name] = {k: info.get(k) for k in ("reused", "stale", "stale_reason", "seconds", "cpu_seconds",
+                                                        "code_version", "config_hash", "moved_to") if k in info}
+                timing[name] = {"train_cpu_seconds": info["cpu_seconds"], "train_wall_seconds": info["wall_seconds"],
+                                "train_seconds": info["train_seconds"]}
+                ev = whole_model_evaluation(pr, action, samples=cfg.samples, rho=cfg.rho, seed=cfg.eval_seed,
+                                            installer=installer)
+                per[variant].append({"unit": label, "seed": seed, "steps": info["steps"],
+                                     "beta": configs[name].objective.beta, "verdict": info["verdict"], **ev})
+        per_unit[label] = {"layer": pr.info.get("layer"), "unit": pr.info.get("unit"),
+                           "compensators": len(pr.info.get("compensators") or []), "tokens": pr.info.get("tokens"),
+                           "feature_condition": pr.info.get("feature_condition"), "beta": betas[label],
+                           "problem": pr.description, "per_seed": per,
+                           "median": {v: _medians(rows) for v, rows in per.items()}}
     write_subruns(out.path, infos)
-    summary = {v: {k: float(np.median([r[k] for r in rows])) for k in SUMMARY_KEYS} for v, rows in per.items()}
-    metrics = {"kind": KIND, "preset": PRESET, "problem": problem.description, "problem_info": problem.info,
-               "rho": cfg.rho, "beta": configs[next(iter(configs))].objective.beta, "beta_rule": beta is not None,
-               "per_seed": per, "median": summary, "paper": PAPER}
+    summary = {v: {k: float(np.median([u["median"][v][k] for u in per_unit.values()])) for k in SUMMARY_KEYS}
+               for v in cfg.variants}
+    first = next(iter(problems.values()))
+    metrics = {"kind": KIND, "preset": PRESET, "problem": first.description, "problem_info": first.info,
+               "rho": cfg.rho, "beta": betas[next(iter(betas))], "beta_rule": betas[next(iter(betas))] is not None,
+               "per_unit": per_unit,
+               "per_seed": {v: [r for u in per_unit.values() for r in u["per_seed"][v]] for v in cfg.variants},
+               "median": summary, "paper": PAPER}
     out.write_json("timing.json", timing)
     out.write_json("metrics.json", metrics)
     out.write_text("report.md", render(out))
@@ -232,25 +312,31 @@ def render(run: RunDir) -> str:
     """The markdown report of a ``transformer-discovery`` run (training CPU times from ``timing.json``)."""
     m = run.read_json("metrics.json")
     timing = run.read_json("timing.json") if run.has("timing.json") else {}
-    lines = [f"# Learned discovery on a transformer FFN subnetwork (`{m['preset']}`)", "", m["problem"], "",
-             f"Learned edits a(g, θ0) for {{samples}} group elements (ρ = {m.get('rho', 0.5):g}, one factor) installed into "
-             "the full model in float32; drift = relative change of the last hidden state on the prefix; ratios of the "
-             "median drifts of (a) a random translation of the same block with matched motion and (b) the same incoming "
-             "update without compensation over the learned edit's; motion = median entrywise |Δθ_i|/|θ0_i|; composition "
-             "= stored-weight two-step error (each update rounded to float32 before the next), median and p95 over "
-             "elements.", "",
-             "| objective | seed | steps | β | train CPU s | ratio random | ratio uncompensated | drift | motion (entrywise) | "
-             "composition median | p95 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    units = m.get("per_unit") or {"": {"problem": m["problem"], "per_seed": m["per_seed"]}}
+    lines = [f"# Learned discovery on a transformer FFN subnetwork (`{m['preset']}`)", ""]
+    lines += [f"- `{label or 'unit'}`: {u['problem']}" for label, u in units.items()]
+    lines += ["", f"Learned edits a(g, θ0) for {{samples}} group elements (ρ = {m.get('rho', 0.5):g}, one factor) installed "
+              "into the full model in float32; drift = relative change of the last hidden state on the prefix; ratios "
+              "of the median drifts of (a) a random translation of the same block with matched motion and (b) the same "
+              "incoming update without compensation over the learned edit's; motion = median entrywise "
+              "|Δθ_i|/|θ0_i|; composition = stored-weight two-step error (each update rounded to float32 before the "
+              "next), median and p95 over elements. `flow`: the flow action (a group action by construction), hybrid "
+              "objective.", "",
+              "| unit | variant | seed | steps | β | train CPU s | ratio random | ratio uncompensated | drift | "
+              "motion (entrywise) | composition median | p95 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    at = len(lines) - 3
     samples = None
-    for v, rows in m["per_seed"].items():
-        for r in rows:
-            samples = r.get("samples", samples)
-            ts = (timing.get(f"{v}-seed{r['seed']}") or {}).get("train_cpu_seconds")
-            lines.append(f"| {v} | {r['seed']} | {r['steps']} | {r.get('beta', float('nan')):.4g} | "
-                         f"{'—' if ts is None else f'{ts:.0f}'} | {r['ratio_random']:.1f} | "
-                         f"{r['ratio_uncompensated']:.1f} | {r['drift_relative']:.2e} | {r['motion_median']:.4%} | "
-                         f"{r['composition_error']:.3%} | {r['composition_error_p95']:.3%} |")
-    lines[4] = lines[4].replace("{samples}", str(samples))
+    for label, u in units.items():
+        for v, rows in u["per_seed"].items():
+            for r in rows:
+                samples = r.get("samples", samples)
+                key = f"{label}-{v}-seed{r['seed']}" if label else f"{v}-seed{r['seed']}"
+                ts = (timing.get(key) or {}).get("train_cpu_seconds")
+                lines.append(f"| {label or '—'} | {v} | {r['seed']} | {r['steps']} | {r.get('beta', float('nan')):.4g} | "
+                             f"{'—' if ts is None else f'{ts:.0f}'} | {r['ratio_random']:.1f} | "
+                             f"{r['ratio_uncompensated']:.1f} | {r['drift_relative']:.2e} | {r['motion_median']:.4%} | "
+                             f"{r['composition_error']:.3%} | {r['composition_error_p95']:.3%} |")
+    lines[at] = lines[at].replace("{samples}", str(samples))
     p = m["paper"]
     lines += ["", f"Paper (Pythia-1B, ρ = 0.5): ratio random {p['ratio_random']:.0f}, uncompensated "
                   f"{p['ratio_uncompensated']:.0f}, motion {p['motion_median']:.3%}; composition "

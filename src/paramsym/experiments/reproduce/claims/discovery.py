@@ -72,7 +72,7 @@ def _lifting_ratio(r):
 
 
 P_TD_RANDOM, P_TD_UNC, P_TD_MOTION = Printed("129×"), Printed("49×"), Printed("0.069%")
-P_TD_COMP_FINITE, P_TD_COMP_HYBRID = Printed("0.321%"), Printed("0.058%")
+P_TD_COMP_HYBRID = Printed("0.058%")
 
 
 def _comp_random(r):
@@ -85,8 +85,12 @@ def _comp_unc(r):
     return Measured(f"{x:,.0f}× (closed form, MiniLM L3 unit 7)", P_TD_UNC.at_least(x), {"ratio_uncompensated": x})
 
 
-def _td_hybrid(r) -> dict[str, float]:
-    return r["median"]["hybrid"]
+def _td_units(r, variant: str = "hybrid") -> dict[str, dict[str, float]]:
+    """Each unit's medians over seeds for ``variant`` (runs before the multi-unit protocol: one unit, ``""``)."""
+    per = r.get("per_unit")
+    if per:
+        return {label: u["median"][variant] for label, u in per.items() if variant in u["median"]}
+    return {"": r["median"][variant]} if variant in r.get("median", {}) else {}
 
 
 def _td_rho(r) -> str:
@@ -94,29 +98,45 @@ def _td_rho(r) -> str:
     return "" if rho is None else f", ρ = {rho:g}"
 
 
+def _td_each(r, key: str, fmt, ok) -> Measured:
+    """A learned-transformer claim on every unit (hybrid medians over seeds): holds iff it holds on each."""
+    units = _td_units(r)
+    vals = {label: float(m[key]) for label, m in units.items()}
+    each = ", ".join(f"{label} {fmt(x)}" if label else fmt(x) for label, x in vals.items())
+    worst = min(vals.values()) if vals else math.nan  # every such claim is a lower bound
+    n = len(vals)
+    return Measured(f"{each} (learned, hybrid, MiniLM{_td_rho(r)}{f'; {n} units' if n > 1 else ''})",
+                    bool(vals) and all(ok(x) for x in vals.values()), {key: worst, "per_unit": vals})
+
+
 def _td_random(r):
-    x = float(_td_hybrid(r)["ratio_random"])
-    return Measured(f"{x:.1f}× (learned, hybrid, MiniLM{_td_rho(r)})", P_TD_RANDOM.at_least(x), {"ratio_random": x})
+    return _td_each(r, "ratio_random", lambda x: f"{x:.1f}×", P_TD_RANDOM.at_least)
 
 
 def _td_unc(r):
-    x = float(_td_hybrid(r)["ratio_uncompensated"])
-    return Measured(f"{x:.1f}× (learned, hybrid, MiniLM{_td_rho(r)})", P_TD_UNC.at_least(x), {"ratio_uncompensated": x})
+    return _td_each(r, "ratio_uncompensated", lambda x: f"{x:.1f}×", P_TD_UNC.at_least)
 
 
 def _td_motion(r):
-    x = float(_td_hybrid(r)["motion_median"])
-    return Measured(pct(x, 4) + f" (MiniLM{_td_rho(r)})", P_TD_MOTION.near(x), {"motion_median": x})
+    return _td_each(r, "motion_median", lambda x: pct(x, 4), P_TD_MOTION.at_least)
+
+
+#: the issue's reading of "0.321 % → 0.058 %": hybrid at most the paper's and finite at least twice hybrid
+TD_COMP_FACTOR = 2.0
 
 
 def _td_comp(r):
     def comp(row: dict[str, Any]) -> float:  # "composition_stored_median": runs before issue 17
         return float(row["composition_error"] if "composition_error" in row else row["composition_stored_median"])
 
-    h = comp(r["median"]["hybrid"])
-    f = comp(r["median"]["finite"]) if "finite" in r["median"] else math.nan
-    return Measured(f"{pct(f)} (finite) → {pct(h)} (hybrid)", P_TD_COMP_FINITE.at_most(f) and P_TD_COMP_HYBRID.at_most(h),
-                    {"finite": f, "hybrid": h})
+    hyb, fin = _td_units(r, "hybrid"), _td_units(r, "finite")
+    rows = {label: (comp(fin[label]) if label in fin else math.nan, comp(h)) for label, h in hyb.items()}
+    text = ", ".join(f"{label + ' ' if label else ''}{pct(f)} → {pct(h)}" for label, (f, h) in rows.items())
+    ok = bool(rows) and all(P_TD_COMP_HYBRID.at_most(h) and f >= TD_COMP_FACTOR * h for f, h in rows.values())
+    worst = max(rows, key=lambda k: rows[k][1])
+    return Measured(f"{text} (finite → hybrid, MiniLM{_td_rho(r)})", ok,
+                    {"finite": rows[worst][0], "hybrid": rows[worst][1],
+                     "per_unit": {k: {"finite": f, "hybrid": h} for k, (f, h) in rows.items()}})
 
 
 def _affine_dims(r):
@@ -163,16 +183,18 @@ CLAIMS: list[Claim] = [
           "compensation", _comp_unc, REL),
     Claim("transformer-drift-random-learned", f"{D} §6.3, Fig. 3(a)",
           "learned compensated drift vs random translation", "129× (Pythia-1B)",
-          f"learned (hybrid) {P_TD_RANDOM.ge()}; {MINILM}, at the ρ shown beside ours (paper: ρ = 0.5)", "transformer", _td_random, REL),
+          f"learned (hybrid, median over seeds) {P_TD_RANDOM.ge()} on every unit; {MINILM}, ρ = 0.5", "transformer",
+          _td_random, REL),
     Claim("transformer-drift-uncompensated-learned", f"{D} §6.3, Fig. 3(a)",
           "learned: removing compensation raises drift", "49× (Pythia-1B)",
-          f"learned (hybrid) {P_TD_UNC.ge()}; {MINILM}, at the ρ shown beside ours (paper: ρ = 0.5)", "transformer", _td_unc, REL),
+          f"learned (hybrid, median over seeds) {P_TD_UNC.ge()} on every unit; {MINILM}, ρ = 0.5", "transformer",
+          _td_unc, REL),
     Claim("transformer-motion", f"{D} §6.3", "selected weights change by a median of 0.069% at ρ = 0.5",
-          "0.069% (Pythia-1B)", f"within {P_TD_MOTION.range_text()}; {MINILM}, at the ρ shown beside ours (paper: ρ = 0.5)", "transformer",
-          _td_motion, REL),
+          "0.069% (Pythia-1B)", f"median entry motion (hybrid, median over seeds) {P_TD_MOTION.ge()} on every unit; "
+          f"{MINILM}, ρ = 0.5", "transformer", _td_motion, REL),
     Claim("transformer-composition", f"{D} §6.3, Fig. 3(b)", "stored-weight composition error, finite → hybrid",
-          "0.321% → 0.058% (Pythia-1B)", f"finite {P_TD_COMP_FINITE.le()} and hybrid {P_TD_COMP_HYBRID.le()}; "
-          f"{MINILM}, at the ρ shown beside ours (paper: ρ = 0.5)", "transformer", _td_comp, REL),
+          "0.321% → 0.058% (Pythia-1B)", f"hybrid {P_TD_COMP_HYBRID.le()} and finite ≥ {TD_COMP_FACTOR:g}× hybrid "
+          f"(medians over seeds) on every unit; {MINILM}, ρ = 0.5", "transformer", _td_comp, REL),
     Claim("affine-dimensions", f"{D} §6.1, App. F",
           "affine solver recovers algebras of up to 8 dimensions without being told the dimension",
           "up to 8", "every preset's dimension equals theory's (exact), and one is ≥ 8", "affine", _affine_dims),

@@ -27,12 +27,16 @@ def _td_objectives(r):
     ``train_cpu_seconds``; older runs kept ``run_cpu_seconds`` in the rows).
     """
     timing = r.get("timing") or {}
-    per = {v: [{"seed": row.get("seed"), "steps": row.get("steps"), "rho": row.get("rho", r.get("rho")),
+
+    def key(v: str, row: dict[str, Any]) -> str:  # sub-run name (runs before the multi-unit protocol: no unit)
+        return f"{row['unit']}-{v}-seed{row.get('seed')}" if row.get("unit") else f"{v}-seed{row.get('seed')}"
+
+    per = {v: [{"unit": row.get("unit"), "seed": row.get("seed"), "steps": row.get("steps"), "rho": row.get("rho", r.get("rho")),
                 "beta": row.get("beta"), "ratio_random": row.get("ratio_random"),
                 "ratio_uncompensated": row.get("ratio_uncompensated"), "motion_median": row.get("motion_median"),
                 "composition_error": _td_comp(row), "composition_error_p95": _td_comp(row, p95=True),
                 "run_cpu_seconds": row.get("run_cpu_seconds",
-                                           (timing.get(f"{v}-seed{row.get('seed')}") or {}).get("train_cpu_seconds"))}
+                                           (timing.get(key(v, row)) or {}).get("train_cpu_seconds"))}
                for row in rows] for v, rows in r["per_seed"].items()}
     h = r["median"]["hybrid"]
     f = r["median"].get("finite")
@@ -68,15 +72,15 @@ def render_transformer_learned(rows: dict[str, dict[str, Any]]) -> str:
 def render_transformer_objectives(rows: dict[str, dict[str, Any]]) -> str:
     """Every objective and seed of the learned-transformer run (block ``transformer-objectives``)."""
     per = rows["transformer-learned-objectives"]["values"]["objectives"]
-    out = ["| objective | seed | steps | eval ρ | β | train CPU s | ratio random | ratio uncompensated | "
-           "motion (median entry) | stored composition median (p95) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| unit | variant | seed | steps | eval ρ | β | train CPU s | ratio random | ratio uncompensated | "
+           "motion (median entry) | stored composition median (p95) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for v, rs in per.items():
         for x in rs:
             cs = "—" if x.get("run_cpu_seconds") is None else f"{x['run_cpu_seconds']:.0f}"
             rho = "—" if x.get("rho") is None else f"{x['rho']:g}"
             beta = "—" if x.get("beta") is None else f"{x['beta']:.3g}"
             p95 = "—" if _td_comp(x, p95=True) is None else f"{100 * _td_comp(x, p95=True):.2f} %"
-            out.append(f"| {v} | {x['seed']} | {x['steps']} | {rho} | {beta} | {cs} | {x['ratio_random']:.1f} | "
+            out.append(f"| {x.get('unit') or '—'} | {v} | {x['seed']} | {x['steps']} | {rho} | {beta} | {cs} | {x['ratio_random']:.1f} | "
                        f"{x['ratio_uncompensated']:.1f} | {100 * x['motion_median']:.4f} % | "
                        f"{100 * _td_comp(x):.3f} % ({p95}) |")
     return "\n".join(out)
