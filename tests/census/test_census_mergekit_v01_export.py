@@ -179,3 +179,23 @@ def test_real_minilm_checkpoint_with_a_stale_buffer_loads_in_mergekit(tmp_path, 
     shipped = {e["name"]: e for e in json.loads(mk.shipped["bert"])["pre_weights"]}
     assert (shipped["embeddings.position_ids"]["optional"], shipped["embeddings.position_ids"]["force_dtype"]) == (True, "int64")
     assert [w.name for w in weights if w.vocabulary_axis is not None] == ["embeddings.word_embeddings.weight"]
+
+
+def test_a_classification_head_without_a_pad_token_exports(tmp_path, monkeypatch):
+    """transformers refuses to batch a sequence-classification head without ``pad_token_id``; the
+    census verifies it on one sequence instead of failing inside transformers."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=50, n_positions=16,
+                                  bos_token_id=0, eos_token_id=0)
+    assert cfg.pad_token_id is None
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = transformers.GPT2ForSequenceClassification(cfg).eval()
+    assert default_inputs(model, torch.Generator().manual_seed(0))["input_ids"].shape[0] == 1
+    with pytest.raises(ValueError, match="batch sizes > 1"):  # what the census used to run into
+        model(input_ids=torch.zeros(2, 4, dtype=torch.long))
+    model.save_pretrained(tmp_path / "cls")
+    out = tmp_path / "mk.json"
+    assert main(["census", "--model", str(tmp_path / "cls"), "--export", "mergekit", "--out", str(out)]) == 0
+    names = {w["name"] for w in json.loads(out.read_text())["layer_templates"]["weights"]}
+    assert any("c_attn" in n for n in names)

@@ -154,7 +154,8 @@ class CensusResult:
 
 
 def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8, batch: int = 2) -> dict[str, Tensor]:
-    """Random token ids (and an all-ones attention mask) for an HF model's verification.
+    """Random token ids (and an all-ones attention mask) for an HF model's verification (one sequence
+    for a sequence-classification head without a pad token, which transformers refuses to batch).
 
     Raises:
         ConfigError: ``tokens`` < 1 or beyond the model's positions (``max_position_embeddings``).
@@ -162,6 +163,8 @@ def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8
             exceed the default memory budget (2 GiB).
     """
     cfg = model.config
+    if batch > 1 and getattr(cfg, "pad_token_id", None) is None and type(model).__name__.endswith("ForSequenceClassification"):
+        batch = 1  # transformers refuses batches > 1 in a classification head that cannot find the last token
     limit = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         raise ConfigError(f"tokens (--tokens) must be an integer >= 1; received {tokens!r}.")
