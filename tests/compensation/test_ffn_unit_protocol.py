@@ -105,7 +105,8 @@ def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_p
 
     cfg = CompensateConfig(model=str(tmp_path / "bert"), layer=LAYER, unit=UNIT, tokens=TOKENS, learned=True)
     host = load_model(cfg.model, quiet=True).float().eval()
-    setup = prepare(host, layer=LAYER, unit=UNIT, batch=_prefix(cfg, host))
+    assert len(d["compensators"]) == 2 * TOKENS  # the learned action's default: 2N compensators
+    setup = prepare(host, layer=LAYER, unit=UNIT, batch=_prefix(cfg, host), compensators=2 * TOKENS)
     assert setup.compensators == d["compensators"]
     action = load_learned_action(out / ("discovery-hybrid" + ("-flow" if kind == "flow" else "")),
                                  setup.target).double().eval()

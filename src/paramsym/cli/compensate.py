@@ -47,7 +47,8 @@ def register(subparsers) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--tokens", default=None, help="a random prefix of this many tokens (default 16)")
     src.add_argument("--prefix", default=None, help="the prefix text (tokenized with the model's tokenizer)")
-    p.add_argument("--compensators", default=None, help="number of compensators (default: prefix length)")
+    p.add_argument("--compensators", default=None, help="number of compensators (default: the prefix length N; with "
+                   "--learned 2N)")
     p.add_argument("--motion", default=None, help="median relative motion of the moved weights (default 0.0015)")
     p.add_argument("--max-memory", default=None, help="memory budget for the cached features (default 2GiB)")
     p.add_argument("--learned", action="store_true", help="train the learned compensating action instead")

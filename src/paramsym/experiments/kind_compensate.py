@@ -56,7 +56,7 @@ class CompensateConfig:
         layer: the layer ℓ; unit: the moving FFN unit j of layer ℓ.
         tokens: a random prefix of this many tokens (seeded; ``None``: 16 unless ``prefix``).
         prefix: the prefix text, tokenized with the model's tokenizer.
-        compensators: number of compensators (``None``: the prefix length).
+        compensators: number of compensators (``None``: the prefix length N; ``2N`` for the learned action).
         motion: median relative motion of the moved weights (closed form).
         seed: seed of the tiny models' weights, the prefix (``seed + 1``) and the edits.
         max_memory: memory budget of the cached features, in bytes.
@@ -188,7 +188,10 @@ def run(cfg: CompensateConfig, out, *, progress: bool = False) -> dict[str, Any]
         cfg.model, quiet=True, argument="--model", hint=f"Or use --model NAME with a built-in model ({sorted(MODELS)}).")
     batch = _prefix(cfg, model)
     if cfg.learned:
-        setup = prepare(model, layer=cfg.layer, unit=cfg.unit, batch=batch, compensators=cfg.compensators,
+        # the learned action's default is 2N compensators (the recipe's, docs/discovery.md: k = N leaves only
+        # the 385-dimensional compensated translations symmetric, and the learned field is ~30× less precise)
+        k = cfg.compensators if cfg.compensators is not None else 2 * int(batch["input_ids"].shape[-1])
+        setup = prepare(model, layer=cfg.layer, unit=cfg.unit, batch=batch, compensators=k,
                         max_memory=cfg.max_memory)
         metrics, timing = _learned(cfg, setup, out, progress)
         out.write_json("timing.json", timing)
