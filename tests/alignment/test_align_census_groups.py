@@ -15,19 +15,23 @@ import pytest
 import torch
 
 from paramsym.actions.attention import QueryKeyAction, ValueOutputAction
+from paramsym.alignment.align import align_parameters, apply_attention
+from paramsym.alignment.arch import hf_architecture
 from paramsym.alignment.checkpoints import align_checkpoints
-from paramsym.alignment.matching import match_rotation, rotate_axes
+from paramsym.alignment.matching import match_head_gl, match_rotation, rotate_axes
 from paramsym.census.permspec import apply_spec, random_perms
 from paramsym.census.rotation import random_orthogonal, rotate_residual
 from paramsym.census.walk import _output, default_inputs
 from paramsym.census.zoo import TINY, tiny_model
 from paramsym.cli import main
 from paramsym.cli.align import census_plan
+from paramsym.models.adapters import adapt
 
 transformers = pytest.importorskip("transformers")
 
 CAUSAL = {"llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "opt", "falcon", "stablelm"}
 RMS = {"llama", "mistral", "qwen2", "gemma", "phi3"}  # RMSNorm LMs: the residual rotation applies
+ROTARY = {"llama", "mistral", "qwen2", "gemma", "phi3", "gpt_neox", "falcon", "stablelm"}  # query/key: rotary commutant
 
 
 def _params(model):
@@ -47,12 +51,36 @@ def _gl(d, n, gen, dtype):
                               for _ in range(n)])
 
 
-def _apply_gl(params, layout, gen):
-    """A random per-key/value-head GL element through the catalogue actions (query/key only without rotary)."""
+def _rotary_commutant(layout, gen, dtype):
+    """Block-diagonal random elements of the rotary commutant, one per key/value head (the test's own
+    construction from HF's ``rotate_half`` pairing ``(p, p + r/2)``): per rotated pair a rotation by a
+    uniform angle scaled by ``exp(U(−½, ½))`` — the 2×2 block ``[[a, −b], [b, a]]`` — and a random
+    GL element on the pass-through dimensions of partial rotary."""
+    d, half = layout.head_dim, layout.rotary_dim // 2
+    heads = []
+    for _ in range(layout.num_kv_heads):
+        m = torch.zeros(d, d, dtype=dtype)
+        for p in range(half):
+            ang = 2 * torch.pi * torch.rand((), generator=gen, dtype=dtype)
+            r = torch.exp(torch.rand((), generator=gen, dtype=dtype) - 0.5)
+            m[p, p] = m[p + half, p + half] = r * torch.cos(ang)
+            m[p + half, p], m[p, p + half] = r * torch.sin(ang), -r * torch.sin(ang)
+        n = d - layout.rotary_dim
+        if n:
+            m[layout.rotary_dim:, layout.rotary_dim:] = _gl(n, 1, gen, dtype)
+        heads.append(m)
+    return torch.block_diag(*heads)
+
+
+def _apply_gl(params, layout, gen, rotary=True):
+    """A random per-key/value-head GL element through the catalogue actions: GL(d_v) on value/output,
+    GL(d_k) on query/key without rotary, a rotary-commutant element with it (``rotary``)."""
     out = dict(params)
     acts = [(ValueOutputAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64))]
     if not layout.rotary_dim:
         acts.append((QueryKeyAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64)))
+    elif rotary:
+        acts.append((QueryKeyAction, _rotary_commutant(layout, gen, torch.float64)))
     for cls, g in acts:
         block = cls.block_for(out, layout)
         out = block.scatter(cls(block, layout).act(g.to(out[layout.v.weight].dtype), block.gather(out)), out)
@@ -99,23 +127,30 @@ DEFAULT_ARCHS = ("llama", "phi3", "gpt2", "bert")
                                                      else pytest.mark.slow) for n in TINY]
                          + [("gpt2", torch.float64)])
 def test_scramble_by_the_whole_group_is_undone(tmp_path, name, dtype):
-    """A random element of permutations × residual rotation (RMSNorm LMs) × per-head GL applied to
-    a tiny model; aligned back, the weights are recovered to ≤ 1e-5 relative and the written
-    directories compute A's function."""
+    """A random element of permutations × residual rotation (RMSNorm LMs) × per-head GL(d_v) ×
+    per-head GL(d_k) (the rotary commutant under rotary embeddings) applied to a tiny model; B
+    computes A's function; aligned back, the weights are recovered to ≤ 1e-5 relative and the
+    written directories compute A's function."""
     a_model, b_model, plan = _scramble(name, dtype)
     a = _params(a_model)
     moved = {k: _rel(v, a[k]) for k, v in _params(b_model).items() if a[k].norm() > 0}
     assert max(moved.values()) > 0.1  # scrambled
+    tol = 1e-5 if dtype == torch.float32 else 1e-10
+    inputs = default_inputs(a_model, torch.Generator().manual_seed(0))
+    if name in CAUSAL:  # the scramble is a symmetry (the real forward pass, rotate_half pairing included); an
+        with torch.no_grad():  # encoder without a head outputs the residual stream, permuted by P_res
+            assert _rel(_output(b_model(**inputs)), _output(a_model(**inputs))) <= tol
+    rotary = sum(1 for layout in plan["attention"] if layout.rotary_dim)
+    assert bool(rotary) == (name in ROTARY)
     info = align_checkpoints(a_model, b_model, plan["spec"], tmp_path / "out", attention=plan["attention"],
                              rotation=plan["rotation"])
     assert info["kept"] == "attention" and ("rotation" in info["distance"]) == (name in RMS)
+    assert info["attention_query_key"] == {"gl": len(plan["attention"]) - rotary, "rotary_commutant": rotary}
     cls = transformers.AutoModelForCausalLM if name in CAUSAL else transformers.AutoModel
     got = cls.from_pretrained(tmp_path / "out" / "aligned_b", attn_implementation="eager", torch_dtype=dtype).eval()
     merged = cls.from_pretrained(tmp_path / "out" / "merged", attn_implementation="eager", torch_dtype=dtype).eval()
-    tol = 1e-5 if dtype == torch.float32 else 1e-10
     for k, v in got.named_parameters():
         assert float((v - a[k]).norm()) <= tol * max(float(a[k].norm()), 1e-12), (k, _rel(v, a[k]))
-    inputs = default_inputs(a_model, torch.Generator().manual_seed(0))
     with torch.no_grad():
         ref, out, mid = _output(a_model(**inputs)), _output(got(**inputs)), _output(merged(**inputs))
     assert _rel(out, ref) <= tol and _rel(mid, ref) <= tol
@@ -138,6 +173,63 @@ def test_continuous_groups_lower_the_distance_of_independently_perturbed_models(
     inputs = default_inputs(a_model, torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert _rel(_output(got(**inputs)), _output(b_model(**inputs))) <= 1e-5
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt_neox"])
+def test_planted_rotary_commutant_is_recovered_and_commutes_with_every_rotation(name):
+    """Full rotary with grouped-query heads (llama: 4 query heads on 2 key/value heads) and partial
+    rotary (gpt_neox: 8 of 16 dimensions rotated): a planted rotary-commutant element on query/key
+    is undone by :func:`match_head_gl` (recovered element × planted = I to 1e-10, float64); every
+    head block commutes with the rotations ``R(t)`` of the model's own frequencies; value/output
+    (not scrambled) stays at the identity; the function is unchanged."""
+    model = tiny_model(name, causal_lm=True).double()
+    layouts = [layer.attention for layer in adapt(model).layers]
+    a = _params(model)
+    gen = torch.Generator().manual_seed(5)
+    b, planted = dict(a), []
+    for layout in layouts:
+        assert layout.rotary_dim == (layout.head_dim if name == "llama" else layout.head_dim // 2)
+        g = _rotary_commutant(layout, gen, torch.float64)
+        planted.append(g)
+        b = apply_attention(b, layout, g, torch.eye(g.shape[0], dtype=torch.float64))
+    q = layouts[0].q.weight
+    assert _rel(b[q], a[q]) > 0.3  # moved
+    for layout, g in zip(layouts, planted):
+        gqk, gvo = match_head_gl(a, b, layout)
+        assert torch.allclose(gqk @ g, torch.eye(g.shape[0], dtype=torch.float64), rtol=0, atol=1e-10)
+        assert torch.allclose(gvo, torch.eye(g.shape[0], dtype=torch.float64), rtol=0, atol=1e-10)
+        d, half = layout.head_dim, layout.rotary_dim // 2
+        for t in (1.0, 7.0):  # R(t): pair (p, p + r/2) rotated by t·freq_p (HF's rotate_half), rest fixed
+            R = torch.eye(d, dtype=torch.float64)
+            for p in range(half):
+                c, s = torch.cos(torch.tensor(t * layout.rotary_freqs[p])), torch.sin(torch.tensor(t * layout.rotary_freqs[p]))
+                R[p, p] = R[p + half, p + half] = c
+                R[p + half, p], R[p, p + half] = s, -s
+            for h in range(layout.num_kv_heads):
+                m = gqk[h * d:(h + 1) * d, h * d:(h + 1) * d]
+                assert torch.allclose(m @ R, R @ m, rtol=0, atol=1e-12)
+        b = apply_attention(b, layout, gqk, gvo)
+    assert max(_rel(b[k], a[k]) for k in a if a[k].norm() > 0) <= 1e-10
+    inputs = default_inputs(model, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ref = _output(model(**inputs))
+        assert _rel(_output(_load_into(tiny_model(name, causal_lm=True).double(), b)(**inputs)), ref) <= 1e-10
+
+
+def test_adapter_path_aligns_rotary_heads():
+    """``paramsym align`` without ``--census-groups`` (the adapter's architecture): a Llama's
+    rotary layers are attention layers too; a planted rotary-commutant × GL(d_v) element is undone."""
+    model = tiny_model("llama", causal_lm=True).double()
+    arch = hf_architecture(model)
+    assert len(arch.attention) == model.config.num_hidden_layers and all(la.rotary_dim for la in arch.attention)
+    a = _params(model)
+    gen = torch.Generator().manual_seed(8)
+    b = a
+    for layout in arch.attention:
+        b = _apply_gl(b, layout, gen)
+    assert _rel(b[arch.attention[0].k.weight], a[arch.attention[0].k.weight]) > 0.3
+    full = align_parameters(arch, a, b, ["attention"])[0]["full"]
+    assert max(_rel(full[k], a[k]) for k in a if a[k].norm() > 0) <= 1e-10
 
 
 def test_rotate_axes_equals_the_census_rotation():

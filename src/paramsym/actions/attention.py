@@ -49,13 +49,19 @@ from ..params import ParameterBlock
 from .base import GroupAction
 from .layout import require_block
 
-__all__ = ["QueryKeyAction", "ValueOutputAction", "rotary_commutant_basis", "rotary_commutant_dimension"]
+__all__ = ["QueryKeyAction", "ValueOutputAction", "rotary_commutant_basis", "rotary_commutant_dimension",
+           "rotary_pair_classes"]
 
 
 # -- the per-head algebras ------------------------------------------------------------------
-def _pair_classes(head_dim: int, rotary_dim: int, freqs: Sequence[float]) -> tuple[list[list[int]], list[int]]:
+def rotary_pair_classes(head_dim: int, rotary_dim: int, freqs: Sequence[float]) -> tuple[list[list[int]], list[int]]:
     """Frequency classes of rotary pairs (pairs with equal nonzero frequency) and the dimensions
-    that are not rotated (beyond ``rotary_dim``, or in a zero-frequency pair)."""
+    that are not rotated (beyond ``rotary_dim``, or in a zero-frequency pair).
+
+    Pair ``p`` is dimensions ``(p, p + rotary_dim/2)`` (HF's ``rotate_half``). The rotary
+    commutant is block diagonal over these sets: ``GL(m, ℂ)`` on a class of ``m`` pairs (pair
+    ``p`` read as the complex coordinate ``x_p + i x_{p + r/2}``), ``GL`` on the non-rotated dimensions.
+    """
     half = rotary_dim // 2
     if rotary_dim and len(freqs) < half:
         raise ShapeError(f"rotary_dim {rotary_dim} needs {half} frequencies; received {len(freqs)}.")
@@ -82,7 +88,7 @@ def rotary_commutant_dimension(head_dim: int, rotary_dim: int, freqs: Sequence[f
     frequencies, ``head_dim²`` without rotary."""
     if rotary_dim == 0:
         return head_dim * head_dim
-    classes, passive = _pair_classes(head_dim, rotary_dim, freqs)
+    classes, passive = rotary_pair_classes(head_dim, rotary_dim, freqs)
     return sum(2 * len(c) ** 2 for c in classes) + len(passive) ** 2
 
 
@@ -94,7 +100,7 @@ def rotary_commutant_basis(head_dim: int, rotary_dim: int, freqs: Sequence[float
     (imaginary part); ``E[a, b]`` for non-rotated ``a, b``. Without rotary: the ``E_ab`` basis of gl(d).
     """
     d, half = head_dim, rotary_dim // 2
-    classes, passive = _pair_classes(head_dim, rotary_dim, freqs) if rotary_dim else ([], list(range(d)))
+    classes, passive = rotary_pair_classes(head_dim, rotary_dim, freqs) if rotary_dim else ([], list(range(d)))
     mats = []
     for cls in classes:
         for p in cls:
@@ -117,7 +123,7 @@ def _project_rotary(x: Tensor, head_dim: int, rotary_dim: int, freqs: Sequence[f
     if rotary_dim == 0:
         return x
     half = rotary_dim // 2
-    classes, passive = _pair_classes(head_dim, rotary_dim, freqs)
+    classes, passive = rotary_pair_classes(head_dim, rotary_dim, freqs)
     out = torch.zeros_like(x)
     for cls in classes:
         i = torch.tensor(cls)

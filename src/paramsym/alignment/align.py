@@ -11,8 +11,8 @@ exact actions, so every stage computes the same function as B up to rounding):
    :class:`~paramsym.actions.HeadPermutationAction` where its ``(pre, H, post)`` view fits);
 3. **full** — continuous symmetries on top: alternating per-unit positive rescaling
    (:class:`~paramsym.actions.RescalingAction`) and re-matching permutations until the weight
-   distance ``‖θ_A − g·θ_B‖²`` stops decreasing, then per-head GL(d_k) on (W_Q, W_K)
-   (:class:`~paramsym.actions.attention.QueryKeyAction`) and GL(d_v) on (W_V, W_O)
+   distance ``‖θ_A − g·θ_B‖²`` stops decreasing, then per-head GL(d_k) on (W_Q, W_K) — the rotary
+   commutant under rotary embeddings — (:class:`~paramsym.actions.attention.QueryKeyAction`) and GL(d_v) on (W_V, W_O)
    (:class:`~paramsym.actions.attention.ValueOutputAction`).
 
 Which symmetries apply comes from the architecture (:mod:`paramsym.alignment.arch`): a requested
@@ -66,7 +66,7 @@ def _catalogue_text(kind: str) -> str:
         if k == kind:
             return text
     return {"attention.query_key": "per-head GL(d_k) on (W_Q, W_K): W_Q,h ↦ A W_Q,h, W_K,h ↦ A⁻ᵀ W_K,h "
-                                   "(QueryKeyAction; without rotary embeddings).",
+                                   "(QueryKeyAction; under rotary embeddings A in the rotary commutant).",
             "attention.value_output": "per-head GL(d_v) on (W_V, W_O): W_V,h ↦ B W_V,h, W_O[:, h] ↦ W_O[:, h] B⁻¹ "
                                       "(ValueOutputAction)."}.get(kind, kind)
 
@@ -83,8 +83,7 @@ def resolve_symmetries(arch: Architecture, requested: Sequence[str] | None) -> l
         "rescaling": (arch.rescalable, f"positive rescaling needs a positively homogeneous activation between linear "
                       f"layers (ReLU, LeakyReLU, PReLU; catalogue: {_catalogue_text('rescaling')[:60]}…); this model's "
                       f"activation is {arch.activation!r}"),
-        "attention": (bool(arch.attention), "per-head GL alignment needs attention layers without rotary embeddings "
-                      "(an MLP has none; with rotary, only the rotary commutant acts)"),
+        "attention": (bool(arch.attention), "per-head GL alignment needs attention layers (an MLP has none)"),
     }
     if requested is None:
         return [s for s, (ok, _) in applicable.items() if ok]

@@ -14,7 +14,7 @@ a model of a given architecture,
   divides its ``"out"`` entries by ``c_i`` (:class:`~paramsym.actions.RescalingAction`), which
   is exact only behind a positively homogeneous activation (``rescalable``);
 * its **attention layers** (:class:`~paramsym.models.adapters.AttentionLayout`), whose per-head
-  GL(d_k) on (W_Q, W_K) and GL(d_v) on (W_V, W_O) are
+  GL(d_k) on (W_Q, W_K) (the rotary commutant under rotary embeddings) and GL(d_v) on (W_V, W_O) are
   :class:`~paramsym.actions.attention.QueryKeyAction` and
   :class:`~paramsym.actions.attention.ValueOutputAction`;
 * the **function** ``forward(params, x) -> logits`` used to evaluate losses along a path.
@@ -24,7 +24,8 @@ biases, with one elementwise activation between them; e.g. :func:`paramsym.model
 :func:`hf_architecture` (a Hugging Face model, through :func:`paramsym.models.adapters.adapt`).
 Which symmetries apply is decided from the catalogue's predicates: permutations for any
 elementwise activation, rescaling when :func:`~paramsym.actions.linear.check_homogeneous`
-accepts the activation, attention GL when the adapter reports no rotary embedding.
+accepts the activation, attention on every layer (GL(d_k) on query/key, or the rotary commutant
+when the adapter reports rotary embeddings; GL(d_v) on value/output).
 """
 
 from __future__ import annotations
@@ -208,8 +209,8 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
 
     Unit groups per layer: the FFN units (rows of ``up``/``gate`` with their biases, columns of
     ``down``) and — when every query head has its own key/value head — the attention heads (query,
-    key, value rows and biases, output columns of each head). Attention GL layers: every layer
-    without rotary embedding. FFN units are rescalable only behind a homogeneous activation.
+    key, value rows and biases, output columns of each head). Attention layers: every layer (query/key
+    by GL(d_k), or by the rotary commutant under rotary embeddings). FFN units are rescalable only behind a homogeneous activation.
     ``forward(params, x)`` is the model's logits (or last hidden state) at the last position,
     restricted to the first ``n_classes`` entries (``arch.info["n_classes"]``, may be set later).
     """
@@ -248,8 +249,7 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
                     hm.append(Member(proj.bias, proj.bias_positions(torch.arange(H * d)).reshape(H, d), "in"))
             hm.append(Member(att.o.weight, _unit_positions(att.o, H, d, "cols"), "out"))
             groups.append(UnitGroup(f"{att.module}.heads", "head_permutation", H, tuple(hm)))
-        if att.rotary_dim == 0:
-            attention.append(att)
+        attention.append(att)
 
     residual = _gpt2_residual(params, layout) if layout.model_type == "gpt2" else None
     if residual is not None:

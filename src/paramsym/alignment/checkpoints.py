@@ -99,7 +99,7 @@ class StreamRotation:
 
 def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: int = 0,
              max_sweeps: int = 100, attention: Sequence[Any] = (), rotation_axes: Mapping[str, int] | None = None,
-             max_condition: float = 1e2, max_rounds: int = 5,
+             max_condition: float = 1e2, max_rounds: int = 10,
              rtol: float = 1e-6) -> tuple[dict[str, Tensor], dict[str, Any]]:
     """Align ``b`` to ``a`` over the permutation group ``spec`` (any object with ``perms`` and
     ``axes`` — :class:`paramsym.census.permspec.PermutationSpec`, built by
@@ -120,7 +120,8 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
        other axes than ``M``, so they commute — for at most ``max_rounds`` rounds or until a
        round lowers ``d`` by less than ``rtol`` times its value before alignment.
     3. ``attention`` (``attention``: the traced attention layouts): per key/value head
-       ``GL(d_k)`` on query/key (layers without rotary embeddings) and ``GL(d_v)`` on
+       ``GL(d_k)`` on query/key (the rotary commutant under rotary embeddings: ``GL(m, ℂ)`` per
+       frequency class of rotated pairs, ``GL`` on the non-rotated dimensions) and ``GL(d_v)`` on
        value/output (:func:`~paramsym.alignment.matching.match_head_gl`: never above the
        identity's value; elements of condition number ≤ ``max_condition``), from the start of
        stage 2 (its embedding-only rotation; the permutation stage without rotation), in rounds
@@ -164,7 +165,7 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
 
     def heads(p: dict[str, Tensor], conds: list[float]) -> dict[str, Tensor]:
         for layout in attention:
-            qk, vo = match_head_gl(a64, p, layout, query_key=not layout.rotary_dim, max_condition=max_condition)
+            qk, vo = match_head_gl(a64, p, layout, max_condition=max_condition)
             conds += [float(torch.linalg.cond(m)) for m in ([] if qk is None else [qk]) + [vo]]
             p = apply_attention(p, layout, qk, vo)
         return p
@@ -203,7 +204,9 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
         start = heads(start, conds)
         consider("attention", descend(start, steps, "attention_rounds"))
         info["attention_max_condition"] = max(conds, default=1.0)
-        info["attention_query_key_layers"] = sum(1 for layout in attention if not layout.rotary_dim)
+        info["attention_query_key_layers"] = len(attention)
+        info["attention_query_key"] = {"gl": sum(1 for layout in attention if not layout.rotary_dim),
+                                       "rotary_commutant": sum(1 for layout in attention if layout.rotary_dim)}
     del start
     info["kept"] = kept
     out = {k: cur[k].to(b[k].dtype) for k in b}

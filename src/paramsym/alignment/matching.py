@@ -1,4 +1,4 @@
-"""Weight matching modulo exact symmetries: permutations, positive rescalings, per-head GL.
+"""Weight matching modulo exact symmetries: permutations, positive rescalings, per-head GL / rotary commutant.
 
 All three minimise the same weight distance ``‖θ_A − g·θ_B‖²`` over one factor of the group at a
 time (block coordinate descent, so the distance never increases):
@@ -36,6 +36,13 @@ time (block coordinate descent, so the distance never increases):
   ``(O_Aᵀ O_A) B + B (V_B V_Bᵀ) = V_A V_Bᵀ + O_Aᵀ O_B``. The solution is applied to B through
   the catalogue actions, so the function of B is unchanged whatever ``M`` is (up to rounding,
   which grows with ``cond(M)``).
+* **Under rotary embeddings** query/key ``M`` must commute with every rotation: the rotary
+  commutant, block diagonal over the frequency classes of rotated pairs ``(p, p + r/2)`` and the
+  non-rotated dimensions (:func:`~paramsym.actions.attention.rotary_pair_classes`). ``f`` is the
+  sum of the blocks' objectives; a class is the same problem over ``ℂ`` (rows
+  ``X[p] + i·X[p + r/2]``, ``M ∈ GL(m, ℂ)``, ``ᵀ`` read as ``ᴴ``: unitary Procrustes, the
+  complex Sylvester equation, L-BFGS on real and imaginary parts), the non-rotated block the real
+  one (:func:`_query_key_element`).
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..actions.attention import rotary_pair_classes
 from ..models.adapters import AttentionLayout
 from .arch import UnitGroup
 
@@ -254,57 +262,108 @@ def _sylvester(left: Tensor, right: Tensor, rhs: Tensor) -> Tensor | None:
 
 
 def _procrustes(src: Tensor, dst: Tensor) -> Tensor:
-    """``argmin_{R ∈ O(d)} ‖R src − dst‖_F`` (``R = U Vᵀ`` for ``dst srcᵀ = U Σ Vᵀ``)."""
-    u, _, vt = torch.linalg.svd(dst @ src.T)
+    """``argmin_{R ∈ O(d)} ‖R src − dst‖_F`` (``R = U Vᴴ`` for ``dst srcᴴ = U Σ Vᴴ``; unitary ``R`` for complex input)."""
+    u, _, vt = torch.linalg.svd(dst @ src.mH)
     return u @ vt
 
 
+def _sq(r: Tensor) -> Tensor:
+    """``‖r‖²_F`` (real or complex)."""
+    return (r * r.conj()).real.sum()
+
+
 def _head_objective(m: Tensor, xb: Tensor, xa: Tensor, yb: Tensor, ya: Tensor, inverse_transpose: bool) -> Tensor:
-    """``‖M X_B − X_A‖² + ‖M⁻ᵀ Y_B − Y_A‖²`` (QK) or ``‖M X_B − X_A‖² + ‖Y_B M⁻¹ − Y_A‖²`` (VO)."""
+    """``‖M X_B − X_A‖² + ‖M⁻ᴴ Y_B − Y_A‖²`` (QK) or ``‖M X_B − X_A‖² + ‖Y_B M⁻¹ − Y_A‖²`` (VO);
+    ``ᴴ = ᵀ`` for real ``M``."""
     if inverse_transpose:
-        other = torch.linalg.solve(m.T, yb)
+        other = torch.linalg.solve(m.mH, yb)
     else:
-        other = torch.linalg.solve(m.T, yb.T).T
-    return ((m @ xb - xa) ** 2).sum() + ((other - ya) ** 2).sum()
+        other = torch.linalg.solve(m.mH, yb.mH).mH
+    return _sq(m @ xb - xa) + _sq(other - ya)
 
 
 def _best_head_element(xa: Tensor, xb: Tensor, ya: Tensor, yb: Tensor, qk: bool, max_condition: float,
                        refine_steps: int) -> Tensor:
     """The head's GL element: the best of identity, orthogonal Procrustes and the Sylvester solution
-    under the true objective (:func:`_head_objective`), refined by L-BFGS when that lowers it."""
+    under the true objective (:func:`_head_objective`), refined by L-BFGS when that lowers it.
+
+    Real input: ``M ∈ GL(d, ℝ)``. Complex input (a rotary frequency class,
+    :func:`_query_key_element`): ``M ∈ GL(m, ℂ)`` with ``ᵀ`` read as ``ᴴ`` throughout (unitary
+    Procrustes; the Sylvester equation with conjugate transposes; L-BFGS on the real and
+    imaginary parts) — the same problem, as ``‖·‖²`` of a complex matrix is that of its real
+    representation."""
     d = xa.shape[0]
-    # orthogonal M: M⁻ᵀ = M, so both terms are one Procrustes problem on stacked columns
-    stack_b = torch.cat([xb, yb if qk else yb.T], dim=1)
-    stack_a = torch.cat([xa, ya if qk else ya.T], dim=1)
-    cands = [torch.eye(d, dtype=torch.float64), _procrustes(stack_b, stack_a)]
-    if qk:  # (Y_A Y_Aᵀ) M + M (X_B X_Bᵀ) = X_A X_Bᵀ + Y_A Y_Bᵀ
-        syl = _sylvester(ya @ ya.T, xb @ xb.T, xa @ xb.T + ya @ yb.T)
-    else:  # (Y_Aᵀ Y_A) M + M (X_B X_Bᵀ) = X_A X_Bᵀ + Y_Aᵀ Y_B
-        syl = _sylvester(ya.T @ ya, xb @ xb.T, xa @ xb.T + ya.T @ yb)
+    # orthogonal (unitary) M: M⁻ᴴ = M, so both terms are one Procrustes problem on stacked columns
+    stack_b = torch.cat([xb, yb if qk else yb.mH], dim=1)
+    stack_a = torch.cat([xa, ya if qk else ya.mH], dim=1)
+    cands = [torch.eye(d, dtype=xa.dtype), _procrustes(stack_b, stack_a)]
+    if qk:  # (Y_A Y_Aᴴ) M + M (X_B X_Bᴴ) = X_A X_Bᴴ + Y_A Y_Bᴴ
+        syl = _sylvester(ya @ ya.mH, xb @ xb.mH, xa @ xb.mH + ya @ yb.mH)
+    else:  # (Y_Aᴴ Y_A) M + M (X_B X_Bᴴ) = X_A X_Bᴴ + Y_Aᴴ Y_B
+        syl = _sylvester(ya.mH @ ya, xb @ xb.mH, xa @ xb.mH + ya.mH @ yb)
     if syl is not None and float(torch.linalg.cond(syl)) <= max_condition:
         cands.append(syl)
     vals = [float(_head_objective(c, xb, xa, yb, ya, qk)) for c in cands]
     best = cands[min(range(len(cands)), key=vals.__getitem__)]
     best_val = min(vals)
     if refine_steps > 0 and best_val > 1e-24:
-        m = best.clone().requires_grad_(True)
-        opt = torch.optim.LBFGS([m], max_iter=refine_steps, line_search_fn="strong_wolfe")
+        cplx = best.is_complex()
+        par = (torch.view_as_real(best) if cplx else best).clone().requires_grad_(True)
+        as_m = torch.view_as_complex if cplx else (lambda t: t)
+        opt = torch.optim.LBFGS([par], max_iter=refine_steps, line_search_fn="strong_wolfe")
 
         def closure():
             opt.zero_grad()
-            f = _head_objective(m, xb, xa, yb, ya, qk)
+            f = _head_objective(as_m(par), xb, xa, yb, ya, qk)
             f.backward()
             return f
 
         try:
             opt.step(closure)
-            cand = m.detach()
+            cand = as_m(par.detach())
             val = float(_head_objective(cand, xb, xa, yb, ya, qk))
             if val < best_val and float(torch.linalg.cond(cand)) <= max_condition:
                 best = cand
         except (RuntimeError, torch.linalg.LinAlgError):  # singular iterate: keep the closed-form candidate
             pass
     return best
+
+
+def _query_key_element(xa: Tensor, xb: Tensor, ya: Tensor, yb: Tensor, layout: AttentionLayout,
+                       max_condition: float, refine_steps: int) -> Tensor:
+    """The key/value head's query/key element ``M`` (``d × d``, float64) in the layer's group.
+
+    Without rotary embeddings ``M ∈ GL(d_k)`` (:func:`_best_head_element` on the whole head).
+    Under rotary embeddings ``M`` must commute with every rotation ``R(pos)``: the **rotary
+    commutant** (:class:`~paramsym.actions.attention.QueryKeyAction`, the census's
+    ``attention.query_key.rotary_commutant``), block diagonal over
+    :func:`~paramsym.actions.attention.rotary_pair_classes`. A class of ``m`` pairs
+    ``(i_p, j_p) = (p, p + r/2)`` is ``GL(m, ℂ)`` on the complex rows ``Z = X[i] + i·X[j]``
+    (``M[i, i] = M[j, j] = Re W``, ``M[j, i] = Im W``, ``M[i, j] = −Im W``; for ``m = 1`` the
+    block ``[[a, −b], [b, a]]``, a complex scalar ``a + ib``), and ``M⁻ᵀ`` is the block of
+    ``W⁻ᴴ``; the non-rotated dimensions (beyond ``rotary_dim`` under partial rotary, or of a zero
+    frequency) get full ``GL``. Rows of different blocks never mix, so the head's objective
+    ``‖M X_B − X_A‖² + ‖M⁻ᵀ Y_B − Y_A‖²`` is the sum of the blocks' objectives, each minimised by
+    :func:`_best_head_element` (complex for a class, real for the non-rotated block) — never above
+    its value at the identity. The conditioning guard ``cond ≤ max_condition`` applies per block:
+    rounding of a transformed row depends only on its own block's element.
+    """
+    if not layout.rotary_dim:
+        return _best_head_element(xa, xb, ya, yb, True, max_condition, refine_steps)
+    d, half = layout.head_dim, layout.rotary_dim // 2
+    classes, passive = rotary_pair_classes(d, layout.rotary_dim, layout.rotary_freqs)
+    m = torch.zeros(d, d, dtype=torch.float64)
+    for cls in classes:
+        i = torch.tensor(cls)
+        j = i + half
+        w = _best_head_element(*(torch.complex(x[i], x[j]) for x in (xa, xb, ya, yb)), True, max_condition,
+                               refine_steps)
+        m[i[:, None], i] = m[j[:, None], j] = w.real
+        m[j[:, None], i], m[i[:, None], j] = w.imag, -w.imag
+    if passive:
+        p = torch.tensor(passive)
+        m[p[:, None], p] = _best_head_element(xa[p], xb[p], ya[p], yb[p], True, max_condition, refine_steps)
+    return m
 
 
 def match_attention(a: Mapping[str, Tensor], b: Mapping[str, Tensor], layout: AttentionLayout, *,
@@ -356,22 +415,25 @@ def _kv_group_rows(params: Mapping[str, Tensor], layout: AttentionLayout, g: int
 def match_head_gl(a: Mapping[str, Tensor], b: Mapping[str, Tensor], layout: AttentionLayout, *,
                   query_key: bool = True, max_condition: float = 1e2,
                   refine_steps: int = 50) -> tuple[Tensor | None, Tensor]:
-    """Per key/value head ``g`` the GL elements aligning B to A, grouped-query layers included.
+    """Per key/value head ``g`` the elements aligning B to A, grouped-query layers included.
 
-    Query/key (only when ``query_key``; not under rotary embeddings): ``M_g ∈ GL(d_k)`` acts by
-    ``Q_h ↦ M_g Q_h`` for every query head ``h`` reading key head ``g`` and ``K_g ↦ M_g⁻ᵀ K_g``
-    (rows with bias), leaving every score ``q_hᵀ k_g = (M q_h)ᵀ (M⁻ᵀ k_g)`` unchanged; chosen by
-    :func:`_best_head_element` on ``f(M) = ‖M X_B − X_A‖² + ‖M⁻ᵀ K_B − K_A‖²`` with
-    ``X = [Q_h₁ | … | Q_h_G]`` (the module docstring's candidates: identity, Procrustes,
-    Sylvester, refined). Value/output: ``B_g ∈ GL(d_v)``, ``V_g ↦ B_g V_g``, ``O_h ↦ O_h B_g⁻¹``
-    for the query heads of ``g``, on ``f(B) = ‖B V_B − V_A‖² + ‖Y_B B⁻¹ − Y_A‖²`` with
-    ``Y = [O_h₁; …; O_h_G]``. Neither ``f`` exceeds its value at the identity; elements with
+    Query/key (when ``query_key``): ``M_g`` acts by ``Q_h ↦ M_g Q_h`` for every query head ``h``
+    reading key head ``g`` and ``K_g ↦ M_g⁻ᵀ K_g`` (rows with bias), leaving every score
+    ``q_hᵀ k_g = (M q_h)ᵀ (M⁻ᵀ k_g)`` unchanged; ``M_g ∈ GL(d_k)`` without rotary embeddings,
+    the rotary commutant with them (:func:`_query_key_element`: ``GL(m, ℂ)`` per frequency class
+    of ``m`` rotated pairs, ``GL`` on the non-rotated dimensions — the group the census verifies);
+    chosen on ``f(M) = ‖M X_B − X_A‖² + ‖M⁻ᵀ K_B − K_A‖²`` with ``X = [Q_h₁ | … | Q_h_G]`` (the
+    module docstring's candidates: identity, Procrustes, Sylvester, refined; per block under
+    rotary). Value/output: ``B_g ∈ GL(d_v)`` (rotary embeddings never touch values),
+    ``V_g ↦ B_g V_g``, ``O_h ↦ O_h B_g⁻¹`` for the query heads of ``g``, on
+    ``f(B) = ‖B V_B − V_A‖² + ‖Y_B B⁻¹ − Y_A‖²`` with ``Y = [O_h₁; …; O_h_G]``. Neither ``f``
+    exceeds its value at the identity; elements (blocks, under rotary) with
     ``cond > max_condition`` are not taken (rounding of the transformed weights grows with it).
 
     Returns:
         ``(g_QK or None, g_VO)``: block-diagonal ``H_kv d × H_kv d`` (block ``g`` = the element of
         key/value head ``g``), the group elements of
-        :class:`~paramsym.actions.attention.QueryKeyAction` and
+        :class:`~paramsym.actions.attention.QueryKeyAction` (``algebra="auto"``) and
         :class:`~paramsym.actions.attention.ValueOutputAction` (apply them through those actions).
     """
     qk, vo = [], []
@@ -379,6 +441,6 @@ def match_head_gl(a: Mapping[str, Tensor], b: Mapping[str, Tensor], layout: Atte
         qa, ka, va, oa = _kv_group_rows(a, layout, g)
         qb, kb, vb, ob = _kv_group_rows(b, layout, g)
         if query_key:
-            qk.append(_best_head_element(qa, qb, ka, kb, True, max_condition, refine_steps))
+            qk.append(_query_key_element(qa, qb, ka, kb, layout, max_condition, refine_steps))
         vo.append(_best_head_element(va, vb, oa, ob, False, max_condition, refine_steps))
     return (torch.block_diag(*qk) if query_key else None), torch.block_diag(*vo)
