@@ -11,7 +11,8 @@ A and B are ``.safetensors`` files of an MLP chain (weights ``X.weight`` (out ×
 ``X.bias``) or Hugging Face ``save_pretrained`` directories of the same architecture. B is
 aligned to A by Git Re-Basin weight matching (permutations of hidden units / FFN units / heads),
 then by the continuous symmetries that apply (positive rescaling behind ReLU-like activations,
-per-head GL(d_k)/GL(d_v) in attention); the loss along ``(1−α)θ_A + αθ_B`` is measured before,
+per-head GL(d_k)/GL(d_v) in attention, the rotary commutant on query/key under rotary
+embeddings); the loss along ``(1−α)θ_A + αθ_B`` is measured before,
 after permutations and after all symmetries (:mod:`paramsym.alignment`). ``--json`` prints
 ``barrier_before``, ``barrier_permutation``, ``barrier_full`` (test-loss barriers; ``*_train``
 on the training split), ``function_error`` (aligned B vs B, relative output difference) and the
@@ -45,7 +46,8 @@ def register(subparsers) -> None:
     p.add_argument("--symmetries", default=None,
                    help="comma-separated subset of permutation,rescaling,attention (default: all that apply); "
                         "with --census-groups: of permutation,rotation,attention (default permutation,attention; "
-                        "rotation: RMSNorm LMs, writes norm-folded models)")
+                        "rotation: RMSNorm LMs, writes norm-folded models); attention: per-head GL(d_v) on "
+                        "value/output and GL(d_k) on query/key, the rotary commutant under rotary embeddings")
     p.add_argument("--data", default=None, help="evaluation data: auto, digits, modadd:P (files only; default auto)")
     p.add_argument("--activation", default=None, help="activation of an MLP given as safetensors (default relu)")
     p.add_argument("--width", default=None, help="preset hidden width (digits-mlp) / n_embd (modadd)")
@@ -187,7 +189,7 @@ def census_plan(model, seed: int = 0, symmetries=None) -> dict:
 
 def _census_groups(args: argparse.Namespace, threads: int) -> int:
     """``--census-groups``: align two HF checkpoints over the census's whole group (permutations,
-    the residual rotation of folded RMSNorm models, per-head GL)."""
+    the residual rotation of folded RMSNorm models, per-head GL / rotary commutant)."""
     from pathlib import Path
 
     import torch
