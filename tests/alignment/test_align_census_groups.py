@@ -175,6 +175,21 @@ def test_continuous_groups_lower_the_distance_of_independently_perturbed_models(
         assert _rel(_output(got(**inputs)), _output(b_model(**inputs))) <= 1e-5
 
 
+def _assert_commutes_with_rotations(gqk, layout):
+    """Every key/value head block of ``gqk`` commutes with the rotary rotations ``R(t)``: pair
+    ``(p, p + r/2)`` turned by ``t·freq_p`` (HF's ``rotate_half``), the other dimensions fixed."""
+    d, half = layout.head_dim, layout.rotary_dim // 2
+    for t in (1.0, 7.0):
+        R = torch.eye(d, dtype=torch.float64)
+        for p in range(half):
+            c, s = torch.cos(torch.tensor(t * layout.rotary_freqs[p])), torch.sin(torch.tensor(t * layout.rotary_freqs[p]))
+            R[p, p] = R[p + half, p + half] = c
+            R[p + half, p], R[p, p + half] = s, -s
+        for h in range(layout.num_kv_heads):
+            m = gqk[h * d:(h + 1) * d, h * d:(h + 1) * d]
+            assert torch.allclose(m @ R, R @ m, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", ["llama", "gpt_neox"])
 def test_planted_rotary_commutant_is_recovered_and_commutes_with_every_rotation(name):
     """Full rotary with grouped-query heads (llama: 4 query heads on 2 key/value heads) and partial
@@ -198,22 +213,44 @@ def test_planted_rotary_commutant_is_recovered_and_commutes_with_every_rotation(
         gqk, gvo = match_head_gl(a, b, layout)
         assert torch.allclose(gqk @ g, torch.eye(g.shape[0], dtype=torch.float64), rtol=0, atol=1e-10)
         assert torch.allclose(gvo, torch.eye(g.shape[0], dtype=torch.float64), rtol=0, atol=1e-10)
-        d, half = layout.head_dim, layout.rotary_dim // 2
-        for t in (1.0, 7.0):  # R(t): pair (p, p + r/2) rotated by t·freq_p (HF's rotate_half), rest fixed
-            R = torch.eye(d, dtype=torch.float64)
-            for p in range(half):
-                c, s = torch.cos(torch.tensor(t * layout.rotary_freqs[p])), torch.sin(torch.tensor(t * layout.rotary_freqs[p]))
-                R[p, p] = R[p + half, p + half] = c
-                R[p + half, p], R[p, p + half] = s, -s
-            for h in range(layout.num_kv_heads):
-                m = gqk[h * d:(h + 1) * d, h * d:(h + 1) * d]
-                assert torch.allclose(m @ R, R @ m, rtol=0, atol=1e-12)
+        _assert_commutes_with_rotations(gqk, layout)
         b = apply_attention(b, layout, gqk, gvo)
     assert max(_rel(b[k], a[k]) for k in a if a[k].norm() > 0) <= 1e-10
     inputs = default_inputs(model, torch.Generator().manual_seed(0))
     with torch.no_grad():
         ref = _output(model(**inputs))
         assert _rel(_output(_load_into(tiny_model(name, causal_lm=True).double(), b)(**inputs)), ref) <= 1e-10
+
+
+def test_shared_and_zero_frequencies_couple_pairs():
+    """Pairs of equal frequency span ``GL(m, ℂ)`` (the complex solver with ``m = 2``) and a
+    zero-frequency pair joins the non-rotated block: a planted element of that larger commutant
+    (``exp`` of a random combination of the census's basis) is recovered to 1e-10 and the match
+    commutes with the rotations of those frequencies."""
+    import dataclasses
+
+    from paramsym.actions.attention import rotary_commutant_basis
+
+    model = tiny_model("llama", causal_lm=True).double()
+    a = _params(model)
+    lay = adapt(model).layers[0].attention
+    f = list(lay.rotary_freqs)
+    f[1], f[2] = f[0], 0.0  # pairs 0 and 1 share a frequency; pair 2 is not rotated
+    lay = dataclasses.replace(lay, rotary_freqs=tuple(f))
+    basis = rotary_commutant_basis(lay.head_dim, lay.rotary_dim, lay.rotary_freqs)
+    assert basis.shape[0] == 2 * 2 ** 2 + 5 * 2 + 2 ** 2  # one class of 2 pairs, 5 single pairs, 2 passive dims
+    gen = torch.Generator().manual_seed(9)
+    g = torch.block_diag(*[torch.linalg.matrix_exp(torch.einsum("k,kij->ij", 0.4 * torch.randn(basis.shape[0], generator=gen,
+                                                                                                 dtype=torch.float64), basis))
+                           for _ in range(lay.num_kv_heads)])
+    b = apply_attention(a, lay, g, torch.eye(g.shape[0], dtype=torch.float64))
+    assert _rel(b[lay.k.weight], a[lay.k.weight]) > 0.1
+    gqk, _ = match_head_gl(a, b, lay)
+    assert torch.allclose(gqk @ g, torch.eye(g.shape[0], dtype=torch.float64), rtol=0, atol=1e-10)
+    _assert_commutes_with_rotations(gqk, lay)
+    half = lay.rotary_dim // 2  # pairs 0, 1 coupled; the zero-frequency pair's dims by full GL; nothing across
+    assert float(gqk[0, 1].abs()) > 1e-3 and float((gqk[2, 2 + half] + gqk[2 + half, 2]).abs()) > 1e-3  # not [[a, −b], [b, a]]
+    assert float(gqk[2, 3].abs()) == 0.0
 
 
 def test_adapter_path_aligns_rotary_heads():
