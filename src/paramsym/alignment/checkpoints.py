@@ -123,9 +123,10 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
        ``GL(d_k)`` on query/key (the rotary commutant under rotary embeddings: ``GL(m, ℂ)`` per
        frequency class of rotated pairs, ``GL`` on the non-rotated dimensions) and ``GL(d_v)`` on
        value/output (:func:`~paramsym.alignment.matching.match_head_gl`: never above the
-       identity's value; elements of condition number ≤ ``max_condition``), from the start of
-       stage 2 (its embedding-only rotation; the permutation stage without rotation), in rounds
-       of (head GL, Procrustes, permutation matching). It does not start from stage 2's end:
+       identity's value; elements — under rotary, each block — of condition number
+       ≤ ``max_condition``), from the start of stage 2 (its embedding-only rotation; the
+       permutation stage without rotation), in rounds of (head GL, Procrustes, permutation
+       matching). It does not start from stage 2's end:
        there, the Procrustes over value/output tensors still carrying a GL mismatch has bent
        ``M`` away from the rotation the embeddings fix.
 
