@@ -54,7 +54,7 @@ ADDED = {("action", "kind"): "direct", ("action", "flow_steps"): 4, ("action", "
 MINILM_RECIPE = {("action", "theta_scale"): "move", ("objective", "output_scale"): "motion"}
 MINILM_RETUNED = {("train", "steps"): (3000, 500), ("train", "checkpoint_every"): (500, 250)}
 #: fields added to the transformer experiment's configuration (issue 17: several units), with their defaults
-TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16}
+TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16, "flow_seeds": None}
 
 
 def _without_added(cfg: dict, recipe: bool = True) -> dict:

@@ -75,6 +75,8 @@ class TransformerDiscoveryConfig:
     #: 3's unit (seed 0, 600 steps, hybrid), ratio random 30 at k = N vs 994 at k = 2N
     compensators: int | None = 32
     tokens: int = 16  #: prefix length N
+    #: seeds of the ``flow`` variant (null: ``seeds``); the flow costs ~4× the direct map per step
+    flow_seeds: list[int] | None = None
     steps: int | None = None
     samples: int = 32  #: group elements for the whole-model drift and stored-weight composition
     #: group-element radius of the evaluation: the paper's, the recipe's training radius
@@ -89,6 +91,10 @@ class TransformerDiscoveryConfig:
 
     def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
         self.overrides = DiscoverOverrides.of(self.overrides)
+
+    def seeds_of(self, variant: str) -> list[int]:
+        """The seeds of ``variant`` (``flow_seeds`` for ``flow`` when given, else ``seeds``)."""
+        return list(self.flow_seeds) if variant == "flow" and self.flow_seeds is not None else list(self.seeds)
 
     @classmethod
     def quick(cls) -> TransformerDiscoveryConfig:
@@ -111,6 +117,9 @@ class TransformerDiscoveryConfig:
             raise ConfigError(f"compensators must be an integer ≥ 1 (≥ tokens) or null; received {self.compensators!r}.")
         if not (isinstance(self.tokens, int) and self.tokens >= 1):
             raise ConfigError(f"tokens must be an integer ≥ 1; received {self.tokens!r}.")
+        if self.flow_seeds is not None and not (self.flow_seeds and set(self.flow_seeds) <= set(self.seeds)):
+            raise ConfigError(f"flow_seeds must be a nonempty subset of seeds {self.seeds} (the flow is compared with the "
+                              f"direct map on the same seeds) or null; received {self.flow_seeds}.")
         if not self.seeds or self.samples < 1:
             raise ConfigError(f"seeds must be nonempty and samples ≥ 1; received seeds={self.seeds}, "
                               f"samples={self.samples}.")
@@ -219,7 +228,7 @@ def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | No
         beta = None if betas is None else betas.get(label)
         for variant in cfg.variants:
             objective, extra = _objective(variant)
-            for seed in cfg.seeds:
+            for seed in cfg.seeds_of(variant):
                 out[f"{label}-{variant}-seed{seed}"] = resolve_discover_config(
                     PRESET, objective, seed, cfg.steps, device="cpu", overrides=_with_beta(cfg, beta) | extra)
     return out
@@ -275,7 +284,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
         per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
         for variant in cfg.variants:
             objective, extra = _objective(variant)
-            for seed in cfg.seeds:
+            for seed in cfg.seeds_of(variant):
                 name = f"{label}-{variant}-seed{seed}"
                 action, info = train_learned(pr, objective, out=RunDir(out.path / name), seed=seed, steps=cfg.steps,
                                              overrides=_with_beta(cfg, betas[label]) | extra, progress=progress,
