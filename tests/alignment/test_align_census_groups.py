@@ -253,6 +253,19 @@ def test_shared_and_zero_frequencies_couple_pairs():
     assert float(gqk[2, 3].abs()) == 0.0
 
 
+def test_census_groups_cli_reports_the_rotary_commutant(tmp_path, capsys):
+    """The CLI on two Llama checkpoints says which query/key group it aligned, in its text and in
+    alignment.json, and the attention stage lowers the distance of two independent inits."""
+    tiny_model("llama", causal_lm=True).save_pretrained(tmp_path / "A")
+    tiny_model("llama", seed=1, causal_lm=True).save_pretrained(tmp_path / "B")
+    capsys.readouterr()
+    assert main(["align", str(tmp_path / "A"), str(tmp_path / "B"), "--census-groups", "--out", str(tmp_path / "o")]) == 0
+    assert "rotary commutant on 2" in capsys.readouterr().out
+    info = json.loads((tmp_path / "o" / "alignment.json").read_text())
+    assert info["attention_query_key"] == {"gl": 0, "rotary_commutant": 2}
+    assert info["distance"]["attention"] < info["distance"]["permutation"]
+
+
 def test_adapter_path_aligns_rotary_heads():
     """``paramsym align`` without ``--census-groups`` (the adapter's architecture): a Llama's
     rotary layers are attention layers too; a planted rotary-commutant × GL(d_v) element is undone."""

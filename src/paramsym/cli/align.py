@@ -213,9 +213,12 @@ def _census_groups(args: argparse.Namespace, threads: int) -> int:
     info = align_checkpoints(ma, mb, spec, args.out, seed=seed, attention=plan["attention"], rotation=plan["rotation"])
     info |= {"A": models[0], "B": models[1], "log10_order": spec.log10_order(), "omitted": spec.omitted,
              "symmetries": plan["symmetries"]}
+    qk = info.get("attention_query_key")
+    syms = [s if s != "attention" or not qk else f"attention (query/key: GL(d_k) on {qk['gl']} layers, rotary "
+            f"commutant on {qk['rotary_commutant']})" for s in plan["symmetries"][1:]]
     print(json.dumps(info, indent=1) if args.json else
           f"aligned B to A over {len(info['perms'])} permutation groups (log10 order {info['log10_order']:.1f})"
-          f"{' and ' + ', '.join(plan['symmetries'][1:]) if len(plan['symmetries']) > 1 else ''}: distance "
+          f"{' and ' + ', '.join(syms) if syms else ''}: distance "
           + " -> ".join(f"{v:.4g}" for v in info["distance"].values()) + f" ({', '.join(info['distance'])}); wrote "
           f"{info['aligned_b']} and {info['merged']}")
     return 0
