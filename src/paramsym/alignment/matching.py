@@ -41,8 +41,8 @@ time (block coordinate descent, so the distance never increases):
   non-rotated dimensions (:func:`~paramsym.actions.attention.rotary_pair_classes`). ``f`` is the
   sum of the blocks' objectives; a class is the same problem over ``ℂ`` (rows
   ``X[p] + i·X[p + r/2]``, ``M ∈ GL(m, ℂ)``, ``ᵀ`` read as ``ᴴ``: unitary Procrustes, the
-  complex Sylvester equation, L-BFGS on real and imaginary parts), the non-rotated block the real
-  one (:func:`_query_key_element`).
+  complex Sylvester equation, L-BFGS on real and imaginary parts; the classes of one size solved
+  as one batch), the non-rotated block the real one (:func:`_query_key_element`).
 """
 
 from __future__ import annotations
@@ -254,27 +254,34 @@ def _head_rows(params: Mapping[str, Tensor], proj, rows: list[int], bias: bool =
     return w
 
 
-def _sylvester(left: Tensor, right: Tensor, rhs: Tensor) -> Tensor | None:
-    from scipy.linalg import solve_sylvester
+def _sylvester(left: Tensor, right: Tensor, rhs: Tensor) -> Tensor:
+    """Solutions ``X`` of ``left X + X right = rhs`` for a batch ``(n, m, m)`` (``X = rhs / (left + right)``
+    for ``m = 1``); a problem without a finite solution gets NaN."""
+    if left.shape[-1] == 1:
+        x = rhs / (left + right)
+    else:
+        from scipy.linalg import solve_sylvester
 
-    x = torch.as_tensor(solve_sylvester(left.numpy(), right.numpy(), rhs.numpy()))
-    return x if bool(torch.isfinite(x).all()) else None
+        x = torch.stack([torch.as_tensor(solve_sylvester(a.numpy(), b.numpy(), c.numpy()))
+                         for a, b, c in zip(left, right, rhs)])
+    return torch.where(torch.isfinite(x).flatten(1).all(1)[:, None, None], x, torch.full_like(x, float("nan")))
 
 
 def _procrustes(src: Tensor, dst: Tensor) -> Tensor:
-    """``argmin_{R ∈ O(d)} ‖R src − dst‖_F`` (``R = U Vᴴ`` for ``dst srcᴴ = U Σ Vᴴ``; unitary ``R`` for complex input)."""
+    """``argmin_{R ∈ O(d)} ‖R src − dst‖_F`` (``R = U Vᴴ`` for ``dst srcᴴ = U Σ Vᴴ``; unitary ``R`` for
+    complex input; batched over leading dimensions)."""
     u, _, vt = torch.linalg.svd(dst @ src.mH)
     return u @ vt
 
 
 def _sq(r: Tensor) -> Tensor:
-    """``‖r‖²_F`` (real or complex)."""
-    return (r * r.conj()).real.sum()
+    """``‖r‖²_F`` over the last two dimensions (real or complex)."""
+    return (r * r.conj()).real.sum((-2, -1))
 
 
 def _head_objective(m: Tensor, xb: Tensor, xa: Tensor, yb: Tensor, ya: Tensor, inverse_transpose: bool) -> Tensor:
     """``‖M X_B − X_A‖² + ‖M⁻ᴴ Y_B − Y_A‖²`` (QK) or ``‖M X_B − X_A‖² + ‖Y_B M⁻¹ − Y_A‖²`` (VO);
-    ``ᴴ = ᵀ`` for real ``M``."""
+    ``ᴴ = ᵀ`` for real ``M``; one value per problem of the batch."""
     if inverse_transpose:
         other = torch.linalg.solve(m.mH, yb)
     else:
@@ -291,40 +298,53 @@ def _best_head_element(xa: Tensor, xb: Tensor, ya: Tensor, yb: Tensor, qk: bool,
     :func:`_query_key_element`): ``M ∈ GL(m, ℂ)`` with ``ᵀ`` read as ``ᴴ`` throughout (unitary
     Procrustes; the Sylvester equation with conjugate transposes; L-BFGS on the real and
     imaginary parts) — the same problem, as ``‖·‖²`` of a complex matrix is that of its real
-    representation."""
-    d = xa.shape[0]
+    representation. Inputs may carry a leading batch dimension of independent problems (``(n, d, ·)``
+    → ``(n, d, d)``): each is chosen on its own objective; L-BFGS runs once on their sum (separable,
+    so its gradient is each problem's own), and a refined element is kept per problem only where it
+    lowers that problem's objective with ``cond ≤ max_condition``.
+    """
+    if xa.dim() == 2:
+        return _best_head_element(xa[None], xb[None], ya[None], yb[None], qk, max_condition, refine_steps)[0]
+    n, d = xa.shape[:2]
     # orthogonal (unitary) M: M⁻ᴴ = M, so both terms are one Procrustes problem on stacked columns
-    stack_b = torch.cat([xb, yb if qk else yb.mH], dim=1)
-    stack_a = torch.cat([xa, ya if qk else ya.mH], dim=1)
-    cands = [torch.eye(d, dtype=xa.dtype), _procrustes(stack_b, stack_a)]
+    stack_b = torch.cat([xb, yb if qk else yb.mH], dim=-1)
+    stack_a = torch.cat([xa, ya if qk else ya.mH], dim=-1)
+    eye = torch.eye(d, dtype=xa.dtype).expand(n, d, d)
+    cands = [eye, _procrustes(stack_b, stack_a)]
     if qk:  # (Y_A Y_Aᴴ) M + M (X_B X_Bᴴ) = X_A X_Bᴴ + Y_A Y_Bᴴ
         syl = _sylvester(ya @ ya.mH, xb @ xb.mH, xa @ xb.mH + ya @ yb.mH)
     else:  # (Y_Aᴴ Y_A) M + M (X_B X_Bᴴ) = X_A X_Bᴴ + Y_Aᴴ Y_B
         syl = _sylvester(ya.mH @ ya, xb @ xb.mH, xa @ xb.mH + ya.mH @ yb)
-    if syl is not None and float(torch.linalg.cond(syl)) <= max_condition:
-        cands.append(syl)
-    vals = [float(_head_objective(c, xb, xa, yb, ya, qk)) for c in cands]
-    best = cands[min(range(len(cands)), key=vals.__getitem__)]
-    best_val = min(vals)
-    if refine_steps > 0 and best_val > 1e-24:
+    ok = torch.isfinite(syl).flatten(1).all(1)
+    ok[ok.clone()] = torch.linalg.cond(syl[ok]) <= max_condition
+    cands.append(torch.where(ok[:, None, None], syl, eye))  # a refused Sylvester solution: the identity again
+    vals = torch.stack([_head_objective(c, xb, xa, yb, ya, qk) for c in cands])  # (candidates, n)
+    pick = vals.argmin(0)
+    best = torch.stack(cands)[pick, torch.arange(n)]
+    best_val = vals[pick, torch.arange(n)]
+    todo = best_val > 1e-24
+    if refine_steps > 0 and bool(todo.any()):
+        sub = (xb[todo], xa[todo], yb[todo], ya[todo])
         cplx = best.is_complex()
-        par = (torch.view_as_real(best) if cplx else best).clone().requires_grad_(True)
+        par = (torch.view_as_real(best[todo]) if cplx else best[todo]).clone().requires_grad_(True)
         as_m = torch.view_as_complex if cplx else (lambda t: t)
         opt = torch.optim.LBFGS([par], max_iter=refine_steps, line_search_fn="strong_wolfe")
 
         def closure():
             opt.zero_grad()
-            f = _head_objective(as_m(par), xb, xa, yb, ya, qk)
+            f = _head_objective(as_m(par), *sub, qk).sum()
             f.backward()
             return f
 
         try:
             opt.step(closure)
             cand = as_m(par.detach())
-            val = float(_head_objective(cand, xb, xa, yb, ya, qk))
-            if val < best_val and float(torch.linalg.cond(cand)) <= max_condition:
-                best = cand
-        except (RuntimeError, torch.linalg.LinAlgError):  # singular iterate: keep the closed-form candidate
+            val = _head_objective(cand, *sub, qk)
+            keep = (val < best_val[todo]) & (torch.linalg.cond(cand) <= max_condition)
+            idx = todo.nonzero()[:, 0][keep]
+            best = best.clone()
+            best[idx] = cand[keep]
+        except (RuntimeError, torch.linalg.LinAlgError):  # singular iterate: keep the closed-form candidates
             pass
     return best
 
@@ -353,13 +373,14 @@ def _query_key_element(xa: Tensor, xb: Tensor, ya: Tensor, yb: Tensor, layout: A
     d, half = layout.head_dim, layout.rotary_dim // 2
     classes, passive = rotary_pair_classes(d, layout.rotary_dim, layout.rotary_freqs)
     m = torch.zeros(d, d, dtype=torch.float64)
-    for cls in classes:
-        i = torch.tensor(cls)
-        j = i + half
-        w = _best_head_element(*(torch.complex(x[i], x[j]) for x in (xa, xb, ya, yb)), True, max_condition,
+    for size in sorted({len(c) for c in classes}):  # the classes of one size as one batch
+        ii = torch.tensor([c for c in classes if len(c) == size])  # (n, size)
+        jj = ii + half
+        w = _best_head_element(*(torch.complex(x[ii], x[jj]) for x in (xa, xb, ya, yb)), True, max_condition,
                                refine_steps)
-        m[i[:, None], i] = m[j[:, None], j] = w.real
-        m[j[:, None], i], m[i[:, None], j] = w.imag, -w.imag
+        for i, j, wk in zip(ii, jj, w):
+            m[i[:, None], i] = m[j[:, None], j] = wk.real
+            m[j[:, None], i], m[i[:, None], j] = wk.imag, -wk.imag
     if passive:
         p = torch.tensor(passive)
         m[p[:, None], p] = _best_head_element(xa[p], xb[p], ya[p], yb[p], True, max_condition, refine_steps)
