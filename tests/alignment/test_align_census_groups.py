@@ -72,14 +72,14 @@ def _rotary_commutant(layout, gen, dtype):
     return torch.block_diag(*heads)
 
 
-def _apply_gl(params, layout, gen, rotary=True):
+def _apply_gl(params, layout, gen):
     """A random per-key/value-head GL element through the catalogue actions: GL(d_v) on value/output,
-    GL(d_k) on query/key without rotary, a rotary-commutant element with it (``rotary``)."""
+    GL(d_k) on query/key without rotary, a rotary-commutant element with it."""
     out = dict(params)
     acts = [(ValueOutputAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64))]
     if not layout.rotary_dim:
         acts.append((QueryKeyAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64)))
-    elif rotary:
+    else:
         acts.append((QueryKeyAction, _rotary_commutant(layout, gen, torch.float64)))
     for cls, g in acts:
         block = cls.block_for(out, layout)
