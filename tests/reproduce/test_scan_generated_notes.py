@@ -112,8 +112,18 @@ def test_learned_transformer_block_reads_the_paper_claim_rows_and_says_their_pro
             "transformer-motion": _row("x", {"motion_median": 0.000523}),
             "transformer-composition": _row("x", {"finite": 0.11261, "hybrid": 0.07374})}
     text = BLOCKS["transformer-learned"].render(rows)
-    assert "| hybrid | 479.8 | 14.9 | 0.0523 % | 7.374 % |" in text and "| finite | — | — | — | 11.261 % |" in text
+    assert "| — | 479.8 | 14.9 | 0.0523 % | 11.261 % → 7.374 % |" in text  # a run of the one-unit protocol
     assert "no code version recorded" in text
+    # the multi-unit protocol: one row per unit, from the claims' per-unit values
+    multi = {"transformer-drift-random-learned": _row("x", {"ratio_random": 300.0, "per_unit": {"L1": 300.0, "L3": 900.0}}),
+             "transformer-drift-uncompensated-learned": _row("x", {"ratio_uncompensated": 5.0,
+                                                                    "per_unit": {"L1": 5.0, "L3": 17.5}}),
+             "transformer-motion": _row("x", {"motion_median": 0.08, "per_unit": {"L1": 0.36, "L3": 0.08}}),
+             "transformer-composition": _row("x", {"finite": 0.003, "hybrid": 0.002, "per_unit": {
+                 "L1": {"finite": 0.0026, "hybrid": 0.0023}, "L3": {"finite": 0.003, "hybrid": 0.002}}})}
+    text = BLOCKS["transformer-learned"].render(multi)
+    assert "| L1 | 300.0 | 5.0 | 36.0000 % | 0.260 % → 0.230 % |" in text
+    assert "| L3 | 900.0 | 17.5 | 8.0000 % | 0.300 % → 0.200 % |" in text
     rows["transformer-drift-random-learned"] |= {"code_version": "0123456789abcdef", "date_utc": "2026-12-01T20:00"}
     assert "code `0123456789ab`" in BLOCKS["transformer-learned"].render(rows) and "2026-12-01" in \
         BLOCKS["transformer-learned"].render(rows)
