@@ -35,7 +35,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     (["experiment", "objectives", "--seeds", "0,-2"], ["ConfigError: --seeds must be comma-separated integers >= 0"]),
     # the transformer experiment resolves its sub-runs' configs before anything is written
     (["experiment", "transformer", "--set", "nonsense.key=1"], ["ConfigError: unknown config key 'nonsense.key'"]),
-    (["experiment", "transformer", "--variants", "hybrid,bogus"], ["ConfigError: variants must be among"]),
+    (["experiment", "transformer", "--variants", "hybrid,bogus"], ["ConfigError: variants must be distinct and among"]),
     (["attribute", "--preset", "lifting-sanity", "--threads", "0"], ["ConfigError: --threads must be an integer >= 1"]),
     (["discover", "--set", "train.lr=.nan"], ["ConfigError: train.lr: expected a finite number"]),
 ])
