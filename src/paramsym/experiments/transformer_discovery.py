@@ -28,6 +28,7 @@ Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -265,8 +266,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     cfg.validate()
     if problem is not None:
         layer = problem.info.get("layer", 0)
-        cfg = TransformerDiscoveryConfig(**{**to_dict(cfg), "overrides": cfg.overrides,
-                                            "units": [[int(layer), problem.info.get("unit")]]})
+        cfg = dataclasses.replace(cfg, units=[[int(layer), problem.info.get("unit")]])
         problems = {unit_label(*cfg.units[0]): problem}
     else:
         problems = {unit_label(layer, unit): unit_problem(cfg, layer, unit) for layer, unit in cfg.units}
