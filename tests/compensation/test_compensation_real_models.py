@@ -9,6 +9,7 @@ must equal it, whatever the storage layout), and the whole model's last hidden s
 
 import pytest
 import torch
+from tiny_hf import saved_tiny_models
 from torch import nn
 
 from paramsym.compensation import prepare, run_closed_form
@@ -28,14 +29,8 @@ TINY = {
                                               num_key_value_heads=2, intermediate_size=128, vocab_size=300),
 }
 
-
-@pytest.fixture(scope="module", params=sorted(TINY))
-def saved(request, tmp_path_factory):
-    torch.manual_seed(0)
-    model = transformers.AutoModel.from_config(TINY[request.param](), attn_implementation="eager")
-    path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return request.param, load_model(path)
+#: ``(model_type, model)``: each tiny model saved, then loaded back with ``load_model``
+saved = saved_tiny_models(TINY, load=load_model)
 
 
 def _ids(k, seed=1, vocab=300):

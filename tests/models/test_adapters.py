@@ -9,6 +9,7 @@ per-head interleaved) and Llama (GQA).
 
 import pytest
 import torch
+from tiny_hf import saved_tiny_models
 from torch import nn
 
 from paramsym.errors import InputFileError, UnknownArchitectureError
@@ -27,14 +28,7 @@ TINY = {
                                               num_key_value_heads=2, intermediate_size=48, vocab_size=40),
 }
 
-
-@pytest.fixture(scope="module", params=sorted(TINY))
-def saved(request, tmp_path_factory):
-    torch.manual_seed(0)
-    model = transformers.AutoModel.from_config(TINY[request.param](), attn_implementation="eager")
-    path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return request.param, path
+saved = saved_tiny_models(TINY)  # (model_type, save_pretrained directory)
 
 
 def _weight(model, proj: A.Projection) -> tuple[torch.Tensor, torch.Tensor | None]:
