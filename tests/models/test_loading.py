@@ -50,6 +50,15 @@ def _plant_pickle(directory: pathlib.Path, marker: pathlib.Path) -> pathlib.Path
     return path
 
 
+def _copy_saved(saved_dir: pathlib.Path, d: pathlib.Path, only: set[str] | None = None) -> pathlib.Path:
+    """A new directory ``d`` with the saved model's files (only the names in ``only`` when given)."""
+    d.mkdir()
+    for f in saved_dir.iterdir():
+        if only is None or f.name in only:
+            (d / f.name).write_bytes(f.read_bytes())
+    return d
+
+
 def test_the_planted_pickle_would_run(tmp_path):
     """The payload is live: unpickling it creates the marker (so the refusal tests can fail)."""
     marker = tmp_path / "ran"
@@ -69,9 +78,7 @@ def test_round_trip_is_eager_eval_and_exact(saved):
 
 def test_pickle_only_directory_is_refused_and_not_unpickled(saved, tmp_path):
     _, path = saved
-    d = tmp_path / "pickled"
-    d.mkdir()
-    (d / "config.json").write_text((path / "config.json").read_text())
+    d = _copy_saved(path, tmp_path / "pickled", only={"config.json"})
     marker = tmp_path / "payload-ran"
     bin_path = _plant_pickle(d, marker)
     with pytest.raises(PickleWeightsError) as info:
@@ -84,10 +91,7 @@ def test_pickle_only_directory_is_refused_and_not_unpickled(saved, tmp_path):
 
 def test_safetensors_beside_a_pickle_loads_the_safetensors_only(saved, tmp_path):
     model, path = saved
-    d = tmp_path / "both"
-    d.mkdir()
-    for f in path.iterdir():
-        (d / f.name).write_bytes(f.read_bytes())
+    d = _copy_saved(path, tmp_path / "both")
     marker = tmp_path / "payload-ran"
     _plant_pickle(d, marker)
     loaded = load_model(d)
@@ -97,9 +101,7 @@ def test_safetensors_beside_a_pickle_loads_the_safetensors_only(saved, tmp_path)
 
 def test_cli_census_refuses_a_pickle_directory(saved, tmp_path, capsys):
     _, path = saved
-    d = tmp_path / "pickled"
-    d.mkdir()
-    (d / "config.json").write_text((path / "config.json").read_text())
+    d = _copy_saved(path, tmp_path / "pickled", only={"config.json"})
     marker = tmp_path / "payload-ran"
     _plant_pickle(d, marker)
     assert main(["census", "--model", str(d)]) == 2
@@ -110,10 +112,7 @@ def test_cli_census_refuses_a_pickle_directory(saved, tmp_path, capsys):
 
 def test_truncated_weights_name_the_file(saved, tmp_path):
     _, path = saved
-    d = tmp_path / "truncated"
-    d.mkdir()
-    for f in path.iterdir():
-        (d / f.name).write_bytes(f.read_bytes())
+    d = _copy_saved(path, tmp_path / "truncated")
     w = d / "model.safetensors"
     w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
     with pytest.raises(InputFileError, match="model.safetensors"):
