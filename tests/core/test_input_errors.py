@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import torch
-from torch import nn
+from toy_modules import UnusedBranch
 
 from paramsym.cli import main
 from paramsym.config import apply_overrides
@@ -21,19 +21,9 @@ from paramsym.errors import ConfigError, DegenerateTargetError, ParamsymError
 from paramsym.targets import Target
 
 
-class _Unused(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.used = nn.Linear(2, 2)
-        self.unused = nn.Linear(2, 2)
-
-    def forward(self, x):
-        return self.used(x)
-
-
 def test_block_the_output_ignores_is_degenerate():
     torch.manual_seed(0)
-    target = Target(_Unused(), ["unused.weight"], torch.randn(4, 2), name="unused")
+    target = Target(UnusedBranch(), ["unused.weight"], torch.randn(4, 2), name="unused")
     problem = DiscoveryProblem(name="unused", description="", target=target, perturb_std=0.1)
     with pytest.raises(DegenerateTargetError) as exc:
         problem.scales(0.3, torch.Generator().manual_seed(0))
@@ -41,7 +31,7 @@ def test_block_the_output_ignores_is_degenerate():
     assert "does not depend on the parameter block" in msg and "unused.weight" in msg and "s_F = " in msg
     assert isinstance(exc.value, ValueError)
     # the used block is fine
-    ok = dataclasses.replace(problem, target=Target(_Unused(), ["used.weight"], torch.randn(4, 2)))
+    ok = dataclasses.replace(problem, target=Target(UnusedBranch(), ["used.weight"], torch.randn(4, 2)))
     assert ok.scales(0.3, torch.Generator().manual_seed(0)).s_F > 0
 
 

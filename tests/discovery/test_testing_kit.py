@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from toy_modules import UnusedBranch
 
 from paramsym import verdict as V
 from paramsym.actions.base import GroupAction
@@ -176,16 +177,6 @@ def test_estimate_scales_formulas():
     assert (check.s_F, check.s_theta) == (2.0, 3.0) and check.scales_estimated == {"s_F": False, "s_theta": False}
 
 
-class _Unused(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.used = nn.Linear(2, 2)
-        self.unused = nn.Linear(2, 2)
-
-    def forward(self, x):
-        return self.used(x)
-
-
 def test_bad_inputs_raise_named_errors(actions):
     problem = build_problem("relu242")
     target = problem.target
@@ -216,7 +207,7 @@ def test_bad_inputs_raise_named_errors(actions):
     with pytest.raises(ConfigError, match="target must be"):
         check_action(exact, 3.0)
     # a block the output does not depend on (s_F = 0)
-    m = _Unused()
+    m = UnusedBranch()
     with pytest.raises(DegenerateTargetError, match="does not depend on the parameter block"):
         check_action(_ScaleAll(4), m, block=["unused.weight"], batch=torch.ones(3, 2))
     with pytest.raises(DegenerateTargetError, match="s_θ = 0"):
