@@ -128,12 +128,18 @@ def test_learned_fast_paths_backpropagate_like_generic():
     assert action.group.raw.grad is not None and float(action.group.raw.grad.abs().max()) > 0
 
 
-def test_hidden_basis_field_closed_form_and_finite_differences():
-    problem = build_problem("linear2x2")
+def _catalogue_action_at_samples(preset: str, action_cls):
+    """``(problem, action, θ, generators)``: the catalogue action ``action_cls`` on ``fc1``/``fc2``
+    of the preset's block (float64), three θ sampled from the preset, the group's generators."""
+    problem = build_problem(preset)
     target = problem.target.to(DT)
-    action = HiddenBasisAction(target.block, "fc1.weight", "fc2.weight").double()
+    action = action_cls(target.block, "fc1.weight", "fc2.weight").double()
     theta = problem.sample(3, torch.Generator().manual_seed(0), DT)
-    gens = action.group.generators().double()
+    return problem, action, theta, action.group.generators().double()
+
+
+def test_hidden_basis_field_closed_form_and_finite_differences():
+    _, action, theta, gens = _catalogue_action_at_samples("linear2x2", HiddenBasisAction)
     g = action.group.matrices(action.group.sample(3, 0.5, 2, generator=torch.Generator().manual_seed(1))).double()
     allf = action.fields_all(theta)
     for i in range(3):
@@ -153,11 +159,7 @@ def test_hidden_basis_field_closed_form_and_finite_differences():
 
 
 def test_rescaling_field_closed_form_and_finite_differences():
-    problem = build_problem("relu242")
-    target = problem.target.to(DT)
-    action = RescalingAction(target.block, "fc1.weight", "fc2.weight").double()
-    theta = problem.sample(3, torch.Generator().manual_seed(0), DT)
-    gens = action.group.generators().double()
+    problem, action, theta, gens = _catalogue_action_at_samples("relu242", RescalingAction)
     for i in range(3):
         W1 = theta[i, :8].reshape(4, 2)
         W2 = theta[i, 8:].reshape(2, 4)
