@@ -13,13 +13,17 @@ def zero_ab(p):
     return torch.zeros(p, p + 1, dtype=torch.float64)
 
 
+def _layer_pair(block, params, first: str, second: str):
+    """``(p, h, n, m, o1, o2)`` of W1 = params[first] (h × n) and W2 = params[second] (m × h):
+    the block size, the shapes and the offsets of W1 and W2 in θ."""
+    h, n = params[first].shape
+    return block.size, h, n, params[second].shape[0], _idx(block, first), _idx(block, second)
+
+
 def gl_between(block, params, first: str, second: str):
     """gl(h) on the hidden space between W1 = params[first] (h × n) and W2 = params[second]
     (m × h): δW1 = E W1, δW2 = −W2 E, for E = E_rs. Entries of [A | b] (p × (p+1))."""
-    p = block.size
-    h, n = params[first].shape
-    m = params[second].shape[0]
-    o1, o2 = _idx(block, first), _idx(block, second)
+    p, h, n, m, o1, o2 = _layer_pair(block, params, first, second)
     out = []
     for r in range(h):
         for s in range(h):
@@ -34,10 +38,7 @@ def gl_between(block, params, first: str, second: str):
 
 def unit_rescalings(block, params, first: str, second: str, bias: str | None = None):
     """Per hidden unit u: δW1[u, :] = W1[u, :], δb1[u] = b1[u], δW2[:, u] = −W2[:, u]."""
-    p = block.size
-    h, n = params[first].shape
-    m = params[second].shape[0]
-    o1, o2 = _idx(block, first), _idx(block, second)
+    p, h, n, m, o1, o2 = _layer_pair(block, params, first, second)
     out = []
     for u in range(h):
         ab = zero_ab(p)
