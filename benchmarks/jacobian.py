@@ -101,35 +101,26 @@ def part_speed(rounds: int) -> None:
 
 
 def _child_memory(width: int, path: str) -> None:
-    from paramsym.attribution import (
-        JacobianOperator,
-        dense_jacobian,
-        function_from_module,
-        lift,
-        lift_matrix_free,
-        orbit_tangent,
-        polar_grid,
-        so2,
-    )
+    import paramsym.attribution as A
     from paramsym.models.mlp import mlp
 
     torch.set_num_threads(1)
     model = mlp([2, width, width, 1], "tanh", generator=torch.Generator().manual_seed(0))
-    x = polar_grid(4, 16, 2.0)
-    fn, params = function_from_module(model)
+    x = A.polar_grid(4, 16, 2.0)
+    fn, params = A.function_from_module(model)
     del model
-    eta = orbit_tangent(fn, params, x, so2()).reshape(-1)
+    eta = A.orbit_tangent(fn, params, x, A.so2()).reshape(-1)
     base = _rss_mb()
     t = time.perf_counter()
     if path == "dense":
-        J = dense_jacobian(fn, params, x)
-        r = lift(J, eta, gauge="none")
+        J = A.dense_jacobian(fn, params, x)
+        r = A.lift(J, eta, gauge="none")
         info = {}
     elif path == "mf-gram":
-        r = lift_matrix_free(JacobianOperator(fn, params, x), eta, method="gram", gauge="none", chunk_size=8)
+        r = A.lift_matrix_free(A.JacobianOperator(fn, params, x), eta, method="gram", gauge="none", chunk_size=8)
         info = r.info
     else:
-        r = lift_matrix_free(JacobianOperator(fn, params, x), eta, method="lsmr", gauge="none", maxiter=500)
+        r = A.lift_matrix_free(A.JacobianOperator(fn, params, x), eta, method="lsmr", gauge="none", maxiter=500)
         info = r.info
     out = {
         "width": width,
