@@ -10,10 +10,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_checks import cli_argv, cli_env
 
 TINY = [
     "--preset", "sigmoid-scalar", "--steps", "20", "--quiet",
@@ -23,18 +23,8 @@ TINY = [
 ]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = "1"
-    env["MPLBACKEND"] = "Agg"
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def _cli(*args: str, check: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "paramsym.cli", *args], env=_env(), capture_output=True,
-                          text=True, timeout=600, check=check)
+    return subprocess.run(cli_argv(*args), env=cli_env(), capture_output=True, text=True, timeout=600, check=check)
 
 
 def _one_named_line(out: subprocess.CompletedProcess, *needles: str) -> str:

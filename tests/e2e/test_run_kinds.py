@@ -8,14 +8,11 @@ as an uninterrupted one. A discovery run written before ``train.memory_gb`` beca
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from cli_checks import cli_argv, cli_env, kill_at_checkpoint
 
 from paramsym.cli import main
 from paramsym.errors import ConfigError
@@ -197,16 +194,6 @@ def test_every_command_refuses_the_same_bad_seeds(argv, seed, tmp_path, capsys) 
     assert not (tmp_path / "x").exists()
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "paramsym.cli", *args]
-
-
-def _env() -> dict[str, str]:
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    return dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg", HF_HUB_OFFLINE="1",
-                PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
-
-
 LEARNED = [*RUNS["compensate"], "--learned", "--objective", "finite", "--steps", "40", "--checkpoint-every", "5",
            "--quiet"]
 
@@ -214,23 +201,14 @@ LEARNED = [*RUNS["compensate"], "--learned", "--objective", "finite", "--steps",
 @pytest.mark.slow
 def test_compensate_learned_killed_at_a_checkpoint_resumes_byte_identical(tmp_path: Path) -> None:
     full = tmp_path / "full"
-    subprocess.run(_cli(*LEARNED, "--out", str(full)), check=True, env=_env(), capture_output=True, timeout=900)
+    subprocess.run(cli_argv(*LEARNED, "--out", str(full)), check=True, env=cli_env(), capture_output=True, timeout=900)
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(_cli(*LEARNED, "--out", str(killed)), env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    state = killed / "discovery-finite" / "checkpoint" / "state.json"
-    deadline = time.time() + 600
-    while time.time() < deadline and not state.exists():
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=60)
-    assert state.exists(), "no checkpoint was written before the deadline"
-    assert not (killed / "metrics.json").exists(), "the run finished before it could be killed"
-    step = json.loads(state.read_text())["step"]
+    step = kill_at_checkpoint(cli_argv(*LEARNED, "--out", str(killed)), killed,
+                              killed / "discovery-finite" / "checkpoint" / "state.json", timeout=600)
     assert 0 < step < 40
 
-    subprocess.run(_cli("compensate", "--resume", str(killed), "--quiet"), check=True, env=_env(),
+    subprocess.run(cli_argv("compensate", "--resume", str(killed), "--quiet"), check=True, env=cli_env(),
                    capture_output=True, timeout=900)
     assert (killed / "metrics.json").read_bytes() == (full / "metrics.json").read_bytes()
     sub_starts = json.loads((killed / "discovery-finite" / "env.json").read_text())["starts"]
