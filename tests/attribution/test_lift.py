@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from lift_systems import tanh_mlp_function, with_spectrum
 
 from paramsym.attribution import (
     DenseLift,
@@ -24,10 +25,7 @@ from paramsym.models.mlp import mlp
 
 
 def _matrix_with_spectrum(m, p, sigma, seed=0):
-    rng = np.random.default_rng(seed)
-    U, _ = np.linalg.qr(rng.standard_normal((m, len(sigma))))
-    V, _ = np.linalg.qr(rng.standard_normal((p, len(sigma))))
-    return torch.from_numpy(U @ np.diag(sigma) @ V.T)
+    return torch.from_numpy(with_spectrum(np.random.default_rng(seed), m, p, sigma)[1])
 
 
 SIGMA = np.array([3.0, 1.0, 0.2, 1e-2, 4e-3, 5e-4, 1e-5, 1e-7])  # τσ₁ = 3e-3 cuts after 4e-3
@@ -96,9 +94,7 @@ def test_target_size_mismatch_is_named():
 
 @pytest.fixture(scope="module")
 def small_problem():
-    gen = torch.Generator().manual_seed(4)
-    model = mlp([2, 12, 12, 1], "tanh", generator=gen)
-    fn, params = function_from_module(model)
+    fn, params = tanh_mlp_function([2, 12, 12, 1], seed=4)
     x = polar_grid(6, 16, 2.0)
     return fn, params, x
 
@@ -120,9 +116,7 @@ def test_matrix_free_gram_agrees_with_dense(small_problem, gauge):
 def test_lsmr_agrees_with_dense_pinv_when_nothing_is_truncated():
     """Tall J of full column rank (a 2→4→1 net on 96 probes): every σ ≥ τσ₁, so the truncated
     pinv is the exact least-squares solution, which LSMR with damp=0 must reach."""
-    gen = torch.Generator().manual_seed(5)
-    model = mlp([2, 4, 1], "tanh", generator=gen)
-    fn, params = function_from_module(model)
+    fn, params = tanh_mlp_function([2, 4, 1], seed=5)
     x = polar_grid(6, 16, 2.0)
     J = dense_jacobian(fn, params, x)
     s = torch.linalg.svdvals(J)

@@ -3,18 +3,17 @@
 import numpy as np
 import pytest
 import torch
+from lift_systems import tanh_mlp_function, with_spectrum
 
 from paramsym.attribution import (
     JacobianOperator,
     dense_jacobian,
-    function_from_module,
     lift,
     lift_matrix_free,
     orbit_tangent,
     polar_grid,
     so2,
 )
-from paramsym.models.mlp import mlp
 
 
 def reference_paper_gauge(J: np.ndarray, t: np.ndarray, rtol: float) -> np.ndarray:
@@ -37,9 +36,7 @@ def reference_paper_gauge(J: np.ndarray, t: np.ndarray, rtol: float) -> np.ndarr
 def _random_system(m=30, p=60, seed=0):
     rng = np.random.default_rng(seed)
     sigma = np.array([3.0, 1.0, 0.5, 0.2, 5e-2, 1e-2, 6e-3, 1e-5, 1e-7, 1e-9])
-    U, _ = np.linalg.qr(rng.standard_normal((m, len(sigma))))
-    V, _ = np.linalg.qr(rng.standard_normal((p, len(sigma))))
-    J = (U * sigma) @ V.T * rng.uniform(0.05, 5.0, p)  # uneven column scales
+    J = with_spectrum(rng, m, p, sigma)[1] * rng.uniform(0.05, 5.0, p)  # uneven column scales
     J[:, 7] = 0.0  # a dead column
     return torch.from_numpy(J), torch.from_numpy(rng.standard_normal(m))
 
@@ -66,8 +63,7 @@ def test_paper_gauge_equals_independent_reference(solver):
 def test_paper_gauge_on_network_jacobian_all_routes():
     """A real network's J (2→8→8→1 tanh, 64 polar probes): Gram, SVD, tall and matrix-free Gram."""
     torch.manual_seed(0)
-    model = mlp([2, 8, 8, 1], "tanh", generator=torch.Generator().manual_seed(3))
-    fn, params = function_from_module(model)
+    fn, params = tanh_mlp_function([2, 8, 8, 1], seed=3)
     probes = polar_grid(4, 16, 1.5)
     J = dense_jacobian(fn, params, probes)
     eta = orbit_tangent(fn, params, probes, so2()).reshape(-1)
@@ -98,9 +94,8 @@ def test_verdict_suggests_smaller_rtol_when_the_projection_would_pass():
     verdict names τ' = 1e-5 (rank 8) with its residual, which the lift at that τ confirms."""
     rng = np.random.default_rng(5)
     sigma = np.array([3.0, 1.0, 0.5, 0.2, 5e-2, 1e-2, 6e-3, 1e-4, 1e-7])
-    U, _ = np.linalg.qr(rng.standard_normal((30, 9)))
-    V, _ = np.linalg.qr(rng.standard_normal((40, 9)))
-    J = torch.from_numpy((U * sigma) @ V.T)
+    U, J = with_spectrum(rng, 30, 40, sigma)
+    J = torch.from_numpy(J)
     t = torch.from_numpy(U[:, :8] @ rng.standard_normal(8))
     r = lift(J, t, rtol=1e-3, gauge="none", solver="svd")
     assert not r.liftable()
