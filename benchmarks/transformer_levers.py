@@ -8,7 +8,9 @@ float32 installation). Rows: the recipe as shipped, then each lever reverted:
 
 * ``output_scale=mu``: s_F over the anchored μ (the paper's) instead of the Jacobian-gain scale;
 * ``theta_scale=mu`` / ``entry``: the network reads θ in units of μ's σ / of the move's per-entry RMS;
-* ``k=16``: N compensators instead of 2N.
+* ``k=16``: N compensators instead of 2N;
+* ``lr=3e-4`` / ``lr=3e-3``: the learning rate (the recipe: 1e-3, cosine decay to 5 %), and
+  ``lr-constant``: no decay (the learning-rate schedule lever).
 
 Usage (about 5 CPU minutes per row at 500 steps)::
 
@@ -33,6 +35,9 @@ ROWS = {
     "theta_scale=mu": (["action.theta_scale=mu"], 32),
     "theta_scale=entry": (["action.theta_scale=entry"], 32),
     "k16": ([], 16),
+    "lr=3e-4": (["train.lr=3e-4"], 32),
+    "lr=3e-3": (["train.lr=3e-3"], 32),
+    "lr-constant": (["train.lr_final_factor=1.0"], 32),
 }
 
 

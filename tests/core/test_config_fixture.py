@@ -7,7 +7,8 @@ teleport tuning constants in module globals). Every discovery preset × objectiv
 recipe, every quick budget, the CLI's --set path, the experiments' sub-runs and the sweep's
 trials must resolve to the same configuration now. One deliberate change since: the
 ``minilm-ffn-unit`` entries and the ``transformer`` experiment fields were regenerated for issue 17
-(the paper's protocol: trained and evaluated at ρ = 0.5, β set per unit by the experiment).
+(the paper's protocol: trained and evaluated at ρ = 0.5, β set per unit by the experiment), and
+the lifting experiment's default radii became the paper's test grid (issue 17, item 5).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ MINILM_RECIPE = {("action", "theta_scale"): "move", ("objective", "output_scale"
 MINILM_RETUNED = {("train", "steps"): (3000, 500), ("train", "checkpoint_every"): (500, 250)}
 #: fields added to the transformer experiment's configuration (issue 17: several units), with their defaults
 TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16, "flow_seeds": None}
+#: the lifting experiment's default radii: (captured, today) — today the paper's test grid (App. D.2)
+LIFTING_RHOS = ([0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2], [0.1, 0.3, 0.5, 0.8, 1.2])
 
 
 def _without_added(cfg: dict, recipe: bool = True) -> dict:
@@ -146,6 +149,9 @@ def test_experiment_sub_runs_resolve_as_before() -> None:
                       ("transformer-quick", TransformerDiscoveryConfig.quick())):
         d = to_dict(cfg)
         d.pop("overrides")
+        if name == "lifting":
+            assert d["rhos"] == LIFTING_RHOS[1]
+            d["rhos"] = LIFTING_RHOS[0]
         _same(d, OLD["experiments"][f"fields/{name}"])
         checked += 1
     assert checked == len(OLD["experiments"])

@@ -7,13 +7,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-from paramsym.discovery.config import DiscoverOverrides
-from paramsym.experiments.lifting import LiftingConfig, matched_ratio
+from paramsym.actions.base import GroupAction
+from paramsym.discovery.config import DiscoverConfig, DiscoverOverrides
+from paramsym.discovery.problems import resolve_problem
+from paramsym.experiments.lifting import LiftingConfig, matched_ratio, rescaling_alignment
 from paramsym.experiments.lifting import run as run_lifting
 from paramsym.experiments.objectives import ObjectivesConfig
 from paramsym.experiments.objectives import run as run_objectives
 from paramsym.experiments.registry import regenerate
+from paramsym.groups.lie import MatrixLieGroup
 from paramsym.runs import RunDir
 
 TINY = ["action.width=16", "verdict.samples=32", "verdict.rhos=[0.5]", "verdict.factors=[1,2]",
@@ -56,4 +60,33 @@ def test_lifting_experiment_evaluates_both_actions_on_the_host(tmp_path: Path) -
         assert np.all(np.diff(curve["displacement_median"]) > 0)  # larger radius, larger motion
         assert all(e > 0 for e in curve["full_error_p95"])
     assert m["host_s_F"] > 0
-    assert "Subnetwork lifting" in regenerate(out).read_text()
+    assert len(m["same_rho_ratio"]) == 3 and 0.0 <= m["unit_rescaling"]["cos_median"] <= 1.0
+    report = regenerate(out).read_text()
+    assert "Subnetwork lifting" in report and "follows positive rescaling" in report
+
+
+class _UnitAction(GroupAction):
+    """On the relu2881 unit's block ``(v, u)`` (2 incoming, 8 outgoing): rescaling
+    ``(e^t v, e^{-t} u)`` or rotation of ``v`` by the angle ``t`` (``u`` fixed)."""
+
+    def __init__(self, rotate: bool):
+        super().__init__()
+        self.group = MatrixLieGroup.supplied(torch.ones(1, 1, 1, dtype=torch.float64))
+        self.p, self.rotate = 10, rotate
+
+    def act(self, g: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        t = torch.log(g[0, 0]).to(theta.dtype)
+        v, u = theta[:2], theta[2:]
+        if self.rotate:
+            c, s = torch.cos(t), torch.sin(t)
+            return torch.cat([torch.stack([c * v[0] - s * v[1], s * v[0] + c * v[1]]), u])
+        return torch.cat([torch.exp(t) * v, torch.exp(-t) * u])
+
+
+def test_rescaling_alignment_is_one_for_rescaling_and_zero_for_a_field_orthogonal_to_it() -> None:
+    problem = resolve_problem(DiscoverConfig.for_preset("relu2881-unit"))
+    exact = rescaling_alignment(_UnitAction(rotate=False), problem, 0.2, 0)
+    assert exact["cos_median"] == pytest.approx(1.0, abs=1e-12) and exact["sin_p95"] < 1e-12
+    # rotating v: field (J v, 0), and ⟨(J v, 0), (v, −u)⟩ = v·J v = 0 at every point
+    rot = rescaling_alignment(_UnitAction(rotate=True), problem, 0.2, 0)
+    assert rot["cos_median"] < 1e-12 and rot["sin_p95"] == pytest.approx(1.0, abs=1e-12)

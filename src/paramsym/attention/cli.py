@@ -177,28 +177,29 @@ def _print_json(obj) -> None:
 
 
 # ------------------------------------------------------------------------------ count / table / clusterings / classify
-def _cmd_count(args: argparse.Namespace) -> int:
-    from .commands import count_config, count_outputs
-
+def _print_outputs(args: argparse.Namespace, config, outputs, *, as_json: bool) -> int:
+    """Run one computation of :mod:`paramsym.attention.commands`: check the required arguments,
+    build the configuration with ``config(args)``, run ``outputs(cfg, progress=...)`` and print
+    its JSON result (``as_json``) or its text; return exit status 0."""
     require(args)
-    result, text = count_outputs(count_config(args), progress=_progress(args))
-    if args.json:
+    result, text = outputs(config(args), progress=_progress(args))
+    if as_json:
         _print_json(result)
     else:
         print(text, end="")
     return 0
 
 
+def _cmd_count(args: argparse.Namespace) -> int:
+    from .commands import count_config, count_outputs
+
+    return _print_outputs(args, count_config, count_outputs, as_json=args.json)
+
+
 def _cmd_table(args: argparse.Namespace) -> int:
     from .commands import table_config, table_outputs
 
-    require(args)
-    summary, text = table_outputs(table_config(args), progress=_progress(args))
-    if args.format == "json" or args.json:
-        _print_json(summary)
-    else:
-        print(text, end="")
-    return 0
+    return _print_outputs(args, table_config, table_outputs, as_json=args.format == "json" or args.json)
 
 
 def _output_error(path: str, exc: OSError, what: str):
@@ -214,25 +215,13 @@ def _output_error(path: str, exc: OSError, what: str):
 def _cmd_clusterings(args: argparse.Namespace) -> int:
     from .commands import clusterings_config, clusterings_outputs
 
-    require(args)
-    result, text = clusterings_outputs(clusterings_config(args), progress=_progress(args))
-    if args.json:
-        _print_json(result)
-    else:
-        print(text, end="")
-    return 0
+    return _print_outputs(args, clusterings_config, clusterings_outputs, as_json=args.json)
 
 
 def _cmd_classify(args: argparse.Namespace) -> int:
     from .commands import classify_config, classify_outputs
 
-    require(args)
-    result, text = classify_outputs(classify_config(args), progress=_progress(args))
-    if args.json:
-        _print_json(result)
-    else:
-        print(text, end="")
-    return 0
+    return _print_outputs(args, classify_config, classify_outputs, as_json=args.json)
 
 
 # ------------------------------------------------------------------------------ build

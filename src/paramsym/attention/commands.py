@@ -44,12 +44,21 @@ def _seed(raw: Any, flag: str) -> int:
     return seed_option(raw, flag)
 
 
-def _check_specs(cfg: Any) -> None:
-    for name in ("group", "rep"):
-        if not isinstance(getattr(cfg, name), str) or not getattr(cfg, name).strip():
-            raise ConfigError(f"{name} must be a nonempty spec string; received {getattr(cfg, name)!r}.")
+def _check_spec(cfg: Any, name: str) -> None:
+    value = getattr(cfg, name)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} must be a nonempty spec string; received {value!r}.")
+
+
+def _check_budget(cfg: Any) -> None:
     if cfg.max_memory is not None:
         MemoryBudget(cfg.max_memory, "max_memory")
+
+
+def _check_specs(cfg: Any) -> None:
+    _check_spec(cfg, "group")
+    _check_spec(cfg, "rep")
+    _check_budget(cfg)
 
 
 def _check_int(cfg: Any, name: str, minimum: int) -> None:
@@ -198,14 +207,12 @@ class ClusteringsConfig:
 
     def validate(self) -> ClusteringsConfig:
         """Raises :class:`ConfigError` naming the first bad field."""
-        if not isinstance(self.group, str) or not self.group.strip():
-            raise ConfigError(f"group must be a nonempty spec string; received {self.group!r}.")
+        _check_spec(self, "group")
         _check_int(self, "heads", 1)
         _check_int(self, "limit", 0)
         if self.up_to not in ("isomorphism", "relabelling"):
             raise ConfigError(f"up_to must be isomorphism or relabelling; received {self.up_to!r}.")
-        if self.max_memory is not None:
-            MemoryBudget(self.max_memory, "max_memory")
+        _check_budget(self)
         return self
 
 

@@ -42,26 +42,31 @@ OMEGA = so2_generator(torch.float64).T.contiguous()
 REFLECTION = torch.tensor([[1.0, 0.0], [0.0, -1.0]], dtype=torch.float64)
 
 
-def _embed(block: Tensor, dim: int, plane: Sequence[int] | None) -> Tensor:
-    """Identity of size ``dim`` with the 2×2 ``block`` placed on coordinates ``plane``."""
-    out = torch.eye(dim, dtype=torch.float64)
+def _place(out: Tensor, block: Tensor, plane: Sequence[int] | None) -> Tensor:
+    """``out`` with the 2×2 ``block`` written on the coordinates ``plane`` (unchanged if ``None``)."""
     if plane is None:
         return out
     i, j = plane
     idx = torch.tensor([i, j])
     out[idx.unsqueeze(1), idx.unsqueeze(0)] = block.to(torch.float64)
     return out
+
+
+def _embed(block: Tensor, dim: int, plane: Sequence[int] | None) -> Tensor:
+    """Identity of size ``dim`` with the 2×2 ``block`` placed on coordinates ``plane``."""
+    return _place(torch.eye(dim, dtype=torch.float64), block, plane)
 
 
 def _embed_alg(block: Tensor, dim: int, plane: Sequence[int] | None) -> Tensor:
     """Zero matrix of size ``dim`` with the 2×2 algebra element ``block`` on ``plane``."""
-    out = torch.zeros(dim, dim, dtype=torch.float64)
-    if plane is None:
-        return out
-    i, j = plane
-    idx = torch.tensor([i, j])
-    out[idx.unsqueeze(1), idx.unsqueeze(0)] = block.to(torch.float64)
-    return out
+    return _place(torch.zeros(dim, dim, dtype=torch.float64), block, plane)
+
+
+def _planar_matrices(mats, input_dim, input_plane, output_dim, output_plane) -> tuple[Tensor, Tensor]:
+    """``(τ, ρ)`` stacks of the 2×2 matrices ``mats`` embedded on the input and output planes."""
+    taus = torch.stack([_embed(m, input_dim, input_plane) for m in mats])
+    rhos = torch.stack([_embed(m, output_dim, output_plane) for m in mats])
+    return taus, rhos
 
 
 def _check_plane(name: str, plane, dim: int) -> None:
@@ -202,8 +207,7 @@ def so2(
     if n_quadrature < 1:
         raise GroupError(f"n_quadrature must be ≥ 1, received {n_quadrature}.")
     angles = 2 * math.pi * torch.arange(n_quadrature, dtype=torch.float64) / n_quadrature
-    taus = torch.stack([_embed(rotation(a), input_dim, input_plane) for a in angles])
-    rhos = torch.stack([_embed(rotation(a), output_dim, output_plane) for a in angles])
+    taus, rhos = _planar_matrices([rotation(a) for a in angles], input_dim, input_plane, output_dim, output_plane)
     return _uniform("SO(2)", taus, rhos, _embed_alg(OMEGA, input_dim, input_plane).unsqueeze(0),
                     _embed_alg(OMEGA, output_dim, output_plane).unsqueeze(0),
                     meta={"input_plane": tuple(input_plane), "output_plane": output_plane, "kind": "so2"})
@@ -263,8 +267,7 @@ def function_group(
 
 def _planar_reps(group, rotations_of, input_dim, input_plane, output_dim, output_plane):
     """Input/output representations of a planar rotation-reflection group, element by element."""
-    taus = torch.stack([_embed(m, input_dim, input_plane) for m in rotations_of])
-    rhos = torch.stack([_embed(m, output_dim, output_plane) for m in rotations_of])
+    taus, rhos = _planar_matrices(rotations_of, input_dim, input_plane, output_dim, output_plane)
     return Representation(group, taus.numpy(), name="tau"), Representation(group, rhos.numpy(), name="rho")
 
 

@@ -68,7 +68,8 @@ def _lifting_ratio(r):
     return Measured(f"{ratio:.1f}× (geometric mean {mt['ratio_geometric_mean']:.1f}×)", P_LIFTING.at_least(ratio),
                     {"ratio": ratio, "geometric_mean": mt["ratio_geometric_mean"], "ratios": mt["ratios"],
                      "range": [mt["displacements"][0], mt["displacements"][-1]], "rhos": r["rhos"],
-                     "median": r["median"], "seeds": [row["seed"] for row in r["per_seed"]["relu2881-unit"]]})
+                     "median": r["median"], "seeds": [row["seed"] for row in r["per_seed"]["relu2881-unit"]],
+                     "same_rho_ratio": r.get("same_rho_ratio"), "unit_rescaling": r.get("unit_rescaling")})
 
 
 P_TD_RANDOM, P_TD_UNC, P_TD_MOTION = Printed("129×"), Printed("49×"), Printed("0.069%")
