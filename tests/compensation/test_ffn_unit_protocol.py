@@ -216,3 +216,26 @@ def test_model_without_an_ffn_adapter_is_refused(saved: Path, capsys) -> None:
     with pytest.raises(UnknownArchitectureError, match="model_type"):
         prepare(torch.nn.Linear(2, 2), layer=0, unit=0, batch={"input_ids": torch.zeros(1, 2, dtype=torch.long)})
 
+
+
+def test_learned_compensate_resumes_an_interrupted_training(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The training sub-run is saved under the problem's own name (``compensate-bert``); a resume must
+    resolve the same configuration, or the interrupted training is refused as stale. The interruption
+    here: the files a run killed after its last checkpoint leaves (no metrics or provenance yet); the
+    slow kill-and-resume test in tests/e2e/test_run_kinds.py kills a real process mid-training."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    tiny_bert().save_pretrained(tmp_path / "bert")
+    out = tmp_path / "run"
+    argv = ["compensate", "--model", tmp_path / "bert", "--layer", LAYER, "--unit", UNIT, "--tokens", TOKENS,
+            "--learned", "--steps", "3", "--checkpoint-every", "1", "--json", "--quiet", "--out", out]
+    rc, first, err = run_cli(capsys, argv)
+    assert rc == 0, err
+    sub = out / "discovery-hybrid"
+    assert json.loads((sub / "config.json").read_text())["problem"]["preset"] == "compensate-bert"
+    for f in (out / "metrics.json", sub / "metrics.json", sub / "provenance.json"):
+        f.unlink()
+    rc, again, err = run_cli(capsys, ["compensate", "--resume", out, "--json", "--quiet"])
+    assert rc == 0, err
+    starts = json.loads((sub / "env.json").read_text())["starts"]
+    assert [s.get("resumed_from_step") for s in starts] == [None, 3]  # continued from its checkpoint
+    assert json.loads(again)["motion_median"] == json.loads(first)["motion_median"]

@@ -172,6 +172,8 @@ def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int 
     from .reuse import run_subrun
 
     dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
+    if problem.name != dcfg.problem.preset:  # the name the run saves (discovery.entry), so a resume matches it
+        dcfg = dataclasses.replace(dcfg, problem=dataclasses.replace(dcfg.problem, preset=problem.name))
     trained: dict[str, Any] = {}
 
     def train(resume: bool) -> dict[str, Any]:
