@@ -45,7 +45,7 @@ from ..runs import RunDir
 from .configs import resolve_discover_config
 
 __all__ = ["KIND", "PRESET", "PAPER", "TransformerDiscoveryConfig", "unit_beta", "whole_model_evaluation",
-           "train_learned", "learned_edit", "subrun_configs", "run", "render"]
+           "train_learned", "learned_edit", "subrun_config", "subrun_configs", "run", "render"]
 
 KIND = "transformer-discovery"
 PRESET = "minilm-ffn-unit"
@@ -171,9 +171,7 @@ def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int 
     from ..discovery.run import load_learned_action, train_run
     from .reuse import run_subrun
 
-    dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
-    if problem.name != dcfg.problem.preset:  # the name the run saves (discovery.entry), so a resume matches it
-        dcfg = dataclasses.replace(dcfg, problem=dataclasses.replace(dcfg.problem, preset=problem.name))
+    dcfg = subrun_config(objective, seed, steps, overrides, problem.name)
     trained: dict[str, Any] = {}
 
     def train(resume: bool) -> dict[str, Any]:
@@ -218,12 +216,14 @@ def unit_label(layer: int, unit: int | None) -> str:
     return f"L{int(layer)}" if unit is None else f"L{int(layer)}u{int(unit)}"
 
 
-def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | None = None) -> dict[str, Any]:
+def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | None = None,
+                   names: dict[str, str] | None = None) -> dict[str, Any]:
     """The resolved discovery configuration of every sub-run ``<unit>-<variant>-seed<k>`` (recipe included).
 
     ``betas``: each unit's field magnitude (:func:`unit_beta`, keyed by :func:`unit_label`); without
     it, the recipe's standalone ``objective.beta`` stands in (the rule's inputs are ``cfg``'s
-    ``motion_target``, ``beta_margin`` and ``rho``).
+    ``motion_target``, ``beta_margin`` and ``rho``). ``names``: each unit's problem name (default the
+    preset's, ``minilm-ffn-unit``; a problem of one's own has its own, :func:`subrun_config`).
     """
     out = {}
     for layer, unit in cfg.units:
@@ -232,9 +232,19 @@ def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | No
         for variant in cfg.variants:
             objective, extra = _objective(variant)
             for seed in cfg.seeds_of(variant):
-                out[f"{label}-{variant}-seed{seed}"] = resolve_discover_config(
-                    PRESET, objective, seed, cfg.steps, device="cpu", overrides=_with_beta(cfg, beta) | extra)
+                out[f"{label}-{variant}-seed{seed}"] = subrun_config(
+                    objective, seed, cfg.steps, _with_beta(cfg, beta) | extra, (names or {}).get(label, PRESET))
     return out
+
+
+def subrun_config(objective: str, seed: int, steps: int | None, overrides, name: str = PRESET):
+    """One sub-run's configuration: the ``minilm-ffn-unit`` recipe with ``overrides``, saved under the
+    problem's own ``name`` (what :func:`paramsym.discovery.entry.run_discovery` writes into its
+    ``config.json``, so an interrupted sub-run's saved configuration matches on resume)."""
+    dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
+    if name != dcfg.problem.preset:
+        dcfg = dataclasses.replace(dcfg, problem=dataclasses.replace(dcfg.problem, preset=name))
+    return dcfg
 
 
 def unit_problem(cfg: TransformerDiscoveryConfig, layer: int, unit: int | None):
@@ -273,7 +283,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     else:
         problems = {unit_label(layer, unit): unit_problem(cfg, layer, unit) for layer, unit in cfg.units}
     betas = {label: unit_beta(pr, cfg) for label, pr in problems.items()}
-    configs = subrun_configs(cfg, betas)
+    configs = subrun_configs(cfg, betas, {label: pr.name for label, pr in problems.items()})
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
         plan_subrun(out.path / name, dcfg, reuse)
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
