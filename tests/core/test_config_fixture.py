@@ -149,6 +149,8 @@ def test_experiment_sub_runs_resolve_as_before() -> None:
                       ("transformer-quick", TransformerDiscoveryConfig.quick())):
         d = to_dict(cfg)
         d.pop("overrides")
+        if name.startswith("lifting"):
+            assert d.pop("unit_beta") is None  # added (issue 17, item 5): None keeps the recipe's β
         if name == "lifting":
             assert d["rhos"] == LIFTING_RHOS[1]
             d["rhos"] = LIFTING_RHOS[0]

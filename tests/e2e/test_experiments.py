@@ -90,3 +90,16 @@ def test_rescaling_alignment_is_one_for_rescaling_and_zero_for_a_field_orthogona
     # rotating v: field (J v, 0), and ⟨(J v, 0), (v, −u)⟩ = v·J v = 0 at every point
     rot = rescaling_alignment(_UnitAction(rotate=True), problem, 0.2, 0)
     assert rot["cos_median"] < 1e-12 and rot["sin_p95"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_lifting_unit_beta_sets_only_the_unit_action_s_field_magnitude(tmp_path: Path, capsys) -> None:
+    from cli_checks import refused
+
+    from paramsym.experiments.lifting import subrun_configs
+
+    cfgs = subrun_configs(LiftingConfig(seeds=[0], unit_beta=0.55))
+    assert cfgs["relu2881-unit-seed0"].objective.beta == 0.55
+    assert cfgs["relu2881-all-seed0"].objective.beta == subrun_configs(LiftingConfig())["relu2881-all-seed0"].objective.beta
+    for bad in ("0", "-1", "nan", "x"):
+        refused(capsys, ["experiment", "lifting", "--unit-beta", bad, "--out", str(tmp_path / "o")], "--unit-beta")
+    assert not (tmp_path / "o").exists()

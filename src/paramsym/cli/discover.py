@@ -48,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     eo.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
     _experiment_arguments(eo, cmd_experiment_objectives)
     el = exs.add_parser("lifting", help="ReLU (2,8,8,1): one unit (boundary output) vs all weights, full-network error")
+    el.add_argument("--unit-beta", default=None, help="field magnitude β of the unit action (> 0; default: the "
+                    "recipe's 0.2, as the all-weights action's; 0.55 makes both move alike at each radius)")
     _experiment_arguments(el, cmd_experiment_lifting)
     et = exs.add_parser("transformer", help="all-MiniLM-L6-v2: one FFN unit + 16 compensators, learned (hybrid vs "
                         "finite), installed in the full model; drift vs random and uncompensated edits")
@@ -253,7 +255,8 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
     from ..experiments.lifting import LiftingConfig, run
     from ..runs import RunDir, default_run_dir
 
-    cfg = _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"])
+    values = {} if args.unit_beta is None else {"unit_beta": args.unit_beta}
+    cfg = _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"], **values)
     out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 

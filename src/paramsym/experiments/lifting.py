@@ -28,6 +28,7 @@ from torch.func import vmap
 from .. import plots
 from ..config import to_dict
 from ..discovery.config import DiscoverOverrides
+from ..options import float_option
 from ..runs import RunDir
 from ..verdict import median, output_scale, p95
 from .configs import QUICK_DISCOVER_STEPS, quick_discover_overrides, resolve_discover_config
@@ -49,9 +50,18 @@ class LiftingConfig:
     eval_seed: int = 777
     #: typed overrides of both sub-runs' DiscoverConfig (after the recipe, seed and steps)
     overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
+    #: the unit action's field magnitude β (units of its s_θ; None: the recipe's 0.2, as the all-weights
+    #: action's). With equal β the unit moves about √(10/88) as far per ρ; 0.55 = 0.2 × 2.76 (the
+    #: all/unit displacement ratio at ρ = 0.5, seed 0) makes both move alike at each ρ (docs/results.md).
+    unit_beta: float | None = None
 
     def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
         self.overrides = DiscoverOverrides.of(self.overrides)
+
+    def validate(self) -> None:
+        """Raises ConfigError: ``unit_beta`` not a finite number > 0."""
+        if self.unit_beta is not None:
+            self.unit_beta = float_option(self.unit_beta, "unit_beta (--unit-beta)", minimum=0.0, exclusive=True)
 
     @classmethod
     def quick(cls) -> LiftingConfig:
@@ -140,7 +150,12 @@ PRESETS = ("relu2881-unit", "relu2881-all")
 
 def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
     """The resolved discovery configuration of every sub-run ``<preset>-seed<k>`` (recipe included)."""
-    return {f"{preset}-seed{seed}": resolve_discover_config(preset, None, seed, cfg.steps, overrides=cfg.overrides)
+    def overrides(preset: str) -> DiscoverOverrides:
+        if preset == "relu2881-unit" and cfg.unit_beta is not None:
+            return cfg.overrides | [f"objective.beta={cfg.unit_beta!r}"]
+        return cfg.overrides
+
+    return {f"{preset}-seed{seed}": resolve_discover_config(preset, None, seed, cfg.steps, overrides=overrides(preset))
             for preset in PRESETS for seed in cfg.seeds}
 
 
@@ -152,6 +167,7 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     from ..discovery.run import load_trained, run_discovery
     from .reuse import plan_subrun, run_subrun, write_subruns
 
+    cfg.validate()
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
