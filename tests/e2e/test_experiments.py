@@ -62,7 +62,7 @@ def test_lifting_experiment_evaluates_both_actions_on_the_host(tmp_path: Path) -
     assert m["host_s_F"] > 0
     assert len(m["same_rho_ratio"]) == 3 and 0.0 <= m["unit_rescaling"]["cos_median"] <= 1.0
     report = regenerate(out).read_text()
-    assert "Subnetwork lifting" in report and "follows positive rescaling" in report
+    assert "Subnetwork lifting" in report and "learned field is positive rescaling" in report
 
 
 class _UnitAction(GroupAction):

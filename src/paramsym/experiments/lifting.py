@@ -203,6 +203,14 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     return metrics
 
 
+def diagnostics_text(same_rho_ratio: list[float], rhos: list[float], rescaling: dict[str, float]) -> str:
+    """The sentence on the same-ρ ratios and the unit's rescaling alignment (report and docs)."""
+    return ("At the same ρ, where the unit moves about a third as far, the ratio is "
+            + ", ".join(f"{x:.1f}×" for x in same_rho_ratio) + f" (ρ = {', '.join(f'{r:g}' for r in rhos)}). "
+            f"The unit's learned field is positive rescaling (v, −u) to a median cosine of {rescaling['cos_median']:.6f} "
+            f"(95th-percentile sine {rescaling['sin_p95']:.2g}; medians over seeds).")
+
+
 def render(run: RunDir) -> str:
     m = run.read_json("metrics.json")
     agg = m["median"]
@@ -234,13 +242,7 @@ def render(run: RunDir) -> str:
     else:
         lines.append("The displacement ranges of the two actions do not overlap; widen `rhos`.")
     if "same_rho_ratio" in m:  # runs before these diagnostics lack them
-        lines.append("")
-        lines.append("At the same ρ (the unit then moves about a third as far) the ratio is "
-                     + ", ".join(f"{r:.1f}×" for r in m["same_rho_ratio"]) + " (ρ = "
-                     + ", ".join(f"{rho:g}" for rho in m["rhos"]) + ").")
-        rs = m["unit_rescaling"]
-        lines.append(f"The unit's learned field follows positive rescaling (v, −u): median cosine "
-                     f"{rs['cos_median']:.6f}, 95th-percentile sine {rs['sin_p95']:.3g} (medians over seeds).")
+        lines += ["", diagnostics_text(m["same_rho_ratio"], m["rhos"], m["unit_rescaling"])]
     if fig:
         lines += ["", "![error vs displacement](figures/lifting.png)", ""]
     return "\n".join(lines)

@@ -104,11 +104,9 @@ def _lifting(rows: Rows) -> str:
                 f"{v['ratios'][0]:.1f}× at the small end, {v['ratios'][-1]:.1f}× at the large end). Paper: "
                 f"{_paper('lifting-subnetwork-ratio')}."]
     if v.get("same_rho_ratio"):  # rows measured before these diagnostics lack them
-        rs = v["unit_rescaling"]
-        out += ["", "At the same ρ, where the unit moves about a third as far, the ratio is "
-                + ", ".join(f"{x:.1f}×" for x in v["same_rho_ratio"]) + f" (ρ = {', '.join(f'{r:g}' for r in v['rhos'])}). "
-                f"The unit's learned field is positive rescaling (v, −u) to a median cosine of {rs['cos_median']:.6f} "
-                f"(95th-percentile sine {rs['sin_p95']:.2g}; medians over seeds)."]
+        from ..lifting import diagnostics_text
+
+        out += ["", diagnostics_text(v["same_rho_ratio"], v["rhos"], v["unit_rescaling"])]
     return "\n".join(out)
 
 
