@@ -48,8 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     eo.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
     _experiment_arguments(eo, cmd_experiment_objectives)
     el = exs.add_parser("lifting", help="ReLU (2,8,8,1): one unit (boundary output) vs all weights, full-network error")
-    el.add_argument("--unit-beta", default=None, help="field magnitude β of the unit action (> 0; default: the "
-                    "recipe's 0.2, as the all-weights action's; 0.55 makes both move alike at each radius)")
+    el.add_argument("--unit-beta", default=None, help="field magnitude β of the unit action: a number > 0, or "
+                    "'equal-field' (β_unit = β_all · s_θ(all)/s_θ(unit): both fields the same raw norm, so both move "
+                    "alike at each radius; the reproduction's rule); default: the recipe's 0.2, as the all-weights action's")
     _experiment_arguments(el, cmd_experiment_lifting)
     et = exs.add_parser("transformer", help="all-MiniLM-L6-v2: one FFN unit + 16 compensators, learned (hybrid vs "
                         "finite), installed in the full model; drift vs random and uncompensated edits")

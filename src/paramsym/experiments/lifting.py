@@ -35,6 +35,8 @@ from .configs import QUICK_DISCOVER_STEPS, quick_discover_overrides, resolve_dis
 
 KIND = "discovery-lifting"
 PAPER_RATIO = 5.8
+#: ``LiftingConfig.unit_beta`` value of the equal-field-norm rule (:func:`equal_field_beta`)
+EQUAL_FIELD = "equal-field"
 
 
 @dataclass
@@ -50,18 +52,21 @@ class LiftingConfig:
     eval_seed: int = 777
     #: typed overrides of both sub-runs' DiscoverConfig (after the recipe, seed and steps)
     overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
-    #: the unit action's field magnitude β (units of its s_θ; None: the recipe's 0.2, as the all-weights
-    #: action's). With equal β the unit moves about √(10/88) as far per ρ; 0.55 = 0.2 × 2.76 (the
-    #: all/unit displacement ratio at ρ = 0.5, seed 0) makes both move alike at each ρ (docs/results.md).
-    unit_beta: float | None = None
+    #: the unit action's field magnitude β (units of its s_θ). None: the recipe's 0.2, as the all-weights
+    #: action's, so the unit moves about √(10/88) as far per ρ. A number: that β. ``"equal-field"``
+    #: (:data:`EQUAL_FIELD`, the rule of the reproduction's protocol v2): the same field norm in raw
+    #: parameter units, ``β_unit = β_all · s_θ(all) / s_θ(unit)``, from both problems' fixed scales
+    #: before any training (:func:`equal_field_beta`), so both actions move alike at each ρ.
+    unit_beta: float | str | None = None
 
     def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
         self.overrides = DiscoverOverrides.of(self.overrides)
 
     def validate(self) -> None:
-        """Raises ConfigError: ``unit_beta`` not a finite number > 0."""
-        if self.unit_beta is not None:
-            self.unit_beta = float_option(self.unit_beta, "unit_beta (--unit-beta)", minimum=0.0, exclusive=True)
+        """Raises ConfigError: ``unit_beta`` neither a finite number > 0 nor ``"equal-field"``."""
+        if self.unit_beta is not None and self.unit_beta != EQUAL_FIELD:
+            self.unit_beta = float_option(self.unit_beta, f"unit_beta (--unit-beta; or {EQUAL_FIELD!r}, the rule)",
+                                          minimum=0.0, exclusive=True)
 
     @classmethod
     def quick(cls) -> LiftingConfig:
@@ -148,15 +153,39 @@ def matched_ratio(unit: dict, full: dict) -> dict[str, float | list[float]]:
 PRESETS = ("relu2881-unit", "relu2881-all")
 
 
+def equal_field_beta(unit_cfg, all_cfg) -> float:
+    """The unit's β giving its field the all-weights field's norm in raw parameter units.
+
+    A run's field magnitude is ``β s_θ`` (``s_θ = sqrt(E_μ‖θ‖²)``, the problem's fixed scale,
+    :func:`paramsym.discovery.problems.problem_scales`), so equal raw field norms need
+
+        β_unit = β_all · s_θ(all) / s_θ(unit),
+
+    computed from both resolved configurations before any training (rounded to 6 significant
+    digits, so config.json holds the exact value used).
+    """
+    from ..discovery.problems import problem_scales, resolve_problem
+
+    s_unit = problem_scales(resolve_problem(unit_cfg), unit_cfg).s_theta
+    s_all = problem_scales(resolve_problem(all_cfg), all_cfg).s_theta
+    return float(f"{all_cfg.objective.beta * s_all / s_unit:.6g}")
+
+
 def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
     """The resolved discovery configuration of every sub-run ``<preset>-seed<k>`` (recipe included)."""
-    def overrides(preset: str) -> DiscoverOverrides:
-        if preset == "relu2881-unit" and cfg.unit_beta is not None:
-            return cfg.overrides | [f"objective.beta={cfg.unit_beta!r}"]
-        return cfg.overrides
-
-    return {f"{preset}-seed{seed}": resolve_discover_config(preset, None, seed, cfg.steps, overrides=overrides(preset))
-            for preset in PRESETS for seed in cfg.seeds}
+    out = {}
+    for seed in cfg.seeds:
+        all_cfg = resolve_discover_config("relu2881-all", None, seed, cfg.steps, overrides=cfg.overrides)
+        extra = cfg.overrides
+        if cfg.unit_beta is not None:
+            beta = cfg.unit_beta
+            if beta == EQUAL_FIELD:
+                beta = equal_field_beta(resolve_discover_config("relu2881-unit", None, seed, cfg.steps,
+                                                                overrides=cfg.overrides), all_cfg)
+            extra = cfg.overrides | [f"objective.beta={float(beta)!r}"]
+        out[f"relu2881-unit-seed{seed}"] = resolve_discover_config("relu2881-unit", None, seed, cfg.steps, overrides=extra)
+        out[f"relu2881-all-seed{seed}"] = all_cfg
+    return {name: out[name] for name in (f"{p}-seed{s}" for p in PRESETS for s in cfg.seeds)}
 
 
 def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
@@ -197,15 +226,28 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     rescaling = {k: median(torch.tensor([r["rescaling"][k] for r in results["relu2881-unit"]])) for k in ("cos_median", "sin_p95")}
     metrics = {"kind": KIND, "host_s_F": s_F, "rhos": cfg.rhos, "per_seed": results, "median": agg,
                "matched": comparison, "same_rho_ratio": same_rho, "unit_rescaling": rescaling,
-               "paper_ratio": PAPER_RATIO}
+               "paper_ratio": PAPER_RATIO,
+               "unit_beta": [configs[f"relu2881-unit-seed{seed}"].objective.beta for seed in cfg.seeds],
+               "all_beta": [configs[f"relu2881-all-seed{seed}"].objective.beta for seed in cfg.seeds]}
     out.write_json("metrics.json", metrics)
     out.write_text("report.md", render(out))
     return metrics
 
 
-def diagnostics_text(same_rho_ratio: list[float], rhos: list[float], rescaling: dict[str, float]) -> str:
-    """The sentence on the same-ρ ratios and the unit's rescaling alignment (report and docs)."""
-    return ("At the same ρ, where the unit moves about a third as far, the ratio is "
+def diagnostics_text(same_rho_ratio: list[float], rhos: list[float], rescaling: dict[str, float],
+                     median: dict | None = None) -> str:
+    """The sentence on the same-ρ ratios and the unit's rescaling alignment (report and docs).
+
+    ``median``: the seed-median curves (``metrics["median"]``); they give how far the unit moves
+    against the all-weights action at the same ρ (median over the radii of the displacement ratio).
+    """
+    if median is not None:
+        moves = float(np.median(np.asarray(median["relu2881-unit"]["displacement_median"])
+                                / np.asarray(median["relu2881-all"]["displacement_median"])))
+        where = f"where the unit moves {moves:.2f}× as far as the all-weights action (median over the radii)"
+    else:
+        where = "where the unit moves about a third as far"
+    return (f"At the same ρ, {where}, the ratio is "
             + ", ".join(f"{x:.1f}×" for x in same_rho_ratio) + f" (ρ = {', '.join(f'{r:g}' for r in rhos)}). "
             f"The unit's learned field is positive rescaling (v, −u) to a median cosine of {rescaling['cos_median']:.6f} "
             f"(95th-percentile sine {rescaling['sin_p95']:.2g}; medians over seeds).")
@@ -242,7 +284,7 @@ def render(run: RunDir) -> str:
     else:
         lines.append("The displacement ranges of the two actions do not overlap; widen `rhos`.")
     if "same_rho_ratio" in m:  # runs before these diagnostics lack them
-        lines += ["", diagnostics_text(m["same_rho_ratio"], m["rhos"], m["unit_rescaling"])]
+        lines += ["", diagnostics_text(m["same_rho_ratio"], m["rhos"], m["unit_rescaling"], agg)]
     if fig:
         lines += ["", "![error vs displacement](figures/lifting.png)", ""]
     return "\n".join(lines)

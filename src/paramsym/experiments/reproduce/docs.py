@@ -98,7 +98,11 @@ def _lifting(rows: Rows) -> str:
         out.append(f"| {rho} | {u['displacement_median'][i]:.3g} | {u['full_error_p95'][i]:.3g} | "
                    f"{a['displacement_median'][i]:.3g} | {a['full_error_p95'][i]:.3g} |")
     lo, hi = v["range"]
-    out += ["", f"Seeds {', '.join(map(str, v['seeds']))}. At matched displacement (log–log interpolation over the "
+    betas = ""
+    if v.get("unit_beta"):  # rows measured before the β were recorded lack them
+        betas = (f" Field magnitude β: unit {', '.join(sorted({f'{b:g}' for b in v['unit_beta']}))}, all weights "
+                 f"{', '.join(sorted({f'{b:g}' for b in v['all_beta']}))} (units of each block's s_θ).")
+    out += ["", f"Seeds {', '.join(map(str, v['seeds']))}.{betas} At matched displacement (log–log interpolation over the "
                 f"overlap {lo:.3g} … {hi:.3g}) the whole-network action's full-network error is **{v['ratio']:.1f}×** "
                 f"the subnetwork's (median over the range; geometric mean {v['geometric_mean']:.1f}×; "
                 f"{v['ratios'][0]:.1f}× at the small end, {v['ratios'][-1]:.1f}× at the large end). Paper: "
@@ -106,7 +110,7 @@ def _lifting(rows: Rows) -> str:
     if v.get("same_rho_ratio"):  # rows measured before these diagnostics lack them
         from ..lifting import diagnostics_text
 
-        out += ["", diagnostics_text(v["same_rho_ratio"], v["rhos"], v["unit_rescaling"])]
+        out += ["", diagnostics_text(v["same_rho_ratio"], v["rhos"], v["unit_rescaling"], v.get("median"))]
     return "\n".join(out)
 
 

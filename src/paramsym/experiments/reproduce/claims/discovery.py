@@ -69,7 +69,8 @@ def _lifting_ratio(r):
                     {"ratio": ratio, "geometric_mean": mt["ratio_geometric_mean"], "ratios": mt["ratios"],
                      "range": [mt["displacements"][0], mt["displacements"][-1]], "rhos": r["rhos"],
                      "median": r["median"], "seeds": [row["seed"] for row in r["per_seed"]["relu2881-unit"]],
-                     "same_rho_ratio": r.get("same_rho_ratio"), "unit_rescaling": r.get("unit_rescaling")})
+                     "same_rho_ratio": r.get("same_rho_ratio"), "unit_rescaling": r.get("unit_rescaling"),
+                     "unit_beta": r.get("unit_beta"), "all_beta": r.get("all_beta")})
 
 
 P_TD_RANDOM, P_TD_UNC, P_TD_MOTION = Printed("129×"), Printed("49×"), Printed("0.069%")
@@ -172,7 +173,8 @@ CLAIMS: list[Claim] = [
           "every one of ≥ 5 seeds of both objectives fits", "objectives", _t1_fits),
     Claim("lifting-subnetwork-ratio", f"{D} §6.3, Fig. 2(c)",
           "one-unit (10 weights) discovery vs all 88 weights: full-network error at similar displacement", "5.8×",
-          f"all/unit error ratio {P_LIFTING.ge()} (median over the matched range; at least the paper's)", "lifting",
+          f"all/unit error ratio {P_LIFTING.ge()} (median over the matched range; at least the paper's); protocol v2: "
+          "the unit's β by the equal-field-norm rule, seeds 5–9", "lifting",
           _lifting_ratio),
     Claim("transformer-drift-random-closed-form", f"{D} §6.3, Fig. 3(a), Cor. 4.6",
           "compensated drift vs random translation at similar motion", "129× (Pythia-1B, learned)",
