@@ -309,7 +309,7 @@ RUNS: dict[str, RunSpec] = {
               "≈ 30 min (10 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
               "took ≈ 5 min at low load)", config=_experiment_config("objectives", _objectives_cfg)),
         _spec("lifting", "paramsym experiment lifting --seeds 5,6,7,8,9 --unit-beta equal-field", _lifting,
-              "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; 2,042 s wall for 6 runs on 2 shared cores)",
+              "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; protocol v2: 1,184 s wall, 1,067 CPU s for all ten on one thread, code 60559f4)",
               config=_experiment_config("lifting", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
               "377 CPU s for the official run (2 runs on all-MiniLM-L6-v2; docs/discovery.md)",
