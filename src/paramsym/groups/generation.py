@@ -3,8 +3,9 @@
 :func:`enumerate_closure` closes generators under a product by breadth-first search and derives
 the whole table from right multiplications; :func:`reordered` renames elements; :func:`cycle_label`
 writes a permutation in 1-based cycle notation. :data:`MAX_ORDER` caps every enumeration
-(re-exported as ``paramsym.groups.finite.MAX_ORDER``). The group type and the named groups built
-with these are in :mod:`paramsym.groups.finite`.
+(re-exported as ``paramsym.groups.finite.MAX_ORDER``). The named groups and generator closures
+built with these are in :mod:`paramsym.groups.constructions`, the group type in
+:mod:`paramsym.groups.finite_group`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Conjugacy classes and the subgroup lattice of a finite group, from its multiplication table.
 
 Functions of any group ``g`` with ``order``, ``table`` (``table[a, b]`` = index of ``a*b``),
-``inverse`` and ``closure(elements)`` — :class:`paramsym.groups.finite.FiniteGroup`, which caches
+``inverse`` and ``closure(elements)`` — :class:`paramsym.groups.finite_group.FiniteGroup`, which caches
 their results (``FiniteGroup.conjugacy_classes``, ``subgroups``, ``subgroup_classes``).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .finite import FiniteGroup
+    from .finite_group import FiniteGroup
 
 __all__ = ["conjugacy_classes", "conjugate_subgroups", "subgroup_lattice"]
 
