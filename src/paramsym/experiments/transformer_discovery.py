@@ -54,6 +54,9 @@ PAPER = {"ratio_random": 129.0, "ratio_uncompensated": 49.0, "motion_median": 0.
 #: the ``flow`` variant: the flow action, one RK4 step per flow (float32 composition ~7e-5 measured on
 #: layer 3's unit at initialisation, 2 steps ~4e-6, at twice the cost), hybrid objective
 FLOW = ("action.kind=flow", "action.flow_steps=1")
+#: training steps of a flow action when none are given (the direct map's recipe takes 1500; a flow
+#: step costs ~4× a direct-map step, and its composition is exact by construction): ~600–900 CPU s
+FLOW_STEPS = 500
 #: the sub-run variants: objectives of the direct map, and ``flow`` (the flow action, hybrid objective)
 VARIANTS = ("hybrid", "finite", "infinitesimal", "flow")
 #: the figures summarised per objective (medians over seeds)
@@ -238,10 +241,13 @@ def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | No
 
 
 def subrun_config(objective: str, seed: int, steps: int | None, overrides, name: str = PRESET):
-    """One sub-run's configuration: the ``minilm-ffn-unit`` recipe with ``overrides``, saved under the
+    """One sub-run's configuration: the ``minilm-ffn-unit`` recipe with ``overrides`` (a flow action
+    without ``steps``: :data:`FLOW_STEPS`), saved under the
     problem's own ``name`` (what :func:`paramsym.discovery.entry.run_discovery` writes into its
     ``config.json``, so an interrupted sub-run's saved configuration matches on resume)."""
     dcfg = resolve_discover_config(PRESET, objective, seed, steps, device="cpu", overrides=overrides)
+    if steps is None and dcfg.action.kind == "flow" and dcfg.train.steps != FLOW_STEPS:
+        dcfg = resolve_discover_config(PRESET, objective, seed, FLOW_STEPS, device="cpu", overrides=overrides)
     if name != dcfg.problem.preset:
         dcfg = dataclasses.replace(dcfg, problem=dataclasses.replace(dcfg.problem, preset=name))
     return dcfg
