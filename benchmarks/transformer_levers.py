@@ -11,7 +11,7 @@ float32 installation). Rows: the recipe as shipped, then each lever reverted:
 * ``k=16``: N compensators instead of 2N;
 * ``lr=3e-4`` / ``lr=3e-3``: the learning rate (the recipe: 1e-3, cosine decay to 5 %), and
   ``lr-constant``: no decay (the learning-rate schedule lever);
-* ``gamma_transport=10`` (alone and with lr 3e-3), ``=3``, ``=30``, ``=100``: the transport weight γ1 of the known-answer
+* ``gamma_transport=10`` (alone and with lr 3e-3), ``=1`` (the previous recipe, with ``--steps 500``), ``=3``, ``=30``, ``=100``: the transport weight γ1 of the known-answer
   recipes, where the hybrid objective's composition gain was reached (the recipe: γ1 = 1);
 * ``reduced``: isometric reduced coordinates (the paper: "reduced-coordinate actions use the induced
   physical parameter norm; the Pythia coordinates are isometric for these increments"; which
@@ -24,9 +24,11 @@ float32 installation). Rows: the recipe as shipped, then each lever reverted:
   rescaled so that the field has the recipe's raw norm (``β s_θ`` equal), and the action is
   evaluated on the block conjugated back, ``a(g, θ) = θ + E (a_z(g, Eᵀ(θ − θ_⊥)) − Eᵀ(θ − θ_⊥))``.
 
-Usage (about 5 CPU minutes per row at 500 steps)::
+Usage (about 7 CPU minutes per row at the recipe's 1,500 steps; ``--steps 500`` for the rows
+measured before the recipe took γ_transport = 10 and 1,500 steps, where ``recipe`` is then
+γ_transport = 10 at 500 steps)::
 
-    HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/transformer_levers.py [--steps 500] [--seed 0] [--rows recipe,k16]
+    HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/transformer_levers.py [--steps N] [--seed 0] [--rows recipe,k16]
 
 Prints one line per row: ratio random, ratio uncompensated, median entry motion, stored composition
 (median, p95) and the training CPU seconds. Development measurements: docs/discovery.md.
@@ -53,6 +55,7 @@ ROWS = {
     "reduced": ([], 32),
     "gamma_transport=10": (["objective.gamma_transport=10"], 32),
     "gamma_transport=10+lr=3e-3": (["objective.gamma_transport=10", "train.lr=3e-3"], 32),
+    "gamma_transport=1": (["objective.gamma_transport=1"], 32),
     "gamma_transport=3": (["objective.gamma_transport=3"], 32),
     "gamma_transport=30": (["objective.gamma_transport=30"], 32),
     "gamma_transport=100": (["objective.gamma_transport=100"], 32),
@@ -138,13 +141,13 @@ def main() -> None:
     from paramsym.runs import RunDir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--steps", type=int, default=None, help="training steps (default: the recipe's)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layer", type=int, default=3)
     ap.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated among {list(ROWS)}")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    print(f"layer {args.layer}, rule unit, hybrid, {args.steps} steps, seed {args.seed}")
+    print(f"layer {args.layer}, rule unit, hybrid, {args.steps or 'the recipe'} steps, seed {args.seed}")
     print(f"{'row':20s} {'ratio rand':>10s} {'ratio unc':>10s} {'motion':>9s} {'comp med':>9s} {'comp p95':>9s} "
           f"{'train CPU s':>11s}")
     for name in args.rows.split(","):

@@ -53,7 +53,8 @@ ADDED = {("action", "kind"): "direct", ("action", "flow_steps"): 4, ("action", "
 #: the deliberate retuning of the ``minilm-ffn-unit`` recipe (issue 17's conditioning): its values of the
 #: added keys, and ``(captured, today)`` of the fields it changed
 MINILM_RECIPE = {("action", "theta_scale"): "move", ("objective", "output_scale"): "motion"}
-MINILM_RETUNED = {("train", "steps"): (3000, 500), ("train", "checkpoint_every"): (500, 250)}
+MINILM_RETUNED = {("train", "steps"): (3000, 1500), ("train", "checkpoint_every"): (500, 250),
+                  ("objective", "gamma_transport"): (1.0, 10.0)}
 #: fields added to the transformer experiment's configuration (issue 17: several units), with their defaults
 TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16, "flow_seeds": None}
 #: the lifting experiment's default radii: (captured, today) — today the paper's test grid (App. D.2)
