@@ -11,6 +11,7 @@ import os
 import zipfile
 
 import pytest
+from mergekit_wheel import find_wheel
 
 from paramsym.errors import InputFileError
 from paramsym.experiments.mergekit_compare import compare, mergekit_files
@@ -70,9 +71,9 @@ def test_missing_files_are_a_named_error(tmp_path, monkeypatch):
         mergekit_files(empty)
 
 
-@pytest.mark.skipif(not os.environ.get("PARAMSYM_MERGEKIT"), reason="MergeKit's wheel data not available "
-                    "(pip download mergekit --no-deps -d DIR; PARAMSYM_MERGEKIT=DIR)")
+@pytest.mark.skipif(find_wheel() is None, reason="MergeKit's wheel data not available (`make mergekit-wheel`, or "
+                    "pip download mergekit --no-deps -d DIR; PARAMSYM_MERGEKIT=DIR)")
 def test_real_mergekit_files_fused_architectures():
-    r = compare(["gpt2", "phi3", "falcon", "gpt_neox"], source=os.environ["PARAMSYM_MERGEKIT"])
+    r = compare(["gpt2", "phi3", "falcon", "gpt_neox"], source=os.environ.get("PARAMSYM_MERGEKIT") or find_wheel().parent)
     for name, a in r["architectures"].items():
         assert not a["disagree"] and a["census_error"] <= a["tolerance"], name
