@@ -77,7 +77,6 @@ def test_full_protocol_on_all_minilm_l6_v2(tmp_path) -> None:
     assert hyb["composition_error"] <= 5.8e-4 and hyb["composition_error"] < fin["composition_error"]
 
 
-
 def test_real_minilm_guard_at_a_reduced_budget(tmp_path) -> None:
     """Default-run guard of the transformer rows (the full grid is ``paramsym reproduce``'s): the real
     all-MiniLM-L6-v2, layer 3's rule unit, seed 0, the hybrid objective at 300 of the recipe's 1,500

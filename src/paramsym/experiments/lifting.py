@@ -176,15 +176,12 @@ def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
     out = {}
     for seed in cfg.seeds:
         all_cfg = resolve_discover_config("relu2881-all", None, seed, cfg.steps, overrides=cfg.overrides)
-        extra = cfg.overrides
+        unit_cfg = resolve_discover_config("relu2881-unit", None, seed, cfg.steps, overrides=cfg.overrides)
         if cfg.unit_beta is not None:
-            beta = cfg.unit_beta
-            if beta == EQUAL_FIELD:
-                beta = equal_field_beta(resolve_discover_config("relu2881-unit", None, seed, cfg.steps,
-                                                                overrides=cfg.overrides), all_cfg)
-            extra = cfg.overrides | [f"objective.beta={float(beta)!r}"]
-        out[f"relu2881-unit-seed{seed}"] = resolve_discover_config("relu2881-unit", None, seed, cfg.steps, overrides=extra)
-        out[f"relu2881-all-seed{seed}"] = all_cfg
+            beta = equal_field_beta(unit_cfg, all_cfg) if cfg.unit_beta == EQUAL_FIELD else float(cfg.unit_beta)
+            unit_cfg = resolve_discover_config("relu2881-unit", None, seed, cfg.steps,
+                                               overrides=cfg.overrides | [f"objective.beta={beta!r}"])
+        out[f"relu2881-unit-seed{seed}"], out[f"relu2881-all-seed{seed}"] = unit_cfg, all_cfg
     return {name: out[name] for name in (f"{p}-seed{s}" for p in PRESETS for s in cfg.seeds)}
 
 
@@ -235,18 +232,15 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
 
 
 def diagnostics_text(same_rho_ratio: list[float], rhos: list[float], rescaling: dict[str, float],
-                     median: dict | None = None) -> str:
+                     median: dict) -> str:
     """The sentence on the same-ρ ratios and the unit's rescaling alignment (report and docs).
 
     ``median``: the seed-median curves (``metrics["median"]``); they give how far the unit moves
     against the all-weights action at the same ρ (median over the radii of the displacement ratio).
     """
-    if median is not None:
-        moves = float(np.median(np.asarray(median["relu2881-unit"]["displacement_median"])
-                                / np.asarray(median["relu2881-all"]["displacement_median"])))
-        where = f"where the unit moves {moves:.2f}× as far as the all-weights action (median over the radii)"
-    else:
-        where = "where the unit moves about a third as far"
+    moves = float(np.median(np.asarray(median["relu2881-unit"]["displacement_median"])
+                            / np.asarray(median["relu2881-all"]["displacement_median"])))
+    where = f"where the unit moves {moves:.2f}× as far as the all-weights action (median over the radii)"
     return (f"At the same ρ, {where}, the ratio is "
             + ", ".join(f"{x:.1f}×" for x in same_rho_ratio) + f" (ρ = {', '.join(f'{r:g}' for r in rhos)}). "
             f"The unit's learned field is positive rescaling (v, −u) to a median cosine of {rescaling['cos_median']:.6f} "

@@ -110,7 +110,7 @@ def _lifting(rows: Rows) -> str:
     if v.get("same_rho_ratio"):  # rows measured before these diagnostics lack them
         from ..lifting import diagnostics_text
 
-        out += ["", diagnostics_text(v["same_rho_ratio"], v["rhos"], v["unit_rescaling"], v.get("median"))]
+        out += ["", diagnostics_text(v["same_rho_ratio"], v["rhos"], v["unit_rescaling"], v["median"])]
     return "\n".join(out)
 
 
