@@ -35,3 +35,20 @@ def saved_tiny_models(configs: dict[str, Callable[[], Any]], load: Callable[[Pat
         return request.param, (path if load is None else load(path))
 
     return fixture
+
+
+def tiny_bert(attn: str = "eager"):
+    """A 2-layer BERT (hidden 16, FFN 32) from a config object, weights drawn after ``manual_seed(0)``
+    on a forked random state, in eval mode."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=16, attn_implementation=attn)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = transformers.BertModel(cfg)
+    return model.eval()
+
+
+def tiny_ids(n: int) -> torch.Tensor:
+    """A prefix of ``n`` token ids, ``(1, n)``."""
+    return torch.arange(3, 3 + n)[None]

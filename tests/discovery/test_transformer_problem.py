@@ -19,23 +19,17 @@ from paramsym.discovery.transformer import block_layout, ffn_unit_problem
 from paramsym.errors import AttentionImplementationError, ShapeError, TooLargeError
 from paramsym.targets import BoundaryTarget, FFNBoundaryTarget, Target
 from paramsym.verdict import output_scale
+from tiny_hf import tiny_bert, tiny_ids
 
 transformers = pytest.importorskip("transformers")
 
 N = 6
 
 
-def tiny_bert(attn: str = "eager"):
-    cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=16, attn_implementation=attn)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = transformers.BertModel(cfg)
-    return model.eval()
-
-
 def ids() -> torch.Tensor:
-    return torch.arange(3, 3 + N)[None]
+    return tiny_ids(N)
+
+
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,7 @@ from .compensating import select_compensators
 
 __all__ = ["FFNUnit", "Installer", "EVAL_KEYS", "check_rho", "ffn_features", "prepare", "incoming_size",
            "last_hidden", "motion_entrywise", "uncompensated_theta", "per_unit_change", "symmetric_tangent",
-           "motion_beta", "evaluate_action"]
+           "motion_beta", "evaluate_action", "unit_span_basis"]
 
 #: the figures of :func:`evaluate_action` (what ``--json`` prints for a learned action)
 EVAL_KEYS = ("motion_median", "ratio_random", "ratio_uncompensated", "composition_error", "composition_error_p95")
@@ -265,6 +265,48 @@ class Installer:
             return per_unit_change(unit, self.model)
         finally:
             self.target.restore(self.model, old)
+
+
+def unit_span_basis(target: FFNBoundaryTarget) -> Tensor:
+    """Reduced coordinates of the unit's block in which the closed-form compensation moves: ``E`` (p × q, float64).
+
+    Columns: every incoming coordinate (the moving units' incoming weights, biases and gate rows;
+    identity columns), and for each compensator b and each column ``q_a`` of an orthonormal basis of the
+    moving units' outgoing columns ``W_down[:, M]`` the increment ``ΔW_down[:, b] = q_a`` (all other
+    entries 0). So ``q = n_in + n_moving · k`` of ``p = n_in + m · k`` (one moving unit: ``d + 1 + k``
+    of ``d + 1 + d k``), the columns are orthonormal (``EᵀE = I``: the coordinates are isometric), and
+    the symmetric tangents of :func:`symmetric_tangent` lie in ``range(E)``: the compensation
+    ``W_B' = W_B + W_M (A_M − A_M') A_B⁺`` (Cor. 4.6) only adds outgoing increments along ``W_M``'s
+    columns. The directions left out (compensators' outgoing increments orthogonal to ``W_M``) change the
+    boundary output on the prefix unless they lie in the null space of ``A_B``, and are never needed.
+
+    Raises:
+        ShapeError: the moving units' outgoing columns are linearly dependent (rank < n_moving).
+    """
+    T = target.to(torch.float64)
+    nm = int(T.n_moving)
+    n_in = incoming_size(T)
+    W = T.compact(T.theta0)["down.weight"]  # m × s
+    m, k = int(W.shape[0]), int(W.shape[1]) - nm
+    Q, R = torch.linalg.qr(W[:, :nm])
+    if bool((R.diagonal().abs() <= 1e-12 * max(float(W[:, :nm].abs().max()), 1e-300)).any()):
+        raise ShapeError(f"unit_span_basis: the {nm} moving units' outgoing columns are linearly dependent; "
+                         "choose moving units with independent outgoing weights.")
+    idx = {n: torch.full(v.shape, -1.0, dtype=torch.float64) for n, v in T.params.items()}
+    idx["down.weight"][:, nm:] = torch.arange(m * k, dtype=torch.float64).reshape(m, k)
+    pos = T.block.gather(idx)
+    if not (bool((pos[:n_in] < 0).all()) and bool((pos[n_in:] >= 0).all())):
+        raise ShapeError("unit_span_basis: the block is not the protocol block (incoming part first, then the "
+                         "compensators' outgoing columns); build the target with its default block.")
+    p = int(pos.numel())
+    E = torch.zeros(p, n_in + nm * k, dtype=torch.float64)
+    E[:n_in, :n_in] = torch.eye(n_in, dtype=torch.float64)
+    flat = pos[n_in:].long()
+    rows = torch.arange(n_in, p)
+    i, b = flat // k, flat % k
+    for a in range(nm):
+        E[rows, n_in + a * k + b] = Q[i, a]
+    return E
 
 
 def symmetric_tangent(target: FFNBoundaryTarget, incoming: Tensor) -> Tensor:

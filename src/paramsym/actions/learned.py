@@ -41,6 +41,18 @@ on). The factor is fixed, not folded into the weights, so Adam's steps stay rela
 the usual size.
 Cost: ``4 N`` network evaluations per action instead of 2; the training step evaluates two flows
 (the second at ``a(g1, θ)``) with the transport tangent carried through the first as a dual number.
+
+**Reduced coordinates** (``basis = E``, ``p × q`` with orthonormal columns; either kind): the network
+reads and writes ``z = Eᵀ θ`` and the action is conjugated back to the block,
+
+    a(g, θ) = θ + E ( a_z(g, Eᵀθ) − Eᵀθ ),
+
+``a_z`` the kind's action on ``R^q`` (inputs ``Eᵀ(θ − θ_c) / θ_scale``, fields ``E V_z``). Every law of
+``a_z`` (identity, composition, inverse, and the flow's group law) carries over exactly, because
+``θ ↦ (Eᵀθ, θ − EEᵀθ)`` is an isometry and the part orthogonal to ``range(E)`` is never moved; the
+motion lies in ``range(E)``. The block's other directions are then not learned at all: choose ``E``
+so that they are directions the symmetry does not need (e.g.
+:func:`paramsym.actions.ffn_unit.unit_span_basis`). Without ``basis``, ``E = I`` (``q = p``).
 """
 
 from __future__ import annotations
@@ -53,7 +65,7 @@ from ..groups.lie import MatrixLieGroup
 from . import flow as FL
 from .base import GroupAction, StepQuantities
 
-__all__ = ["KINDS", "LearnedAction", "SiLU", "mlp"]
+__all__ = ["KINDS", "LearnedAction", "SiLU", "check_basis", "mlp"]
 
 #: the kinds of learned action (module docstring)
 KINDS = ("direct", "flow")
@@ -66,6 +78,21 @@ class SiLU(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return x * torch.sigmoid(x)
+
+
+def check_basis(basis: Tensor, p: int) -> Tensor:
+    """``basis`` as a float64 ``p × q`` matrix with orthonormal columns (``‖EᵀE − I‖_max ≤ 1e-5``), else a :class:`ConfigError`."""
+    E = torch.as_tensor(basis).double()
+    if E.ndim != 2 or E.shape[0] != int(p) or not 1 <= E.shape[1] <= int(p):
+        raise ConfigError(f"basis must be a p × q matrix with p = {p} block entries and 1 ≤ q ≤ p; received shape "
+                          f"{tuple(E.shape)}.")
+    if not bool(torch.isfinite(E).all()):
+        raise ConfigError("basis has non-finite entries; pass orthonormal columns (e.g. from torch.linalg.qr).")
+    err = float((E.T @ E - torch.eye(E.shape[1], dtype=E.dtype)).abs().max())
+    if err > 1e-5:
+        raise ConfigError(f"basis columns must be orthonormal (max |EᵀE − I| = {err:.3g} > 1e-5); orthonormalise them "
+                          "(torch.linalg.qr) first.")
+    return E
 
 
 def mlp(sizes: list[int], activation: type[nn.Module] = SiLU) -> nn.Sequential:
@@ -93,9 +120,12 @@ class LearnedAction(GroupAction):
         generator: ``torch.Generator`` for the initialisation.
         kind: ``"direct"`` (eq. 7) or ``"flow"`` (a group action by construction, module docstring).
         flow_steps: RK4 steps ``N`` of the flow kind (ignored by the direct kind).
+        basis: reduced coordinates ``E`` (``p × q``, orthonormal columns; module docstring), or
+            ``None`` for the whole block (``E = I``). ``theta_scale`` must then be a scalar.
 
     Raises:
-        ConfigError: an unknown ``kind`` or ``flow_steps < 1``.
+        ConfigError: an unknown ``kind``, ``flow_steps < 1``, or a ``basis`` that is not ``p × q``
+            (``1 ≤ q ≤ p``) with orthonormal columns.
     """
 
     def __init__(
@@ -112,6 +142,7 @@ class LearnedAction(GroupAction):
         generator: torch.Generator | None = None,
         kind: str = "direct",
         flow_steps: int = 4,
+        basis: Tensor | None = None,
     ):
         super().__init__()
         if kind not in KINDS:
@@ -125,13 +156,22 @@ class LearnedAction(GroupAction):
         s = group.size
         self.register_buffer("theta_center", torch.as_tensor(theta_center, dtype=torch.float32).reshape(-1).clone())
         ts = torch.as_tensor(theta_scale, dtype=torch.float32)
-        self.register_buffer("theta_scale", (ts.expand(self.p) if ts.ndim == 0 else ts.reshape(-1)).clone())
+        if basis is not None:
+            basis = check_basis(basis, self.p)
+            if ts.ndim != 0:
+                raise ConfigError("LearnedAction: with reduced coordinates (basis) theta_scale must be a scalar; "
+                                  f"received shape {tuple(ts.shape)}.")
+            self.register_buffer("basis", basis.to(torch.float32).clone())
+        else:
+            self.basis = None
+        self.q = self.p if basis is None else int(basis.shape[1])
+        self.register_buffer("theta_scale", (ts.expand(self.q) if ts.ndim == 0 else ts.reshape(-1)).clone())
         self.register_buffer("out_scale", torch.tensor(float(out_scale)))
         self.register_buffer("g_scale", torch.tensor(float(g_scale)))
         if kind == "flow":  # V(θ): r fields of θ alone (an autonomous field per generator)
-            self.net = mlp([self.p] + [width] * depth + [group.num_generators * self.p])
+            self.net = mlp([self.q] + [width] * depth + [group.num_generators * self.q])
         else:
-            self.net = mlp([s * s + self.p] + [width] * depth + [self.p])
+            self.net = mlp([s * s + self.q] + [width] * depth + [self.q])
         if generator is not None:
             with torch.no_grad():
                 for prm in self.net.parameters():
@@ -142,11 +182,19 @@ class LearnedAction(GroupAction):
                         prm.copy_((torch.rand(prm.shape, generator=generator) * 2 - 1) * 0.01)
 
     # -- network evaluation ------------------------------------------------------------------
+    def reduce(self, x: Tensor) -> Tensor:
+        """``Eᵀ x`` (block vectors ``(..., p)`` to reduced coordinates ``(..., q)``; ``x`` itself without a basis)."""
+        return x if self.basis is None else x @ self.basis.to(x.dtype)
+
+    def expand(self, y: Tensor) -> Tensor:
+        """``E y`` (reduced coordinates ``(..., q)`` to block increments ``(..., p)``; ``y`` itself without a basis)."""
+        return y if self.basis is None else y @ self.basis.to(y.dtype).T
+
     def _inputs(self, g: Tensor, theta: Tensor) -> Tensor:
-        """Normalised network input ``[(vec(g) − vec(I))/g_scale, (θ − θ_c)/θ_scale]`` (batched)."""
+        """Normalised network input ``[(vec(g) − vec(I))/g_scale, Eᵀ(θ − θ_c)/θ_scale]`` (batched)."""
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device)
         gin = (g - eye).reshape(*g.shape[:-2], -1) / self.g_scale.to(g.dtype)
-        tin = (theta - self.theta_center.to(theta.dtype)) / self.theta_scale.to(theta.dtype)
+        tin = self.reduce(theta - self.theta_center.to(theta.dtype)) / self.theta_scale.to(theta.dtype)
         return torch.cat([gin.to(theta.dtype), tin], -1)
 
     def _dual(self, x: Tensor, dx: Tensor | None) -> tuple[Tensor, Tensor | None]:
@@ -173,7 +221,7 @@ class LearnedAction(GroupAction):
         if self.kind != "direct":
             raise ConfigError(f"LearnedAction.b is the direct kind's network; this action is kind={self.kind!r} "
                               "(use fields_all / act).")
-        return self._dual(self._inputs(g, theta), None)[0] * self.out_scale.to(theta.dtype)
+        return self.expand(self._dual(self._inputs(g, theta), None)[0] * self.out_scale.to(theta.dtype))
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
         if self.kind == "flow":
@@ -196,8 +244,8 @@ class LearnedAction(GroupAction):
         """``D_g a(g, θ)[dg]`` for batches (``g``, ``dg``: ``(n, s, s)``; θ: ``(n, p)``)."""
         x = self._inputs(g, theta)
         dx = torch.cat([dg.reshape(dg.shape[0], -1).to(theta.dtype) / self.g_scale.to(theta.dtype),
-                        torch.zeros_like(theta)], -1)
-        return self._dual(x, dx)[1] * self.out_scale.to(theta.dtype)
+                        theta.new_zeros(theta.shape[0], self.q)], -1)
+        return self.expand(self._dual(x, dx)[1] * self.out_scale.to(theta.dtype))
 
     def field_many(self, h: Tensor, theta: Tensor) -> Tensor:
         if h.ndim == 2:
@@ -279,10 +327,11 @@ class LearnedAction(GroupAction):
     def _batch(self, gs: list[Tensor], dgs: list[Tensor], ts: list[Tensor]) -> tuple[Tensor, Tensor]:
         g, dg, t = torch.cat(gs), torch.cat(dgs), torch.cat(ts)
         x = self._inputs(g, t)
-        dx = torch.cat([dg.reshape(dg.shape[0], -1).to(t.dtype) / self.g_scale.to(t.dtype), torch.zeros_like(t)], -1)
+        dx = torch.cat([dg.reshape(dg.shape[0], -1).to(t.dtype) / self.g_scale.to(t.dtype), t.new_zeros(t.shape[0], self.q)],
+                       -1)
         y, dy = self._dual(x, dx)
         scale = self.out_scale.to(t.dtype)
-        return y * scale, dy * scale
+        return self.expand(y * scale), self.expand(dy * scale)
 
     # -- the flow kind ----------------------------------------------------------------------------
     def coordinates(self, g: Tensor, dtype: torch.dtype | None = None, dg: Tensor | None = None
@@ -293,7 +342,7 @@ class LearnedAction(GroupAction):
         return FL.algebra_coordinates(g.to(dt), self.group.generators().to(dt), None if dg is None else dg.to(dt))
 
     def fields(self, theta: Tensor) -> Tensor:
-        """The learned fields ``V(θ) = (out_scale/√p) · net((θ − θ_c)/θ_scale)``, ``(n, r, p)`` (flow kind)."""
+        """The learned fields ``V(θ) = E (out_scale/√q) · net(Eᵀ(θ − θ_c)/θ_scale)``, ``(n, r, p)`` (flow kind)."""
         return self._fields_dual(theta, None)[0]
 
     def _fields_dual(self, theta: Tensor, dtheta: Tensor | None) -> tuple[Tensor, Tensor | None]:
@@ -301,12 +350,12 @@ class LearnedAction(GroupAction):
         n = theta.shape[0]
         r = self.group.num_generators
         dt = theta.dtype
-        x = (theta - self.theta_center.to(dt)) / self.theta_scale.to(dt)
-        dx = None if dtheta is None else dtheta / self.theta_scale.to(dt)
+        x = self.reduce(theta - self.theta_center.to(dt)) / self.theta_scale.to(dt)
+        dx = None if dtheta is None else self.reduce(dtheta) / self.theta_scale.to(dt)
         y, dy = self._dual(x, dx)
-        scale = self.out_scale.to(dt) * self.p ** -0.5  # fields of norm O(out_scale) (module docstring)
-        v = (y * scale).reshape(n, r, self.p)
-        return v, (None if dy is None else (dy * scale).reshape(n, r, self.p))
+        scale = self.out_scale.to(dt) * self.q ** -0.5  # fields of norm O(out_scale) (module docstring)
+        v = self.expand((y * scale).reshape(n, r, self.q))
+        return v, (None if dy is None else self.expand((dy * scale).reshape(n, r, self.q)))
 
     def flow(self, xi: Tensor, theta: Tensor, dxi: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """``Φ^ξ(θ)``: ``flow_steps`` RK4 steps of ``dθ/dτ = Σ_i ξ_i V_i(θ)`` on ``τ ∈ [0, 1]``.

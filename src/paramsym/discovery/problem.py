@@ -77,9 +77,10 @@ class DiscoveryProblem:
             whole = 0  # a target with its own evaluation (function or closed-form boundary target)
         return 16 * (p + q + whole), 8 * (p + q)
 
-    def jacobian_gain(self, generator: torch.Generator, draws: int = 8) -> float:
+    def jacobian_gain(self, generator: torch.Generator, draws: int = 8, basis: torch.Tensor | None = None) -> float:
         """``γ = median_z ‖D_θF(θ0)[z]‖ / ‖z‖`` over ``draws`` Gaussian directions z (float64 JVPs at the
-        base point): the output change per unit of a random move of the block.
+        base point): the output change per unit of a random move of the block — of a move in
+        ``range(basis)`` (``z = E ζ``, ζ Gaussian) when the action has reduced coordinates ``basis = E``.
 
         With ``objective.output_scale = "motion"`` the output scale is ``s_F = γ β s_θ``, the output
         change of a random move of the field's magnitude, so that ``L_inv`` is the squared relative
@@ -94,7 +95,10 @@ class DiscoveryProblem:
         th0 = target.theta0
         gains = []
         for _ in range(int(draws)):
-            z = torch.randn(th0.shape, generator=generator, dtype=torch.float64)
+            if basis is None:
+                z = torch.randn(th0.shape, generator=generator, dtype=torch.float64)
+            else:
+                z = basis.double() @ torch.randn(basis.shape[1], generator=generator, dtype=torch.float64)
             gains.append(float(torch.func.jvp(target, (th0,), (z,))[1].norm() / z.norm()))
         gain = float(torch.tensor(gains).median())
         if not gain > 0:

@@ -245,14 +245,34 @@ def scale_generator(cfg: DiscoverConfig) -> torch.Generator:
     return torch.Generator().manual_seed(10_000 + cfg.problem.target_seed)
 
 
+def action_basis(problem: DiscoveryProblem, cfg: DiscoverConfig) -> torch.Tensor | None:
+    """The reduced coordinates ``E`` of ``action.coordinates`` (``None`` for ``block``; ``unit-span``:
+    :func:`paramsym.actions.ffn_unit.unit_span_basis` of the problem's FFN boundary target).
+
+    Raises:
+        ConfigError: ``unit-span`` on a problem whose target is not an FFN boundary target.
+    """
+    if cfg.action.coordinates == "block":
+        return None
+    from ..actions.ffn_unit import unit_span_basis
+    from ..targets import FFNBoundaryTarget
+
+    if not isinstance(problem.target, FFNBoundaryTarget):
+        raise ConfigError(f"action.coordinates = {cfg.action.coordinates!r} needs an FFN boundary target (the FFN-unit "
+                          f"problem of paramsym experiment transformer / compensate --learned); problem {problem.name!r} "
+                          f"has a {type(problem.target).__name__}. Use action.coordinates=block.")
+    return unit_span_basis(problem.target)
+
+
 def problem_scales(problem: DiscoveryProblem, cfg: DiscoverConfig) -> Scales:
     """The run's fixed scales: :meth:`DiscoveryProblem.scales` (s_F over μ, s_θ) with β, and with
     ``objective.output_scale = "motion"`` the output scale ``s_F = γ β s_θ`` instead
-    (:meth:`DiscoveryProblem.jacobian_gain`; both from :func:`scale_generator`)."""
+    (:meth:`DiscoveryProblem.jacobian_gain`, random moves in the action's coordinates
+    :func:`action_basis`; both from :func:`scale_generator`)."""
     gen = scale_generator(cfg)
     scales = problem.scales(cfg.objective.beta, gen, memory_bytes=cfg.train.max_memory / 4)
     if cfg.objective.output_scale == "motion":
-        gain = problem.jacobian_gain(gen)
+        gain = problem.jacobian_gain(gen, basis=action_basis(problem, cfg))
         scales = Scales(s_F=gain * scales.beta * scales.s_theta, s_theta=scales.s_theta, beta=scales.beta)
     return scales
 

@@ -57,7 +57,7 @@ def load_learned_action(run_dir: RunDir | str | os.PathLike, target: Target | No
         group = MatrixLieGroup(cfg.group.size, cfg.group.generators)
         action = LearnedAction(group, p, theta_center=torch.zeros(p), theta_scale=1.0, out_scale=1.0,
                                width=cfg.action.width, depth=cfg.action.depth, kind=cfg.action.kind,
-                               flow_steps=cfg.action.flow_steps)
+                               flow_steps=cfg.action.flow_steps, basis=tensors.get("basis"))
     try:
         action.load_state_dict(tensors)
     except RuntimeError as exc:

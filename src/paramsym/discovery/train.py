@@ -32,7 +32,7 @@ from ..groups.lie import GroupSamples, MatrixLieGroup
 from ..groups.memory import format_bytes
 from . import objectives as O
 from .config import DiscoverConfig
-from .problems import DiscoveryProblem
+from .problems import DiscoveryProblem, action_basis
 
 LOSS_TERMS = ("inv", "trans", "comp", "pres", "scale", "div", "sparse", "total")
 
@@ -72,6 +72,7 @@ def _build_action(problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scal
         generator=generator,
         kind=cfg.action.kind,
         flow_steps=cfg.action.flow_steps,
+        basis=action_basis(problem, cfg),
     )
 
 
@@ -203,12 +204,13 @@ class Trainer:
         if cfg.objective.lambda_sparse > 0:
             out["sparse"] = O.sparsity_penalty(group.generators())
         ob = cfg.objective
+        w = ob.invariance_weight  # the logged terms stay unweighted
         if variant == "hybrid":
-            total = out["inv"] + ob.gamma_transport * out["trans"] + ob.gamma_finite * (out["comp"] + out["pres"])
+            total = w * out["inv"] + ob.gamma_transport * out["trans"] + ob.gamma_finite * (out["comp"] + w * out["pres"])
         elif variant == "infinitesimal":
-            total = out["inv"] + ob.gamma_transport * out["trans"]
+            total = w * out["inv"] + ob.gamma_transport * out["trans"]
         else:
-            total = out["pres"] + out["comp"]
+            total = w * out["pres"] + out["comp"]
         total = total + ob.lambda_scale * out["scale"] + ob.lambda_div * out["div"] + ob.lambda_sparse * out["sparse"]
         out["total"] = total
         return out
