@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_hf import tiny_bert, tiny_ids
 
 from paramsym.actions.ffn_unit import incoming_size, symmetric_tangent, unit_span_basis
 from paramsym.actions.learned import LearnedAction
@@ -20,7 +21,6 @@ from paramsym.discovery.problems import action_basis, build_problem
 from paramsym.discovery.train import Trainer
 from paramsym.errors import ConfigError
 from paramsym.groups.lie import MatrixLieGroup
-from tiny_hf import tiny_bert, tiny_ids
 
 P, Q = 12, 5
 

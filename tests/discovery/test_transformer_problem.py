@@ -13,13 +13,13 @@ import copy
 
 import pytest
 import torch
+from tiny_hf import tiny_bert, tiny_ids
 
 from paramsym.discovery.problem import DiscoveryProblem
 from paramsym.discovery.transformer import block_layout, ffn_unit_problem
 from paramsym.errors import AttentionImplementationError, ShapeError, TooLargeError
 from paramsym.targets import BoundaryTarget, FFNBoundaryTarget, Target
 from paramsym.verdict import output_scale
-from tiny_hf import tiny_bert, tiny_ids
 
 transformers = pytest.importorskip("transformers")
 
