@@ -6,6 +6,10 @@ per-unit rule) with the ``minilm-ffn-unit`` recipe, changing one lever, and eval
 paper's protocol (:func:`paramsym.actions.ffn_unit.evaluate_action`: 32 elements at ρ = 0.5,
 float32 installation). Rows: the recipe as shipped, then each lever reverted:
 
+* protocol v2's levers (2026-12-03): ``block`` (the action in all p block coordinates instead of
+  ``action.coordinates = unit-span``), ``invariance_weight=1`` / ``=30`` (instead of 10), ``v1``
+  (both reverted: the previous recipe's action and objective) and ``whitened`` (v1 in coordinates
+  whitening the boundary Jacobian's incoming and outgoing parts, :class:`WhitenedCoordinates`);
 * ``output_scale=mu``: s_F over the anchored μ (the paper's) instead of the Jacobian-gain scale;
 * ``theta_scale=mu`` / ``entry``: the network reads θ in units of μ's σ / of the move's per-entry RMS;
 * ``k=16``: N compensators instead of 2N;
@@ -45,6 +49,12 @@ import torch
 
 ROWS = {
     "recipe": ([], 32),
+    # protocol v2's two levers reverted (2026-12-03): block coordinates, the invariance weight
+    "block": (["action.coordinates=block"], 32),
+    "invariance_weight=1": (["objective.invariance_weight=1"], 32),
+    "invariance_weight=30": (["objective.invariance_weight=30"], 32),
+    "v1": (["action.coordinates=block", "objective.invariance_weight=1"], 32),
+    "whitened": (["action.coordinates=block", "objective.invariance_weight=1"], 32),
     "output_scale=mu": (["objective.output_scale=mu"], 32),
     "theta_scale=mu": (["action.theta_scale=mu"], 32),
     "theta_scale=entry": (["action.theta_scale=entry"], 32),
@@ -52,7 +62,7 @@ ROWS = {
     "lr=3e-4": (["train.lr=3e-4"], 32),
     "lr=3e-3": (["train.lr=3e-3"], 32),
     "lr-constant": (["train.lr_final_factor=1.0"], 32),
-    "reduced": ([], 32),
+    "reduced": (["action.coordinates=block", "objective.invariance_weight=1"], 32),
     "gamma_transport=10": (["objective.gamma_transport=10"], 32),
     "gamma_transport=10+lr=3e-3": (["objective.gamma_transport=10", "train.lr=3e-3"], 32),
     "gamma_transport=1": (["objective.gamma_transport=1"], 32),
@@ -60,6 +70,80 @@ ROWS = {
     "gamma_transport=30": (["objective.gamma_transport=30"], 32),
     "gamma_transport=100": (["objective.gamma_transport=100"], 32),
 }
+
+
+class WhitenedCoordinates:
+    """``θ = L z`` with ``L`` whitening the boundary Jacobian's two parts (row ``whitened``).
+
+    Incoming: ``C_in = I + V (diag(σ_ref/σ_i) − I) Vᵀ`` on the right singular vectors ``V`` of the
+    incoming Jacobian (N nonzero σ_i); outgoing: the same on the compensators' features ``A_B``
+    (``ΔW_B = ΔZ C_outᵀ``); ``σ_ref`` the geometric mean of all 2N singular values; directions
+    outside both spans unchanged. Every hard direction then has gain σ_ref. β keeps the raw field norm.
+    """
+
+    def __init__(self, target) -> None:
+        from paramsym.actions.ffn_unit import incoming_size
+
+        T = target.to(torch.float64)
+        self.target, th0 = target, T.theta0
+        N, d = target.h.shape
+        k = T.features().shape[1] - T.n_moving
+        self.N, self.d, self.k = N, d, k
+        idx = {n: torch.full(v.shape, -1.0, dtype=torch.float64) for n, v in target.params.items()}
+        idx["up.weight"][0] = torch.arange(d, dtype=torch.float64)
+        idx["up.bias"][0] = float(d)
+        idx["down.weight"][:, 1:] = d + 1 + torch.arange(d * k, dtype=torch.float64).reshape(d, k)
+        self.src = target.block.gather(idx).long()
+        self.inv = torch.empty_like(self.src)
+        self.inv[self.src] = torch.arange(self.src.numel())
+        n_in = incoming_size(T)
+        _, sa, Va = torch.linalg.svd(T.features()[:, T.n_moving:], full_matrices=False)
+
+        def f(dz):
+            return T(th0 + torch.cat([dz, torch.zeros(th0.numel() - n_in, dtype=torch.float64)])[self.src])
+
+        _, si, Vi = torch.linalg.svd(torch.func.jacfwd(f)(torch.zeros(n_in, dtype=torch.float64)), full_matrices=False)
+        si, Vi = si[:N], Vi[:N]
+        ref = float(torch.cat([si, sa]).log().mean().exp())
+        self.Cin = torch.eye(n_in, dtype=torch.float64) + Vi.T @ torch.diag(ref / si - 1) @ Vi
+        self.Cout = torch.eye(k, dtype=torch.float64) + Va.T @ torch.diag(ref / sa - 1) @ Va
+        self.Cin_inv, self.Cout_inv = torch.linalg.inv(self.Cin), torch.linalg.inv(self.Cout)
+        self.theta0 = th0
+        self.z0 = self.project(th0)
+        self.perp = torch.zeros_like(th0)
+
+    def embed(self, z):
+        n = self.d + 1
+        inc = z[..., :n] @ self.Cin.to(z.dtype).T
+        out = z[..., n:].reshape(*z.shape[:-1], self.d, self.k) @ self.Cout.to(z.dtype).T
+        return torch.cat([inc, out.reshape(*z.shape[:-1], -1)], -1)[..., self.src]
+
+    def project(self, theta):
+        n = self.d + 1
+        c = theta[..., self.inv]
+        inc = c[..., :n] @ self.Cin_inv.to(theta.dtype).T
+        out = c[..., n:].reshape(*c.shape[:-1], self.d, self.k) @ self.Cout_inv.to(theta.dtype).T
+        return torch.cat([inc, out.reshape(*c.shape[:-1], -1)], -1)
+
+    def problem(self, problem):
+        return ReducedCoordinates.problem(self, problem)
+
+    def block_action(self, action):
+        emb = self
+
+        class Conjugated(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = action
+
+            @property
+            def group(self):
+                return self.inner.group
+
+            def act_many(self, g, theta):
+                return emb.embed(self.inner.act_many(g, emb.project(theta)))
+
+        return Conjugated()
 
 
 class ReducedCoordinates:
@@ -156,8 +240,8 @@ def main() -> None:
         problem = unit_problem(cfg, args.layer, None)
         beta = unit_beta(problem, cfg)
         trained, red = problem, None
-        if name == "reduced":
-            red = ReducedCoordinates(problem.target)
+        if name in ("reduced", "whitened"):
+            red = (ReducedCoordinates if name == "reduced" else WhitenedCoordinates)(problem.target)
             trained = red.problem(problem)
             beta = float(f"{beta * float(red.theta0.norm()) / float(red.z0.norm()):.6g}")  # the same raw field norm
         with tempfile.TemporaryDirectory() as tmp:

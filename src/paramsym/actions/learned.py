@@ -162,6 +162,12 @@ class LearnedAction(GroupAction):
                 raise ConfigError("LearnedAction: with reduced coordinates (basis) theta_scale must be a scalar; "
                                   f"received shape {tuple(ts.shape)}.")
             self.register_buffer("basis", basis.to(torch.float32).clone())
+            # a basis with at most one nonzero per row (a coordinate selection with scales, e.g. the
+            # FFN unit span) is applied as a gather/scatter, O(p) instead of O(p q) per vector
+            nz = basis != 0
+            if bool((nz.sum(1) <= 1).all()):
+                cols = nz.double().argmax(1)
+                self.register_buffer("_cols", cols, persistent=False)
         else:
             self.basis = None
         self.q = self.p if basis is None else int(basis.shape[1])
@@ -182,13 +188,27 @@ class LearnedAction(GroupAction):
                         prm.copy_((torch.rand(prm.shape, generator=generator) * 2 - 1) * 0.01)
 
     # -- network evaluation ------------------------------------------------------------------
+    def _row_values(self, dtype: torch.dtype) -> Tensor:
+        """The one entry per row of a selection basis, ``E[i, cols[i]]`` (0 for an empty row)."""
+        return self.basis.to(dtype).gather(1, self._cols[:, None])[:, 0]
+
     def reduce(self, x: Tensor) -> Tensor:
         """``Eᵀ x`` (block vectors ``(..., p)`` to reduced coordinates ``(..., q)``; ``x`` itself without a basis)."""
-        return x if self.basis is None else x @ self.basis.to(x.dtype)
+        if self.basis is None:
+            return x
+        if getattr(self, "_cols", None) is None:
+            return x @ self.basis.to(x.dtype)
+        flat = x.reshape(-1, self.p) * self._row_values(x.dtype)
+        out = flat.new_zeros(flat.shape[0], self.q).index_add_(1, self._cols, flat)
+        return out.reshape(*x.shape[:-1], self.q)
 
     def expand(self, y: Tensor) -> Tensor:
         """``E y`` (reduced coordinates ``(..., q)`` to block increments ``(..., p)``; ``y`` itself without a basis)."""
-        return y if self.basis is None else y @ self.basis.to(y.dtype).T
+        if self.basis is None:
+            return y
+        if getattr(self, "_cols", None) is None:
+            return y @ self.basis.to(y.dtype).T
+        return y.index_select(-1, self._cols) * self._row_values(y.dtype)
 
     def _inputs(self, g: Tensor, theta: Tensor) -> Tensor:
         """Normalised network input ``[(vec(g) − vec(I))/g_scale, Eᵀ(θ − θ_c)/θ_scale]`` (batched)."""
