@@ -72,78 +72,19 @@ ROWS = {
 }
 
 
-class WhitenedCoordinates:
-    """``θ = L z`` with ``L`` whitening the boundary Jacobian's two parts (row ``whitened``).
-
-    Incoming: ``C_in = I + V (diag(σ_ref/σ_i) − I) Vᵀ`` on the right singular vectors ``V`` of the
-    incoming Jacobian (N nonzero σ_i); outgoing: the same on the compensators' features ``A_B``
-    (``ΔW_B = ΔZ C_outᵀ``); ``σ_ref`` the geometric mean of all 2N singular values; directions
-    outside both spans unchanged. Every hard direction then has gain σ_ref. β keeps the raw field norm.
-    """
-
-    def __init__(self, target) -> None:
-        from paramsym.actions.ffn_unit import incoming_size
-
-        T = target.to(torch.float64)
-        self.target, th0 = target, T.theta0
-        N, d = target.h.shape
-        k = T.features().shape[1] - T.n_moving
-        self.N, self.d, self.k = N, d, k
-        idx = {n: torch.full(v.shape, -1.0, dtype=torch.float64) for n, v in target.params.items()}
-        idx["up.weight"][0] = torch.arange(d, dtype=torch.float64)
-        idx["up.bias"][0] = float(d)
-        idx["down.weight"][:, 1:] = d + 1 + torch.arange(d * k, dtype=torch.float64).reshape(d, k)
-        self.src = target.block.gather(idx).long()
-        self.inv = torch.empty_like(self.src)
-        self.inv[self.src] = torch.arange(self.src.numel())
-        n_in = incoming_size(T)
-        _, sa, Va = torch.linalg.svd(T.features()[:, T.n_moving:], full_matrices=False)
-
-        def f(dz):
-            return T(th0 + torch.cat([dz, torch.zeros(th0.numel() - n_in, dtype=torch.float64)])[self.src])
-
-        _, si, Vi = torch.linalg.svd(torch.func.jacfwd(f)(torch.zeros(n_in, dtype=torch.float64)), full_matrices=False)
-        si, Vi = si[:N], Vi[:N]
-        ref = float(torch.cat([si, sa]).log().mean().exp())
-        self.Cin = torch.eye(n_in, dtype=torch.float64) + Vi.T @ torch.diag(ref / si - 1) @ Vi
-        self.Cout = torch.eye(k, dtype=torch.float64) + Va.T @ torch.diag(ref / sa - 1) @ Va
-        self.Cin_inv, self.Cout_inv = torch.linalg.inv(self.Cin), torch.linalg.inv(self.Cout)
-        self.theta0 = th0
-        self.z0 = self.project(th0)
-        self.perp = torch.zeros_like(th0)
-
-    def embed(self, z):
-        n = self.d + 1
-        inc = z[..., :n] @ self.Cin.to(z.dtype).T
-        out = z[..., n:].reshape(*z.shape[:-1], self.d, self.k) @ self.Cout.to(z.dtype).T
-        return torch.cat([inc, out.reshape(*z.shape[:-1], -1)], -1)[..., self.src]
-
-    def project(self, theta):
-        n = self.d + 1
-        c = theta[..., self.inv]
-        inc = c[..., :n] @ self.Cin_inv.to(theta.dtype).T
-        out = c[..., n:].reshape(*c.shape[:-1], self.d, self.k) @ self.Cout_inv.to(theta.dtype).T
-        return torch.cat([inc, out.reshape(*c.shape[:-1], -1)], -1)
-
-    def problem(self, problem):
-        return ReducedCoordinates.problem(self, problem)
-
-    def block_action(self, action):
-        emb = self
-
-        class Conjugated(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.inner = action
-
-            @property
-            def group(self):
-                return self.inner.group
-
-            def act_many(self, g, theta):
-                return emb.embed(self.inner.act_many(g, emb.project(theta)))
-
-        return Conjugated()
+def block_positions(target):
+    """Where each block coordinate sits in ``[incoming (d + 1) | outgoing (d × k, row-major)]`` (one
+    unit's up row and bias, then the compensators' down columns), else SystemExit."""
+    d = target.h.shape[1]
+    k = target.params["down.weight"].shape[1] - 1
+    idx = {n: torch.full(v.shape, -1.0, dtype=torch.float64) for n, v in target.params.items()}
+    idx["up.weight"][0] = torch.arange(d, dtype=torch.float64)
+    idx["up.bias"][0] = float(d)
+    idx["down.weight"][:, 1:] = d + 1 + torch.arange(d * k, dtype=torch.float64).reshape(d, k)
+    src = target.block.gather(idx).long()
+    if not (bool((src >= 0).all()) and src.unique().numel() == src.numel()):
+        raise SystemExit("reduced coordinates: the block is not one unit's up row and bias + the compensators' columns")
+    return src
 
 
 class ReducedCoordinates:
@@ -155,15 +96,8 @@ class ReducedCoordinates:
         A = target.features()[:, target.n_moving:].double()  # N × k
         self.Q = torch.linalg.qr(torch.cat([h, torch.ones(N, 1, dtype=h.dtype)], 1).T)[0]  # (d+1) × N
         self.P = torch.linalg.qr(A.T)[0]  # k × N
-        self.target, self.N, self.d, k = target, N, d, A.shape[1]
-        # where each block coordinate sits in [incoming (d+1) | outgoing (d × k, row-major)]
-        idx = {n: torch.full(v.shape, -1.0, dtype=torch.float64) for n, v in target.params.items()}
-        idx["up.weight"][0] = torch.arange(d, dtype=torch.float64)
-        idx["up.bias"][0] = float(d)
-        idx["down.weight"][:, 1:] = d + 1 + torch.arange(d * k, dtype=torch.float64).reshape(d, k)
-        self.src = target.block.gather(idx).long()
-        if not (bool((self.src >= 0).all()) and self.src.unique().numel() == self.src.numel()):
-            raise SystemExit("reduced coordinates: the block is not one unit's up row and bias + the compensators' columns")
+        self.target, self.N, self.d = target, N, d
+        self.src = block_positions(target)
         self.theta0 = target.theta0.double()
         self.z0 = self.project(self.theta0)
         self.perp = self.theta0 - self.embed(self.z0)
@@ -212,6 +146,56 @@ class ReducedCoordinates:
                 return theta + emb.embed(self.inner.act_many(g, z) - z)
 
         return Conjugated()
+
+
+class WhitenedCoordinates(ReducedCoordinates):
+    """``θ = L z`` with ``L`` whitening the boundary Jacobian's two parts (row ``whitened``).
+
+    Incoming: ``C_in = I + V (diag(σ_ref/σ_i) − I) Vᵀ`` on the right singular vectors ``V`` of the
+    incoming Jacobian (N nonzero σ_i); outgoing: the same on the compensators' features ``A_B``
+    (``ΔW_B = ΔZ C_outᵀ``); ``σ_ref`` the geometric mean of all 2N singular values; directions
+    outside both spans unchanged. Every hard direction then has gain σ_ref. β keeps the raw field norm.
+    """
+
+    def __init__(self, target) -> None:
+        from paramsym.actions.ffn_unit import incoming_size
+
+        T = target.to(torch.float64)
+        self.target, th0 = target, T.theta0
+        N, d = target.h.shape
+        k = T.features().shape[1] - T.n_moving
+        self.N, self.d, self.k = N, d, k
+        self.src = block_positions(target)
+        self.inv = torch.empty_like(self.src)
+        self.inv[self.src] = torch.arange(self.src.numel())
+        n_in = incoming_size(T)
+        _, sa, Va = torch.linalg.svd(T.features()[:, T.n_moving:], full_matrices=False)
+
+        def f(dz):
+            return T(th0 + torch.cat([dz, torch.zeros(th0.numel() - n_in, dtype=torch.float64)])[self.src])
+
+        _, si, Vi = torch.linalg.svd(torch.func.jacfwd(f)(torch.zeros(n_in, dtype=torch.float64)), full_matrices=False)
+        si, Vi = si[:N], Vi[:N]
+        ref = float(torch.cat([si, sa]).log().mean().exp())
+        self.Cin = torch.eye(n_in, dtype=torch.float64) + Vi.T @ torch.diag(ref / si - 1) @ Vi
+        self.Cout = torch.eye(k, dtype=torch.float64) + Va.T @ torch.diag(ref / sa - 1) @ Va
+        self.Cin_inv, self.Cout_inv = torch.linalg.inv(self.Cin), torch.linalg.inv(self.Cout)
+        self.theta0 = th0
+        self.z0 = self.project(th0)
+        self.perp = torch.zeros_like(th0)
+
+    def embed(self, z):
+        n = self.d + 1
+        inc = z[..., :n] @ self.Cin.to(z.dtype).T
+        out = z[..., n:].reshape(*z.shape[:-1], self.d, self.k) @ self.Cout.to(z.dtype).T
+        return torch.cat([inc, out.reshape(*z.shape[:-1], -1)], -1)[..., self.src]
+
+    def project(self, theta):
+        n = self.d + 1
+        c = theta[..., self.inv]
+        inc = c[..., :n] @ self.Cin_inv.to(theta.dtype).T
+        out = c[..., n:].reshape(*c.shape[:-1], self.d, self.k) @ self.Cout_inv.to(theta.dtype).T
+        return torch.cat([inc, out.reshape(*c.shape[:-1], -1)], -1)
 
 
 def main() -> None:
