@@ -54,10 +54,12 @@ ADDED = {("action", "kind"): "direct", ("action", "flow_steps"): 4, ("action", "
 #: the deliberate retuning of the ``minilm-ffn-unit`` recipe (issue 17's conditioning): its values of the
 #: added keys, and ``(captured, today)`` of the fields it changed
 MINILM_RECIPE = {("action", "theta_scale"): "move", ("objective", "output_scale"): "motion",
-                 ("action", "coordinates"): "unit-span", ("objective", "invariance_weight"): 10.0}
+                 ("action", "coordinates"): "compensation", ("objective", "invariance_weight"): 100.0}
 MINILM_RETUNED = {("train", "steps"): (3000, 6000), ("objective", "gamma_transport"): (1.0, 10.0)}
 #: fields added to the transformer experiment's configuration (issue 17: several units), with their defaults
-TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16, "flow_seeds": None}
+TRANSFORMER_ADDED = {"units": [[3, None]], "compensators": 32, "tokens": 16, "flow_seeds": None, "beta_rule": "median"}
+#: the transformer experiment's deliberate retuning: ``(captured, today)`` (protocol v3's β margin)
+TRANSFORMER_RETUNED = {"beta_margin": (4.0, 2.0)}
 #: the lifting experiment's default radii: (captured, today) — today the paper's test grid (App. D.2)
 LIFTING_RHOS = ([0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2], [0.1, 0.3, 0.5, 0.8, 1.2])
 
@@ -75,6 +77,9 @@ def _without_added(cfg: dict, recipe: bool = True) -> dict:
     elif "units" in cfg and "motion_target" in cfg:  # the transformer experiment's fields
         for key, default in TRANSFORMER_ADDED.items():
             assert cfg.pop(key) == default, key
+        for key, (captured, today) in TRANSFORMER_RETUNED.items():
+            if cfg.get(key) == today:
+                cfg[key] = captured
     return cfg
 
 

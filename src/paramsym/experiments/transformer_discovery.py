@@ -10,9 +10,11 @@ verdict, with
 
 * **β per unit, before training** (:func:`unit_beta`): from the unit's scales so that the median
   entrywise motion is ``beta_margin × motion_target`` (the paper's 0.069 %) if the field has the
-  magnitude β asks for (:func:`paramsym.actions.ffn_unit.motion_beta`); ``beta_margin = 4`` because
-  the previous recipe's learned field realised about a third of this prediction (β = 0.01, ρ = 7:
-  0.052 % measured vs 0.18 % predicted);
+  magnitude β asks for and lies in the symmetric directions of the action's coordinates
+  (:func:`paramsym.actions.ffn_unit.motion_beta`, incoming moves drawn in the coordinates' incoming
+  span); ``beta_margin = 2`` (protocol v3: in the compensation span the learned field realised 0.88-1.18
+  of the prediction on the development seed; v1/v2's fields, free to move in trivially symmetric
+  directions, realised a third or less, with margin 4);
 * **the whole-model evaluation** (:func:`paramsym.actions.ffn_unit.evaluate_action`): 32 group
   elements at ρ = 0.5 (one factor), edits installed into the full model in float32, each update
   rounded to float32 before the next action (stored-weight two-step composition): ``motion_median``
@@ -37,7 +39,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..actions.ffn_unit import EVAL_KEYS, Installer, check_rho, evaluate_action, motion_beta
+from ..actions.ffn_unit import (
+    BETA_RULES,
+    EVAL_KEYS,
+    Installer,
+    check_rho,
+    evaluate_action,
+    incoming_range,
+    motion_beta,
+)
 from ..config import to_dict
 from ..discovery.config import DiscoverOverrides
 from ..errors import ConfigError
@@ -54,9 +64,10 @@ PAPER = {"ratio_random": 129.0, "ratio_uncompensated": 49.0, "motion_median": 0.
 #: the ``flow`` variant: the flow action, one RK4 step per flow (float32 composition ~7e-5 measured on
 #: layer 3's unit at initialisation, 2 steps ~4e-6, at twice the cost), hybrid objective
 FLOW = ("action.kind=flow", "action.flow_steps=1")
-#: training steps of a flow action when none are given (the direct map's recipe takes 6000; a flow
-#: step costs ~4× a direct-map step, and its composition is exact by construction; the grid's CPU budget)
-FLOW_STEPS = 500
+#: training steps of a flow action when none are given (protocol v3: 2000, about the direct map's CPU
+#: time at its 6000 steps in the compensation span — 220 vs 252 CPU s on layer 3's unit, seed 0, where
+#: 500 steps gave ratio random / uncompensated 36.9 / 21.8 and 2000 gave 146 / 83.2; v2: 500)
+FLOW_STEPS = 2000
 #: the sub-run variants: objectives of the direct map, and ``flow`` (the flow action, hybrid objective)
 VARIANTS = ("hybrid", "finite", "infinitesimal", "flow")
 #: the figures summarised per objective (medians over seeds)
@@ -87,7 +98,12 @@ class TransformerDiscoveryConfig:
     rho: float = 0.5
     #: median entrywise motion the field magnitude β is set for (the paper's 0.069 %), times beta_margin
     motion_target: float = 0.00069
-    beta_margin: float = 4.0
+    #: protocol v3: 2 (in the compensation span the rule's prediction held within 0.88-1.18 on the
+    #: development seed; v1/v2: 4, for unit-span and block fields that realised a third or less of it)
+    beta_margin: float = 2.0
+    #: how the entry ratio r of the β rule is taken over the symmetric tangents of the action's span
+    #: (:func:`paramsym.actions.ffn_unit.motion_beta`): ``median`` over isotropic incoming moves, or ``min``
+    beta_rule: str = "median"
     eval_seed: int = 2024
     #: typed overrides of every sub-run's DiscoverConfig (after the recipe, seed and steps);
     #: ``objective.beta`` here replaces the per-unit rule
@@ -128,6 +144,8 @@ class TransformerDiscoveryConfig:
             raise ConfigError(f"seeds must be nonempty and samples ≥ 1; received seeds={self.seeds}, "
                               f"samples={self.samples}.")
         check_rho(self.rho, "rho (the evaluation radius)")
+        if self.beta_rule not in BETA_RULES:
+            raise ConfigError(f"beta_rule must be one of {list(BETA_RULES)}; received {self.beta_rule!r}.")
         for name in ("motion_target", "beta_margin"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
@@ -140,10 +158,16 @@ def _explicit_beta(overrides: DiscoverOverrides) -> bool:
 
 def unit_beta(problem, cfg: TransformerDiscoveryConfig) -> float | None:
     """β of ``problem``'s unit by the rule (:func:`paramsym.actions.ffn_unit.motion_beta` with ``cfg``'s
-    ``motion_target``, ``beta_margin`` and ``rho``), or ``None`` when ``objective.beta`` is overridden."""
+    ``motion_target``, ``beta_margin``, ``beta_rule`` and ``rho``, the incoming moves drawn in the sub-runs'
+    coordinates: :func:`~paramsym.actions.ffn_unit.incoming_range` for ``action.coordinates = compensation``),
+    or ``None`` when ``objective.beta`` is overridden."""
     if _explicit_beta(cfg.overrides):
         return None
-    beta, _ = motion_beta(problem.target, motion=cfg.motion_target, rho=cfg.rho, margin=cfg.beta_margin)
+    coords = resolve_discover_config(PRESET, "hybrid", 0, cfg.steps, device="cpu", overrides=cfg.overrides
+                                     ).action.coordinates
+    incoming = incoming_range(problem.target) if coords == "compensation" else None
+    beta, _ = motion_beta(problem.target, motion=cfg.motion_target, rho=cfg.rho, margin=cfg.beta_margin,
+                          incoming=incoming, rule=cfg.beta_rule)
     return float(f"{beta:.6g}")  # a short, exactly reproducible value in config.json
 
 

@@ -131,12 +131,13 @@ LIFTING_SEEDS = [5, 6, 7, 8, 9]
 #: 1, 3 and 5, and in each the unit of largest feature RMS on the 16-token prefix; three seeds; the
 #: direct map's two objectives and the flow action
 TRANSFORMER_UNITS = [[1, None], [3, None], [5, None]]
-#: protocol v2 (fixed 2026-12-03 before its runs, with the unit-span recipe): three fresh seeds (seeds
-#: 0–2 served protocol v1, the block-coordinate recipe; seed 0 of each unit served v2's development)
-TRANSFORMER_SEEDS = [3, 4, 5]
+#: protocol v3 (fixed 2026-12-03 before its runs, with the compensation-span recipe): three fresh seeds
+#: (seeds 0–2 served protocol v1, 3–5 protocol v2; seed 0 of each unit served v2's and v3's development)
+TRANSFORMER_SEEDS = [6, 7, 8]
 TRANSFORMER_VARIANTS = ["hybrid", "finite", "flow"]
-#: the flow action on the first seed of each unit only (a flow step costs ~4 direct-map steps)
-TRANSFORMER_FLOW_SEEDS = [3]
+#: the flow action on the same seeds as the direct map (protocol v3: its 2000 steps cost about the
+#: direct map's 6000; v2 ran it on the first seed only)
+TRANSFORMER_FLOW_SEEDS = [6, 7, 8]
 
 
 def _objectives_cfg(quick: bool):
