@@ -6,10 +6,16 @@ per-unit rule) with the ``minilm-ffn-unit`` recipe, changing one lever, and eval
 paper's protocol (:func:`paramsym.actions.ffn_unit.evaluate_action`: 32 elements at ρ = 0.5,
 float32 installation). Rows: the recipe as shipped, then each lever reverted:
 
-* protocol v2's levers (2026-12-03): ``block`` (the action in all p block coordinates instead of
-  ``action.coordinates = unit-span``), ``invariance_weight=1`` / ``=30`` (instead of 10), ``v1``
+* protocol v3's levers (2026-12-03; ``recipe`` is v3: compensation span, invariance weight 100, β
+  margin 2): ``v2`` (the v2 recipe: unit span, weight 10, margin 4), ``unit-span`` (v3 in v2's
+  coordinates), ``invariance_weight=10`` / ``=30`` / ``=300`` / ``=1000`` (instead of 100) and
+  ``beta_rule=min+invariance_weight=10`` (β from the span's least-moving symmetric direction, at the
+  weight it was measured with);
+* protocol v2's levers (2026-12-03), against the v2 recipe: ``block`` (the action in all p block
+  coordinates instead of ``unit-span``), ``v2:invariance_weight=1`` / ``=30`` (instead of 10), ``v1``
   (both reverted: the previous recipe's action and objective) and ``whitened`` (v1 in coordinates
   whitening the boundary Jacobian's incoming and outgoing parts, :class:`WhitenedCoordinates`);
+* protocol v1's levers, each against the v1 recipe (block coordinates, weight 1, margin 4):
 * ``output_scale=mu``: s_F over the anchored μ (the paper's) instead of the Jacobian-gain scale;
 * ``theta_scale=mu`` / ``entry``: the network reads θ in units of μ's σ / of the move's per-entry RMS;
 * ``k=16``: N compensators instead of 2N;
@@ -28,9 +34,9 @@ float32 installation). Rows: the recipe as shipped, then each lever reverted:
   rescaled so that the field has the recipe's raw norm (``β s_θ`` equal), and the action is
   evaluated on the block conjugated back, ``a(g, θ) = θ + E (a_z(g, Eᵀ(θ − θ_⊥)) − Eᵀ(θ − θ_⊥))``.
 
-Usage (about 7 CPU minutes per row at the recipe's 1,500 steps; ``--steps 500`` for the rows
-measured before the recipe took γ_transport = 10 and 1,500 steps, where ``recipe`` is then
-γ_transport = 10 at 500 steps)::
+Usage (about 4.5 CPU minutes per row at protocol v3's 6,000 steps, 1.5 at ``--steps 2000``, the
+budget its development rows were measured at; the v1 rows were measured at ``--steps 500`` / ``1500``,
+where ``recipe`` was then γ_transport = 10)::
 
     HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/transformer_levers.py [--steps N] [--seed 0] [--rows recipe,k16]
 
@@ -47,28 +53,46 @@ from pathlib import Path
 
 import torch
 
+#: protocol v2's recipe (unit-span coordinates, invariance weight 10, β margin 4): its lever rows are
+#: measured against it
+V2 = ["action.coordinates=unit-span", "objective.invariance_weight=10"]
+V2_CFG = {"beta_margin": 4.0}
+K16 = {"compensators": 16}
+#: protocol v1's recipe (block coordinates, invariance weight 1; its rows also need ``--steps``, below)
+V1 = ["action.coordinates=block", "objective.invariance_weight=1"]
+#: name -> (overrides of every sub-run, TransformerDiscoveryConfig fields)
 ROWS = {
-    "recipe": ([], 32),
+    "recipe": ([], {}),
+    # protocol v3's levers (2026-12-03): the v2 recipe, the unit span at v3's weight and margin, the
+    # invariance weight, the β rule's worst-direction variant
+    "v2": (V2, V2_CFG),
+    "unit-span": (["action.coordinates=unit-span"], {}),
+    "invariance_weight=10": (["objective.invariance_weight=10"], {}),
+    "invariance_weight=30": (["objective.invariance_weight=30"], {}),
+    "invariance_weight=300": (["objective.invariance_weight=300"], {}),
+    "invariance_weight=1000": (["objective.invariance_weight=1000"], {}),
+    "beta_rule=min+invariance_weight=10": (["objective.invariance_weight=10"], {"beta_rule": "min"}),
     # protocol v2's two levers reverted (2026-12-03): block coordinates, the invariance weight
-    "block": (["action.coordinates=block"], 32),
-    "invariance_weight=1": (["objective.invariance_weight=1"], 32),
-    "invariance_weight=30": (["objective.invariance_weight=30"], 32),
-    "v1": (["action.coordinates=block", "objective.invariance_weight=1"], 32),
-    "whitened": (["action.coordinates=block", "objective.invariance_weight=1"], 32),
-    "output_scale=mu": (["objective.output_scale=mu"], 32),
-    "theta_scale=mu": (["action.theta_scale=mu"], 32),
-    "theta_scale=entry": (["action.theta_scale=entry"], 32),
-    "k16": ([], 16),
-    "lr=3e-4": (["train.lr=3e-4"], 32),
-    "lr=3e-3": (["train.lr=3e-3"], 32),
-    "lr-constant": (["train.lr_final_factor=1.0"], 32),
-    "reduced": (["action.coordinates=block", "objective.invariance_weight=1"], 32),
-    "gamma_transport=10": (["objective.gamma_transport=10"], 32),
-    "gamma_transport=10+lr=3e-3": (["objective.gamma_transport=10", "train.lr=3e-3"], 32),
-    "gamma_transport=1": (["objective.gamma_transport=1"], 32),
-    "gamma_transport=3": (["objective.gamma_transport=3"], 32),
-    "gamma_transport=30": (["objective.gamma_transport=30"], 32),
-    "gamma_transport=100": (["objective.gamma_transport=100"], 32),
+    "block": (["action.coordinates=block", "objective.invariance_weight=10"], V2_CFG),
+    "v2:invariance_weight=1": ([V2[0], "objective.invariance_weight=1"], V2_CFG),
+    "v2:invariance_weight=30": ([V2[0], "objective.invariance_weight=30"], V2_CFG),
+    "v1": (V1, V2_CFG),
+    "whitened": (V1, V2_CFG),
+    # protocol v1's levers (2026-12-02), each against the v1 recipe
+    "output_scale=mu": ([*V1, "objective.output_scale=mu"], V2_CFG),
+    "theta_scale=mu": ([*V1, "action.theta_scale=mu"], V2_CFG),
+    "theta_scale=entry": ([*V1, "action.theta_scale=entry"], V2_CFG),
+    "k16": (V1, {**V2_CFG, **K16}),
+    "lr=3e-4": ([*V1, "train.lr=3e-4"], V2_CFG),
+    "lr=3e-3": ([*V1, "train.lr=3e-3"], V2_CFG),
+    "lr-constant": ([*V1, "train.lr_final_factor=1.0"], V2_CFG),
+    "reduced": (V1, V2_CFG),
+    "gamma_transport=10": ([*V1, "objective.gamma_transport=10"], V2_CFG),
+    "gamma_transport=10+lr=3e-3": ([*V1, "objective.gamma_transport=10", "train.lr=3e-3"], V2_CFG),
+    "gamma_transport=1": ([*V1, "objective.gamma_transport=1"], V2_CFG),
+    "gamma_transport=3": ([*V1, "objective.gamma_transport=3"], V2_CFG),
+    "gamma_transport=30": ([*V1, "objective.gamma_transport=30"], V2_CFG),
+    "gamma_transport=100": ([*V1, "objective.gamma_transport=100"], V2_CFG),
 }
 
 
@@ -219,8 +243,8 @@ def main() -> None:
     print(f"{'row':20s} {'ratio rand':>10s} {'ratio unc':>10s} {'motion':>9s} {'comp med':>9s} {'comp p95':>9s} "
           f"{'train CPU s':>11s}")
     for name in args.rows.split(","):
-        overrides, k = ROWS[name]
-        cfg = TransformerDiscoveryConfig(compensators=k, overrides=overrides)
+        overrides, fields = ROWS[name]
+        cfg = TransformerDiscoveryConfig(overrides=overrides, **fields)
         problem = unit_problem(cfg, args.layer, None)
         beta = unit_beta(problem, cfg)
         trained, red = problem, None

@@ -315,7 +315,8 @@ RUNS: dict[str, RunSpec] = {
               "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; protocol v2: 1,184 s wall, 1,067 CPU s for all ten on one thread, code 60559f4)",
               config=_experiment_config("lifting", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
-              "377 CPU s for the official run (2 runs on all-MiniLM-L6-v2; docs/discovery.md)",
+              "27 sub-runs (3 units × hybrid, finite, flow × 3 seeds), 164–249 CPU s each (≈ 93 CPU min; protocol v3: "
+              "5,660 s wall on two one-thread processes, code d30b7d3; docs/discovery.md)",
               config=_experiment_config("transformer_discovery", _transformer_cfg)),
         _spec("compensation", "paramsym compensate --model minilm --layer 3 --unit 7 --tokens 16 --json",
               _compensation, "≈ 15 s (closed form)", exact=True),
