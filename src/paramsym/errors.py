@@ -231,3 +231,11 @@ class StaleRunError(RunDirError):
 class ForeignRunError(RunDirError):
     """A run directory (``paramsym reproduce --out DIR/<run>``) holding files this command did not
     make, or a corrupt or foreign ``reproduce.json``: nothing is overwritten or deleted."""
+
+
+# -- checkpoints (issue 36) -------------------------------------------------------------------
+class IncompleteCheckpointError(InputFileError):
+    """A saved model whose weights do not match its architecture: a parameter or buffer the
+    architecture needs is not stored, a stored tensor the architecture has no place for, a tensor
+    of another shape, or a non-floating dtype where a weight belongs (the message names them).
+    Refused instead of filled with freshly initialised weights."""

@@ -33,6 +33,9 @@ def load_side(path: str | os.PathLike):
 
     Raises:
         InputFileError: missing, unreadable or not a safetensors file / HF directory (names the path).
+        IncompleteCheckpointError: an incomplete checkpoint or integer weights
+            (:mod:`paramsym.models.checks`).
+        NonFiniteError: NaN or infinite weights.
     """
     p = Path(path)
     if p.is_dir():
@@ -49,6 +52,9 @@ def load_side(path: str | os.PathLike):
     params = load_tensors(p, user_file="a model's parameters (A or B)")
     if not params:
         raise InputFileError(f"{str(p)!r} holds no tensors; expected the parameters of a model.")
+    from ..models.checks import check_weight_tensors
+
+    check_weight_tensors(params, f"model {str(p)!r}")  # integer or NaN/inf weights: named, before any work
     return "mlp", params
 
 
