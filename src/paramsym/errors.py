@@ -229,8 +229,10 @@ class StaleRunError(RunDirError):
 
 
 class ForeignRunError(RunDirError):
-    """A run directory (``paramsym reproduce --out DIR/<run>``) holding files this command did not
-    make, or a corrupt or foreign ``reproduce.json``: nothing is overwritten or deleted."""
+    """A run directory holding files this command did not make: another kind's run, the same kind
+    with another configuration, files of no run, a corrupt ``config.json`` or ``reproduce.json``
+    (:func:`paramsym.runs.claim_run_dir`, ``paramsym reproduce --out``): nothing is overwritten
+    or deleted."""
 
 
 # -- checkpoints (issue 36) -------------------------------------------------------------------

@@ -28,7 +28,7 @@ from .arch import Architecture, check_same_architecture, hf_architecture, mlp_ar
 __all__ = ["data_for", "load_pair", "load_side", "render_report", "write_outputs"]
 
 
-def load_side(path: str | os.PathLike):
+def load_side(path: str | os.PathLike, side: str = ""):
     """``("mlp", params)`` for a safetensors file, ``("hf", model)`` for a save_pretrained directory.
 
     Raises:
@@ -38,13 +38,14 @@ def load_side(path: str | os.PathLike):
         NonFiniteError: NaN or infinite weights.
     """
     p = Path(path)
+    who = f"model {side + ' ' if side else ''}{str(p)!r}"
     if p.is_dir():
         if not (p / "config.json").is_file():
             raise InputFileError(f"{str(p)!r} is a directory without config.json; give a safetensors file or a "
                                  "directory written by save_pretrained.")
         from ..models.loading import load_model
 
-        return "hf", load_model(p, head="auto", quiet=True, argument=f"model {str(p)!r}")
+        return "hf", load_model(p, head="auto", quiet=True, argument=who)
     if not p.exists():
         raise InputFileError(f"model file {str(p)!r} does not exist; give a .safetensors file or a save_pretrained directory.")
     from ..runs import load_tensors
@@ -54,7 +55,7 @@ def load_side(path: str | os.PathLike):
         raise InputFileError(f"{str(p)!r} holds no tensors; expected the parameters of a model.")
     from ..models.checks import check_weight_tensors
 
-    check_weight_tensors(params, f"model {str(p)!r}")  # integer or NaN/inf weights: named, before any work
+    check_weight_tensors(params, who)  # integer or NaN/inf weights: named, before any work
     return "mlp", params
 
 
@@ -66,7 +67,7 @@ def load_pair(path_a: str | os.PathLike, path_b: str | os.PathLike, activation: 
         InputFileError: an unreadable model.
         ArchitectureMismatchError: different kinds (file vs directory) or tensor names/shapes.
     """
-    (ka, xa), (kb, xb) = load_side(path_a), load_side(path_b)
+    (ka, xa), (kb, xb) = load_side(path_a, "A"), load_side(path_b, "B")
     if ka != kb:
         raise _mismatch(f"A is {'an MLP safetensors file' if ka == 'mlp' else 'an HF directory'} and B is "
                         f"{'an MLP safetensors file' if kb == 'mlp' else 'an HF directory'}")

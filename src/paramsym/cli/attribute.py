@@ -88,24 +88,27 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     cfg = resolve_attribution_config(args.preset, stage=args.stage, seed=seed, quick=args.quick,
                                      flows=args.flow, overrides=args.overrides,
                                      weights=args.weights, probes=args.probes)
+    import shutil
+
     import torch
 
-    from ..runs import RunDir, default_run_dir
+    from ..errors import ParamsymError
+    from ..runs import claim_run_dir, default_run_dir
 
     torch.set_num_threads(threads)
     stage = getattr(cfg, "stage", None)
     name = args.preset + (f"-{stage}" if stage else "")
-    out = RunDir(args.out or default_run_dir("attribute", name))
-    if args.out and out.path.is_dir() and any(out.path.iterdir()):
-        # a non-empty --out is resumed only when it holds a run of this preset (the preset then checks
-        # that the configuration is the same); anything else would mix two runs' files
-        from ..errors import RunDirError
-
-        old = out.read_json("config.json") if out.has("config.json") else None
-        if not (isinstance(old, dict) and old.get("kind") == "attribution" and old.get("preset") == args.preset):
-            raise RunDirError(f"--out {args.out!r} is not empty and does not hold a `paramsym attribute --preset "
-                              f"{args.preset}` run; its files would be mixed with this run's. Choose a new or empty --out.")
-    summary = run_attribution(args.preset, cfg, out, progress=not args.quiet and not args.json)
+    out = claim_run_dir(args.out or default_run_dir("attribute", name), "attribution",
+                        {"kind": "attribution", "preset": args.preset}, command=f"paramsym attribute --preset {args.preset}")
+    existed, fresh = out.path.exists(), not out.has("config.json")
+    try:
+        summary = run_attribution(args.preset, cfg, out, progress=not args.quiet and not args.json)
+    except ParamsymError:
+        if fresh:  # bad input found late (e.g. an empty --probes file): leave the directory as it was
+            shutil.rmtree(out.path, ignore_errors=True)
+            if existed:
+                out.path.mkdir()
+        raise
     if args.json:
         print(json.dumps(summary, indent=2, default=_json_default))
         return 0

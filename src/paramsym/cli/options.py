@@ -32,18 +32,21 @@ from typing import Any
 from ..options import (
     MAX_SEED,
     MAX_THREADS,
+    check_shared_options,
     config_from_flags,
     device_option,
     float_option,
     given_flags,
     int_option,
+    path_option,
     seed_option,
     seeds_option,
     threads_option,
 )
 
-__all__ = ["MAX_SEED", "MAX_THREADS", "add_run_options", "command_line", "config_from_flags", "device_option",
-           "float_option", "given_flags", "int_option", "open_run", "seed_option", "seeds_option", "threads_option"]
+__all__ = ["MAX_SEED", "MAX_THREADS", "add_run_options", "check_shared_options", "command_line", "config_from_flags",
+           "device_option", "float_option", "given_flags", "int_option", "open_run", "path_option", "seed_option",
+           "seeds_option", "threads_option"]
 
 
 def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, seeds: bool = False, threads: bool = True,

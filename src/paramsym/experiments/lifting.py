@@ -191,9 +191,11 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.experiments.reuse`).
     """
     from ..discovery.run import load_trained, run_discovery
+    from ..runs import claim_run_dir
     from .reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
+    claim_run_dir(out.path, KIND, {"kind": KIND, **to_dict(cfg)}, command="paramsym experiment lifting")
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})

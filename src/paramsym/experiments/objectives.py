@@ -69,9 +69,11 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = 
     (StaleRunError before anything is written), ``"rerun"`` or ``"stale"``.
     """
     from ..discovery.run import run_discovery
+    from ..runs import claim_run_dir
     from .reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
+    claim_run_dir(out.path, KIND, {"kind": KIND, **to_dict(cfg)}, command="paramsym experiment objectives")
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
     out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})

@@ -303,12 +303,15 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     ``problem``: one FFN-unit problem of your own (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
     e.g. on your own BERT-type model) instead of ``cfg.units``, trained with the ``minilm-ffn-unit`` recipe.
     """
+    from ..runs import claim_run_dir
     from .reuse import plan_subrun, write_subruns
 
     cfg.validate()
     if problem is not None:
         layer = problem.info.get("layer", 0)
         cfg = dataclasses.replace(cfg, units=[[int(layer), problem.info.get("unit")]])
+    claim_run_dir(out.path, KIND, {"kind": KIND, **to_dict(cfg)}, command="paramsym experiment transformer")
+    if problem is not None:
         problems = {unit_label(*cfg.units[0]): problem}
     else:
         problems = {unit_label(layer, unit): unit_problem(cfg, layer, unit) for layer, unit in cfg.units}
