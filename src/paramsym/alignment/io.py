@@ -97,7 +97,8 @@ def data_for(arch: Architecture, name: str = "auto", info: Mapping | None = None
     ``P = vocab − 1`` for a Hugging Face model).
 
     Raises:
-        ConfigError: an unknown name, or ``auto`` on a model it cannot place.
+        ConfigError: an unknown name, ``auto`` on a model it cannot place, data that does not fit
+            the model (an MLP's input width or output count, an HF model's vocabulary).
     """
     info = dict(info or {})
     if name == "auto":
@@ -110,14 +111,27 @@ def data_for(arch: Architecture, name: str = "auto", info: Mapping | None = None
             raise ConfigError(f"cannot choose data for this {arch.kind} model automatically (widths "
                               f"{arch.info.get('widths')}); pass --data digits or --data modadd:P.")
     if name == "digits":
-        return digits(0), name
-    if name.startswith("modadd"):
-        try:
-            p = int(name.split(":", 1)[1]) if ":" in name else 23
-        except ValueError:
-            raise ConfigError(f"--data {name!r}: expected modadd:P with an integer P, e.g. modadd:23.") from None
-        return modular_addition(p, 0, 0.8), name
-    raise ConfigError(f"unknown --data {name!r}; choose auto, digits or modadd:P.")
+        data = digits(0)
+    elif name.startswith("modadd"):
+        text = name.split(":", 1)[1] if ":" in name else "23"
+        if not text.isascii() or not text.isdigit():
+            raise ConfigError(f"--data {name!r}: expected modadd:P with an integer P, e.g. modadd:23.")
+        p = int(text)
+        vocab = info.get("vocab_size")
+        if isinstance(vocab, int) and p + 1 > vocab:
+            raise ConfigError(f"--data {name!r} needs {p + 1} tokens (0..{p}), but the model's vocabulary has {vocab}; "
+                              f"use modadd:P with P <= {vocab - 1}.")
+        data = modular_addition(p, 0, 0.8)
+    else:
+        raise ConfigError(f"unknown --data {name!r}; choose auto, digits or modadd:P.")
+    widths = arch.info.get("widths")
+    if arch.kind == "mlp" and widths:
+        features, classes = int(data.x_train.shape[1]), data.num_classes
+        if features != widths[0] or classes > widths[-1]:
+            raise ConfigError(f"--data {name!r} has {features} input features and {classes} classes, but the MLP takes "
+                              f"{widths[0]} inputs and has {widths[-1]} outputs (widths {widths}); pass data that fits "
+                              "the model (digits: 64 inputs, 10 classes).")
+    return data, name
 
 
 def _fmt(x: float) -> str:
