@@ -225,7 +225,8 @@ def test_attribute_out_holding_another_run_is_refused(fx, capsys) -> None:
     before = _files(out)
     refused(capsys, ["attribute", "--preset", "annulus-wedge", "--quick", "--seed", "5", "--out", out], "RunDirError",
             "config.seed")
-    refused(capsys, ["attribute", "--preset", "lifting-sanity", "--quick", "--out", out], "RunDirError", "not empty")
+    refused(capsys, ["attribute", "--preset", "lifting-sanity", "--quick", "--out", out], "ForeignRunError",
+            "another configuration", "differs in preset")
     assert _files(out) == before
     _check_resumable(RunDir(out), config)  # the same configuration resumes
 

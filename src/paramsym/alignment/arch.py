@@ -138,6 +138,10 @@ def mlp_architecture(params: Mapping[str, Tensor], activation: str | nn.Module =
     if len(names) < 2:
         raise ShapeError(f"an MLP needs at least two 2-D weight tensors (out × in) in a chain; received "
                          f"{[(n, tuple(t.shape)) for n, t in params.items()]}.")
+    empty = [(n, tuple(params[n].shape)) for n in names if params[n].numel() == 0]
+    if empty:
+        raise ShapeError(f"an MLP needs layers of width >= 1; weights {empty[:4]} are empty (a zero-width layer has no "
+                         "units to align). Give the parameters of a trained model.")
     biases = {}
     for w in names:
         b = w[: -len("weight")] + "bias" if w.endswith("weight") else None

@@ -294,6 +294,9 @@ def census(
     gen = torch.Generator().manual_seed(check_seed(seed))
     mode, layout, arch_error = layout, None, None
     is_hf = hasattr(model, "config") and getattr(model.config, "model_type", None) is not None
+    if not is_hf and mode != "auto":
+        raise ConfigError(f"layout={mode!r} chooses how a Hugging Face model's spaces are found; a "
+                          f"{type(model).__name__} has no config, so it would be ignored. Use layout='auto'.")
     if is_hf and mode != "derived":
         try:
             layout = adapt(model)

@@ -197,12 +197,17 @@ def _census_groups(args: argparse.Namespace, threads: int) -> int:
     from ..alignment.checkpoints import align_checkpoints
     from ..errors import ConfigError, OutputFileError
     from ..models.loading import load_model
-    from .options import seed_option
+    from .options import given_flags, seed_option
 
     models = list(args.models or ())
     if args.resume is not None or args.preset or not args.out or len(models) != 2:
         raise ConfigError("--census-groups needs two checkpoints A B and --out DIR (a new directory); it takes "
                           "neither --preset nor --resume.")
+    ignored = given_flags(args, {"data": None, "activation": None, "width": None, "points": None, "cache_dir": None})
+    if ignored:
+        raise ConfigError(f"--census-groups aligns two checkpoints over the census's group and measures distances only; "
+                          f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to it. Drop "
+                          f"{'it' if len(ignored) == 1 else 'them'}, or align without --census-groups.")
     seed = seed_option(args.seed) if args.seed is not None else 0
     if Path(args.out).exists() and any(Path(args.out).iterdir()):
         raise OutputFileError(f"--out {args.out!r} exists and is not empty; alignment writes into a new directory.")

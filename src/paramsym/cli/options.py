@@ -38,6 +38,7 @@ from ..options import (
     float_option,
     given_flags,
     int_option,
+    output_file_option,
     path_option,
     seed_option,
     seeds_option,
@@ -45,7 +46,7 @@ from ..options import (
 )
 
 __all__ = ["MAX_SEED", "MAX_THREADS", "add_run_options", "check_shared_options", "command_line", "config_from_flags",
-           "device_option", "float_option", "given_flags", "int_option", "open_run", "path_option", "seed_option",
+           "device_option", "float_option", "given_flags", "int_option", "open_run", "output_file_option", "path_option", "seed_option",
            "seeds_option", "threads_option"]
 
 

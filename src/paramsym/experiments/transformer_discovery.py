@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +51,7 @@ from ..actions.ffn_unit import (
 )
 from ..config import to_dict
 from ..discovery.config import DiscoverOverrides
-from ..errors import ConfigError
+from ..errors import ConfigError, ConvergenceError, ShapeError
 from ..runs import RunDir
 from .configs import resolve_discover_config
 
@@ -314,7 +315,13 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     if problem is not None:
         problems = {unit_label(*cfg.units[0]): problem}
     else:
-        problems = {unit_label(layer, unit): unit_problem(cfg, layer, unit) for layer, unit in cfg.units}
+        problems = {}
+        for layer, unit in cfg.units:
+            try:
+                problems[unit_label(layer, unit)] = unit_problem(cfg, layer, unit)
+            except (ShapeError, ConvergenceError) as exc:  # the library names compensate's --layer/--unit flags
+                text = re.sub(r"--(layer|unit) ", r"\1 ", str(exc))
+                raise type(exc)(f"--units {layer}{'' if unit is None else f':{unit}'}: {text}") from None
     betas = {label: unit_beta(pr, cfg) for label, pr in problems.items()}
     configs = subrun_configs(cfg, betas, {label: pr.name for label, pr in problems.items()})
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
