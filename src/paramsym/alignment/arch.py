@@ -93,6 +93,31 @@ class Architecture:
         return any(g.rescalable for g in self.groups)
 
 
+def check_param_pair(a: object, b: object, what: tuple[str, str] = ("a", "b")) -> None:
+    """Raise a named error unless ``a`` and ``b`` are mappings of tensors with the same names and
+    shapes (dtypes may differ: the callers compute in float64). The Python-API check of
+    :func:`~paramsym.alignment.matching.distance` and :func:`~paramsym.alignment.path.interpolate`.
+
+    Raises:
+        ConfigError: not mappings of tensors.
+        ArchitectureMismatchError: other names or shapes (listed).
+    """
+    from ..errors import ConfigError
+
+    for name, m in zip(what, (a, b)):
+        if not isinstance(m, Mapping) or not all(isinstance(t, Tensor) for t in m.values()):
+            raise ConfigError(f"{name} must be a dict of parameter tensors (name -> Tensor); received "
+                              f"{type(m).__name__}.")
+    only = sorted(set(a) ^ set(b), key=_natural)
+    shapes = [f"{n}: {tuple(a[n].shape)} vs {tuple(b[n].shape)}" for n in sorted(a, key=_natural)
+              if n in b and a[n].shape != b[n].shape]
+    if only or shapes:
+        raise ArchitectureMismatchError(f"{what[0]} and {what[1]} do not hold the same tensors: "
+                                        + "; ".join(([f"not in both: {only[:8]}"] if only else [])
+                                                    + ([f"different shapes: {'; '.join(shapes[:8])}"] if shapes else []))
+                                        + ". Pass the parameters of two models of one architecture.")
+
+
 def check_same_architecture(a: Mapping[str, Tensor], b: Mapping[str, Tensor], what: tuple[str, str] = ("A", "B")) -> None:
     """Raise :class:`ArchitectureMismatchError` unless ``a`` and ``b`` have the same names, shapes and dtypes.
 

@@ -198,6 +198,14 @@ def teleport(
     start = time.perf_counter()
     import numbers
 
+    from ..actions.base import GroupAction
+
+    if not isinstance(action, GroupAction):
+        raise ActionError(f"teleport: action must be a paramsym GroupAction (a catalogue, compensating, learned or "
+                          f"teleport.functions action); received {type(action).__name__}.")
+    if not callable(loss_fn):
+        raise ConfigError(f"teleport: loss_fn must be a callable θ -> scalar loss; received {type(loss_fn).__name__}.")
+
     if not isinstance(theta, Tensor) or not theta.is_floating_point() or theta.is_meta:
         what = type(theta).__name__ if not isinstance(theta, Tensor) else f"a {theta.dtype} tensor on {theta.device}"
         raise ShapeError(f"teleport: θ must be a floating-point tensor with values (not on the meta device); received "
