@@ -56,7 +56,7 @@ def int_option(raw: object, flag: str, minimum: int, maximum: int | None = None)
         raise ConfigError(f"{flag} must be {want}; received {raw!r}.")
     text = str(raw)
     if not _INT.fullmatch(text):
-        raise ConfigError(f"{flag} must be {want} (ASCII digits only); received {str(raw)[:80]!r}.")
+        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r} (ASCII digits only).")
     value = int(text)
     if value < minimum or (maximum is not None and value > maximum):
         raise ConfigError(f"{flag} must be {want}; received {value}.")

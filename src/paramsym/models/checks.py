@@ -130,16 +130,18 @@ def check_loaded(model: nn.Module, info: Mapping[str, object], source: str, argu
     where = f"{argument}: the checkpoint {source!r}"
     todo = "give the complete directory written by save_pretrained for this architecture (nothing is filled in)."
     missing = set(info.get("missing_keys") or ())
+    archs = list(getattr(model.config, "architectures", None) or [])
     if missing:
+        other = (f" (it was saved from {archs[0]}, which has no such tensors: they would be random)"
+                 if archs and archs != [type(model).__name__] else "")
         raise IncompleteCheckpointError(f"{where} lacks {len(missing)} tensor(s) that {type(model).__name__} needs: "
-                                        f"{_names(missing)}; {todo}")
+                                        f"{_names(missing)}{other}; {todo}")
     mismatched = [k[0] if isinstance(k, (tuple, list)) else k for k in (info.get("mismatched_keys") or ())]
     if mismatched:
         raise IncompleteCheckpointError(f"{where} stores {_names(mismatched)} with another shape than "
                                         f"{type(model).__name__} has; {todo}")
     unexpected = set(info.get("unexpected_keys") or ())
     if unexpected:
-        archs = list(getattr(model.config, "architectures", None) or [])
         if archs != [type(model).__name__]:
             own = _head_names(archs, model.config, source)
             unexpected = {k for k in unexpected if k not in own}

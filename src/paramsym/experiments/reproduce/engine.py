@@ -262,9 +262,9 @@ def check_reproduce_root(root: Path) -> None:
     earlier ``reproduce --out``, e.g. ``R/groups``): its files would be mixed with the runs'.
 
     Raises:
-        ForeignRunError: ``root`` holds a ``config.json`` or a ``reproduce.json`` (named), a
-            corrupt ``config.json``, or entries that are not run directories (a run's name, or its
-            ``<name>.stale-<time>`` copy).
+        ForeignRunError: ``root`` holds a ``config.json`` or a ``reproduce.json`` (named), or a
+            corrupt ``config.json``. (Files of the user's own beside the run directories are left
+            alone, and a run's directory holding foreign files is refused by :func:`plan_run`.)
     """
     from ...runs import stored_run_kind
 
@@ -278,13 +278,6 @@ def check_reproduce_root(root: Path) -> None:
         raise ForeignRunError(f"--out {str(root)!r} is the directory of {what}, not a `paramsym reproduce --out` "
                               "directory; give a new directory or the --out of an earlier `paramsym reproduce` "
                               "(nothing was touched).")
-    foreign = sorted(e.name for e in os.scandir(root)
-                     if e.name.split(".stale-", 1)[0] not in RUNS)
-    if foreign:
-        raise ForeignRunError(f"--out {str(root)!r} holds {', '.join(repr(f) for f in foreign[:4])}"
-                              f"{' and more' if len(foreign) > 4 else ''}, which no `paramsym reproduce` run made (it "
-                              "keeps one directory per run there); give a new directory or the --out of an earlier "
-                              "`paramsym reproduce` (nothing was touched).")
 
 
 def reproduce(names: Iterable[str], *, quick: bool = False, out: str | os.PathLike | None = None,
