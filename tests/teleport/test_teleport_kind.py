@@ -13,7 +13,7 @@ ARGS = ["teleport", "--preset", "regression-mlp", "--seeds", "0,1", "--steps", "
 
 
 def test_interrupted_run_resumes_to_the_same_metrics(tmp_path, monkeypatch, capsys):
-    import paramsym.experiments.teleport_mlp as tm
+    import paramsym.kinds.teleport_mlp as tm
 
     ref, cut = tmp_path / "ref", tmp_path / "cut"
     assert main([*ARGS, "--out", str(ref)]) == 0

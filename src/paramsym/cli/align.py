@@ -17,7 +17,7 @@ after permutations and after all symmetries (:mod:`paramsym.alignment`). ``--jso
 ``barrier_before``, ``barrier_permutation``, ``barrier_full`` (test-loss barriers; ``*_train``
 on the training split), ``function_error`` (aligned B vs B, relative output difference) and the
 rest of the summary. ``--out DIR`` keeps the run directory (run kind ``align``,
-:mod:`paramsym.experiments.kind_align`): ``config.json``, ``metrics.json``, ``env.json``,
+:mod:`paramsym.kinds.align`): ``config.json``, ``metrics.json``, ``env.json``,
 ``report.md``, ``result.json``, ``path_loss.png`` and ``merged.safetensors`` (the midpoint of A
 and the aligned B); ``--resume DIR`` continues an interrupted run (a preset's models trained
 before the interruption are reused from the cache).
@@ -34,7 +34,7 @@ __all__ = ["register"]
 
 
 def register(subparsers) -> None:
-    from ..experiments.kind_align import ALIGN_PRESETS
+    from ..kinds.align import ALIGN_PRESETS
     from .options import add_run_options
 
     p = subparsers.add_parser(
@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
-    from ..experiments.kind_align import KIND, AlignConfig
+    from ..kinds.align import KIND, AlignConfig
     from .options import config_from_flags, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
         cfg = config_from_flags(AlignConfig(), args, flags)
         cfg = dataclasses.replace(cfg, models=tuple(args.models or ()))
         if cfg.preset:
-            from ..experiments.align_presets import cache_root
+            from ..kinds.align_presets import cache_root
 
             base = cfg.cache_dir or os.environ.get("PARAMSYM_CACHE")
             cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(base).parent.resolve()))
