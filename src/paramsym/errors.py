@@ -231,7 +231,7 @@ class StaleRunError(RunDirError):
 class ForeignRunError(RunDirError):
     """A run directory holding files this command did not make: another kind's run, the same kind
     with another configuration, files of no run, a corrupt ``config.json`` or ``reproduce.json``
-    (:func:`paramsym.runs.claim_run_dir`, ``paramsym reproduce --out``): nothing is overwritten
+    (:func:`paramsym.runs.rundir.claim_run_dir`, ``paramsym reproduce --out``): nothing is overwritten
     or deleted."""
 
 
