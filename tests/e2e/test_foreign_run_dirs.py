@@ -135,7 +135,7 @@ def test_every_command_refuses_every_other_kinds_run(finished, label, capsys, mo
         assert list(tmp_path.iterdir()) == [], (label, target)  # nothing written elsewhere
         COUNTS[(label, lines[0].split("error: ", 1)[1].split(":", 1)[0])] += 1
         tried += 1
-    assert tried >= len(finished["targets"]) - 1
+    assert tried >= len(finished["targets"]) - 2  # at most its own kind and (reproduce) the foreign files
 
 
 def test_same_kind_other_config_is_refused(finished, capsys):

@@ -93,9 +93,10 @@ class Architecture:
         return any(g.rescalable for g in self.groups)
 
 
-def check_param_pair(a: object, b: object, what: tuple[str, str] = ("a", "b")) -> None:
+def check_param_pair(a: object, b: object, what: tuple[str, str] = ("a", "b"), same_dtype: bool = False) -> None:
     """Raise a named error unless ``a`` and ``b`` are mappings of tensors with the same names and
-    shapes (dtypes may differ: the callers compute in float64). The Python-API check of
+    shapes (dtypes may differ unless ``same_dtype``: distance and interpolate compute in float64
+    or by broadcasting). The Python-API check of
     :func:`~paramsym.alignment.matching.distance` and :func:`~paramsym.alignment.path.interpolate`.
 
     Raises:
@@ -111,10 +112,13 @@ def check_param_pair(a: object, b: object, what: tuple[str, str] = ("a", "b")) -
     only = sorted(set(a) ^ set(b), key=_natural)
     shapes = [f"{n}: {tuple(a[n].shape)} vs {tuple(b[n].shape)}" for n in sorted(a, key=_natural)
               if n in b and a[n].shape != b[n].shape]
+    if same_dtype:
+        shapes += [f"{n}: {a[n].dtype} vs {b[n].dtype}" for n in sorted(a, key=_natural)
+                   if n in b and a[n].dtype != b[n].dtype]
     if only or shapes:
         raise ArchitectureMismatchError(f"{what[0]} and {what[1]} do not hold the same tensors: "
                                         + "; ".join(([f"not in both: {only[:8]}"] if only else [])
-                                                    + ([f"different shapes: {'; '.join(shapes[:8])}"] if shapes else []))
+                                                    + ([f"different shapes or dtypes: {'; '.join(shapes[:8])}"] if shapes else []))
                                         + ". Pass the parameters of two models of one architecture.")
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ShapeError
 
 __all__ = ["PathCurve", "barrier", "evaluate", "interpolate", "path_curve", "relative_output_error"]
 
@@ -126,7 +126,7 @@ def relative_output_error(forward: Callable[[Mapping[str, Tensor], Tensor], Tens
 
     if not callable(forward):
         raise ConfigError(f"forward must be a callable (params, x) -> outputs; received {type(forward).__name__}.")
-    check_param_pair(p, q, ("p", "q"))
+    check_param_pair(p, q, ("p", "q"), same_dtype=True)
     if not isinstance(x, Tensor) or x.ndim == 0 or x.shape[0] == 0 or x.is_meta:
         raise ConfigError(f"x must be a non-empty batch tensor with values; received "
                           f"{type(x).__name__ if not isinstance(x, Tensor) else tuple(x.shape)}.")
@@ -134,8 +134,13 @@ def relative_output_error(forward: Callable[[Mapping[str, Tensor], Tensor], Tens
         raise ConfigError(f"batch must be an integer >= 1; received {batch!r}.")
     num = den = 0.0
     for i in range(0, x.shape[0], batch):
-        fp = forward(p, x[i:i + batch]).double()
-        fq = forward(q, x[i:i + batch]).double()
+        try:
+            fp = forward(p, x[i:i + batch]).double()
+            fq = forward(q, x[i:i + batch]).double()
+        except RuntimeError as exc:  # a batch the forward cannot take (shape, dtype, device)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise ShapeError(f"forward cannot run on x of shape {tuple(x.shape)} and dtype {x.dtype} with these "
+                             f"parameters ({first}); pass a batch the model takes.") from None
         num += float(((fq - fp) ** 2).sum())
         den += float((fp**2).sum())
     return (num / max(den, 1e-300)) ** 0.5

@@ -532,7 +532,7 @@ def claim_run_dir(path: str | os.PathLike, kind: str, expected: Mapping[str, Any
         ForeignRunError: ``path`` is non-empty and not a run of ``kind`` with this configuration.
         RunFileError: ``path`` is a file, cannot be listed, or its ``config.json`` is corrupt.
     """
-    from .errors import ForeignRunError
+    from ..errors import ForeignRunError
 
     run = RunDir(path)
     try:
