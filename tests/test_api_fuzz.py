@@ -147,7 +147,7 @@ def test_solve_affine(samples, tol, radius, rule, max_memory) -> None:
 @API
 @given(steps=edge_int, step_size=edge_float, tol=edge_float, theta_kind=st.sampled_from(["ok", "nan", "short", "int", "meta"]))
 def test_teleport(steps, step_size, tol, theta_kind) -> None:
-    from paramsym.teleport import mlp_rescaling, teleport
+    from paramsym.teleport import AscentConfig, mlp_rescaling, teleport
 
     g = torch.Generator().manual_seed(0)
     params = {"fc1.weight": torch.randn(4, 3, generator=g, dtype=torch.float64),
@@ -164,7 +164,7 @@ def test_teleport(steps, step_size, tol, theta_kind) -> None:
              "int": theta.long(), "meta": theta.to("meta")}[theta_kind]
     if isinstance(steps, int) and not isinstance(steps, bool) and steps > 20:
         steps = 20
-    _outcome("teleport", teleport, action, theta, loss_fn, steps=steps, step_size=step_size, tol=tol)
+    _outcome("teleport", teleport, action, theta, loss_fn, AscentConfig(steps=steps, step_size=step_size, tol=tol))
 
 
 @API

@@ -14,7 +14,7 @@ preconditioner). Target per seed: the baseline's loss after 300 steps.
 initialised from the seed) on :func:`paramsym.models.datasets.digits` (seed-split), cross-entropy,
 full-batch SGD (lr 0.1) or Adam (lr 1e-3); teleports every 200 (SGD) or 100 (Adam) steps with the
 rescaling of both hidden layers, objective: the loss decrease of 2 plain GD steps at lr 0.2 on 256
-training examples drawn for that teleport (:func:`~paramsym.teleport.core.descent_objective`; lr
+training examples drawn for that teleport (:func:`~paramsym.teleport.objectives.descent_objective`; lr
 twice SGD's step, a stability margin: with the step itself, 5-step lookaheads chose points from
 which GD at lr 0.1 later diverged), at most 3 ascent steps, path length in the algebra ≤ 2 per
 teleport (``radius``), gradient-norm factor ≤ 2. (The first version teleported every 100/50 steps
@@ -76,9 +76,9 @@ def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: 
     """One training run of ``cfg.preset`` (with teleports when ``teleport``; the tuning values from ``cfg``).
 
     ``objective="grad-norm"`` teleports ``regression-mlp`` by the paper's ``‖∇L‖²``
-    (:func:`~paramsym.teleport.core.grad_norm_objective`) instead of the lookahead (the measurement
+    (:func:`~paramsym.teleport.objectives.grad_norm_objective`) instead of the lookahead (the measurement
     ``teleport-grad-norm`` of docs/teleport.md: why the preset uses the lookahead)."""
-    from ..teleport import Teleporter, descent_objective, mlp_rescaling
+    from ..teleport import AscentConfig, Teleporter, descent_objective, mlp_rescaling
     from ..teleport.objectives import LinearizedLookahead
 
     preset, every, lr = cfg.preset, cfg.every if teleport else None, cfg.lr[opt_name]
@@ -122,12 +122,12 @@ def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: 
                                       activation=nn.LeakyReLU(0.1) if preset == "regression-mlp" else "relu")
         action = action.double()
         if preset == "regression-mlp":
-            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=cfg.regression_ascent_steps, step_size=1.0,
-                              tol=1e-10)
+            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5],
+                              config=AscentConfig(steps=cfg.regression_ascent_steps, step_size=1.0, tol=1e-10))
         else:
             tele = Teleporter(model, opt, action, block, every=every or cfg.every_per_optimizer[opt_name],
-                              steps=cfg.ascent_steps, step_size=0.5, tol=1e-10, max_factor=cfg.max_factor,
-                              radius=cfg.radius)
+                              config=AscentConfig(steps=cfg.ascent_steps, step_size=0.5, tol=1e-10,
+                                                  max_factor=cfg.max_factor, radius=cfg.radius))
     losses, acc_at_target = [], None
     target = cfg.targets.get(opt_name) if data is not None else None
     t0 = time.perf_counter()
@@ -137,17 +137,16 @@ def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: 
             base = {n: p.detach() for n, p in model.named_parameters()}
             theta = tele.block.gather(base)
             if preset == "regression-mlp" and objective == "grad-norm":
-                tele.kwargs.pop("objective", None)  # the teleport's default: ‖∇L‖² of the loss
-                tele.teleport(loss_params)
+                tele.teleport(loss_params)  # the teleport's default objective: ‖∇L‖² of the loss
             elif preset == "regression-mlp":
                 sm = None
                 if opt_name == "adagrad":
                     sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
-                tele.kwargs["objective"] = LinearizedLookahead(
+                lookahead = LinearizedLookahead(
                     tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x), y,
                     lr, 100, sm)
                 tele.seconds += time.perf_counter() - t_obj
-                tele.teleport(loss_params)
+                tele.teleport(loss_params, objective=lookahead)
             else:
                 # the teleport's batch: cfg.teleport_batch training examples drawn for this teleport
                 n = len(y) if cfg.teleport_batch is None else min(cfg.teleport_batch, len(y))
@@ -163,9 +162,8 @@ def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: 
 
                     def obj(th, _d=obj, _s=sq0, _lam=cfg.norm_penalty):
                         return _d(th) - _lam * (th.pow(2).sum() / _s - 1)
-                tele.kwargs["objective"] = obj
                 tele.seconds += time.perf_counter() - t_obj
-                tele.teleport(sub_loss)
+                tele.teleport(sub_loss, objective=obj)
         opt.zero_grad()
         loss = loss_of(model(x))
         losses.append(float(loss.detach()))

@@ -38,7 +38,8 @@ from torch.func import vjp
 
 from ..errors import ActionError, ConfigError, ShapeError, TooLargeError
 from ..params import ParameterBlock
-from .core import TeleportResult, teleport
+from .core import AscentConfig, TeleportResult, teleport
+from .objectives import Objective
 
 __all__ = ["covector_map", "transform_state", "Teleporter", "FIRST_MOMENTS", "SECOND_MOMENTS"]
 
@@ -145,8 +146,10 @@ class Teleporter:
             or a list of whole-tensor names).
         every: teleport on steps ``every, 2·every, …`` (``None``: only on ``at``).
         at: explicit steps to teleport on (e.g. ``[5]``).
-        **teleport_kwargs: passed to :func:`paramsym.teleport.core.teleport` (``steps``,
-            ``step_size``, ``tol``, ``strict``, ``objective``, ``max_factor``).
+        config: the settings of each teleport (:class:`~paramsym.teleport.core.AscentConfig`;
+            default ``AscentConfig()``).
+        objective: the orbit objective of every teleport (default ``‖∇L‖²``); one call may pass
+            its own (:meth:`teleport`).
 
     Raises:
         ConfigError: ``every`` < 1.
@@ -155,7 +158,8 @@ class Teleporter:
     """
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None, action, block: ParameterBlock | list[str],
-                 *, every: int | None = None, at: Iterable[int] = (), **teleport_kwargs):
+                 *, every: int | None = None, at: Iterable[int] = (), config: AscentConfig | None = None,
+                 objective: Objective | None = None):
         if every is not None and (not isinstance(every, int) or every < 1):
             raise ConfigError(f"Teleporter: every must be an integer ≥ 1 (teleport every k steps); received {every!r}.")
         self.model, self.optimizer, self.action = model, optimizer, action
@@ -164,7 +168,7 @@ class Teleporter:
             block = ParameterBlock.from_params(self.named, list(block))
         check_applies(action, block, self.named)
         self.block, self.every, self.at = block, every, set(int(s) for s in at)
-        self.kwargs = teleport_kwargs
+        self.config, self.objective = config if config is not None else AscentConfig(), objective
         self.results: list[TeleportResult] = []
         self.seconds = 0.0
 
@@ -176,15 +180,18 @@ class Teleporter:
         """Teleport if ``step`` is scheduled (see :meth:`teleport`)."""
         return self.teleport(loss_fn) if self.due(step) else None
 
-    def teleport(self, loss_fn: Callable[[dict[str, Tensor]], Tensor]) -> TeleportResult:
+    def teleport(self, loss_fn: Callable[[dict[str, Tensor]], Tensor], *,
+                 objective: Objective | None = None) -> TeleportResult:
         """Teleport now: ``loss_fn(params)`` is the loss of the model with parameters ``params``
-        (names → tensors, e.g. via ``torch.func.functional_call``) on a fixed batch."""
+        (names → tensors, e.g. via ``torch.func.functional_call``) on a fixed batch; ``objective``
+        (built for this teleport) replaces the Teleporter's own for this call."""
         import time
 
         t0 = time.perf_counter()
         base = {n: p.detach() for n, p in self.named.items()}
         theta = self.block.gather(base)
-        res = teleport(self.action, theta, lambda th: loss_fn(self.block.scatter(th, base)), **self.kwargs)
+        res = teleport(self.action, theta, lambda th: loss_fn(self.block.scatter(th, base)), self.config,
+                       objective=objective if objective is not None else self.objective)
         if res.steps:
             new = self.block.scatter(res.theta, base)
             if self.optimizer is not None:
