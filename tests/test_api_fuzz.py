@@ -134,14 +134,15 @@ def test_check_action_and_assert_invariant(seed, rho, samples, factors, swapped)
 @given(samples=edge_int, tol=edge_float, radius=edge_float, rule=st.sampled_from(["gap", "threshold", "magic", None]),
        max_memory=st.sampled_from([None, 1, -5, 2**70, math.nan]))
 def test_solve_affine(samples, tol, radius, rule, max_memory) -> None:
-    from paramsym.exact.affine import solve_affine
+    from paramsym.exact.affine import AffineSolverConfig, solve_affine
     from paramsym.exact.presets import build_preset
 
     target, ansatz = build_preset("linear2x2", 0)
     if isinstance(samples, int) and not isinstance(samples, bool) and samples > 400:
         samples = 400  # keep the accepted solves small: the size check is tested via max_memory
-    _outcome("solve_affine", solve_affine, target, ansatz, samples=samples, tol=tol, radius=radius, rule=rule,
-             max_memory=max_memory, generator=torch.Generator().manual_seed(0))
+    _outcome("solve_affine", solve_affine, target, ansatz,
+             AffineSolverConfig(samples=samples, tol=tol, radius=radius, rule=rule, max_memory=max_memory),
+             generator=torch.Generator().manual_seed(0))
 
 
 @API
