@@ -18,6 +18,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from command_checks import check_command, command_path
 
 from paramsym.cli import build_parser
 
@@ -136,49 +137,11 @@ def unread_mentions(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
-
-
-def _command_path(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
-    """``None`` when ``words`` name a chain of registered (sub-)commands, else why not."""
-    p = parser
-    for word in words:
-        subs = _subcommands(p)
-        if word not in subs:
-            return f"no sub-command {word!r} (have {sorted(subs)})"
-        p = subs[word]
-    return None
-
-
-def check_command(parser: argparse.ArgumentParser, command: str) -> str | None:
-    """``None`` when ``command`` parses, else the reason (argparse's message)."""
-    argv = shlex.split(command, comments=True)[1:]
-    if {"-h", "--help"} & set(argv):  # `paramsym CMD [SUB] --help`: the sub-command path must exist
-        return _command_path(parser, argv[: min(argv.index(h) for h in ("-h", "--help") if h in argv)])
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            args = parser.parse_args(argv)
-            if getattr(args, "resume", None) is None and hasattr(args, "required"):
-                # arguments the pure-math commands check themselves (so that --resume DIR stands alone)
-                from paramsym.attention.cli import require
-
-                require(args)
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            return err.getvalue().strip() or f"exit status {exc.code}"
-    return None
-
-
 def check_inline(parser: argparse.ArgumentParser, command: str) -> str | None:
     """An inline span: a bare name (``paramsym``, ``paramsym attention``) must name the program or
     registered (sub-)commands; a span with arguments must parse (:func:`check_command`)."""
     argv = shlex.split(command, comments=True)[1:]
-    if all(re.fullmatch(r"[a-z][a-z-]*", w) for w in argv) and _command_path(parser, argv) is None:
+    if all(re.fullmatch(r"[a-z][a-z-]*", w) for w in argv) and command_path(parser, argv) is None:
         return None
     return check_command(parser, command)
 
