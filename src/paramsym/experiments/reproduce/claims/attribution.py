@@ -1,5 +1,5 @@
 """[Attribution]'s claims: the annulus flows (§3.1, App. C.2), the lifting criterion and its
-sanity checks (§2.2), the Hamiltonian walk and the Reynolds rule (§3.2, App. B, C.1).
+sanity checks (§2.2), the Hamiltonian walk (§3.2, App. C.1) and the Reynolds rule (App. A.5).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ CLAIMS: list[Claim] = [
           "resolved walk tracks the orbit; fixed walks fall behind", "qualitative (figures)",
           "resolved +c phase shift within 2% of prediction, resolved −b ‖δ‖ within 1%, fixed tracking error ≥ "
           "resolved's", "hamiltonian", _ham_walk),
-    Claim("hamiltonian-reynolds", f"{A} App. B", "64-point Reynolds rule reproduces an equivariant field",
+    Claim("hamiltonian-reynolds", f"{A} App. A.5", "64-point Reynolds rule reproduces an equivariant field",
           "~1e-15 relative", f"‖P_E F − F‖/‖F‖ {P_REYNOLDS.le()} (at most the paper's, printed precision)", "reynolds",
           _reynolds),
 ]
