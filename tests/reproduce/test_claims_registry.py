@@ -11,8 +11,8 @@ import pytest
 from command_checks import check_documented_command
 
 from paramsym.errors import UnknownClaimError
-from paramsym.experiments.reproduce import CLAIMS, RUNS, get_claims
-from paramsym.experiments.reproduce.claims.base import KINDS, Measured
+from paramsym.reproduce import CLAIMS, RUNS, Measured, get_claims
+from paramsym.reproduce.claims import KINDS
 
 #: Every numbered claim, read off the seed papers (shared/seeds) independently of the registry:
 #: [Discovery] §6.2/Table 1 (0.037 %, 0.306 %, their ratio, 12 %, fits), §6.3 (5.8×; Pythia-1B

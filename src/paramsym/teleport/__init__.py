@@ -6,8 +6,9 @@ state transformed (:mod:`.optim`); products of commuting actions and MLP rescali
 
 from .core import AscentConfig, TeleportResult, teleport
 from .objectives import LinearizedLookahead, descent_objective, grad_norm_objective
-from .optim import Teleporter, covector_map, transform_state
+from .optim import Teleporter, covector_map, train_with_teleports, transform_state
 from .product import ProductAction, mlp_rescaling
 
 __all__ = ["AscentConfig", "TeleportResult", "teleport", "grad_norm_objective", "descent_objective", "Teleporter",
-           "transform_state", "covector_map", "ProductAction", "mlp_rescaling", "LinearizedLookahead"]
+           "transform_state", "covector_map", "ProductAction", "mlp_rescaling", "LinearizedLookahead",
+           "train_with_teleports"]
