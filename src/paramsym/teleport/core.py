@@ -211,8 +211,8 @@ class _Ascent:
         self.eta *= 2
 
 
-def _check_point(action, theta: Tensor) -> None:
-    """Raise :class:`ShapeError` unless θ is a flat floating-point block vector of the action's length."""
+def _check_point(theta: Tensor) -> None:
+    """Raise :class:`ShapeError` unless θ is a floating-point tensor with values."""
     if not isinstance(theta, Tensor) or not theta.is_floating_point() or theta.is_meta:
         what = type(theta).__name__ if not isinstance(theta, Tensor) else f"a {theta.dtype} tensor on {theta.device}"
         raise ShapeError(f"teleport: θ must be a floating-point tensor with values (not on the meta device); received "
@@ -220,6 +220,7 @@ def _check_point(action, theta: Tensor) -> None:
 
 
 def _check_length(action, theta: Tensor) -> None:
+    """Raise :class:`ShapeError` unless θ is the flat block vector of the action's length ``p``."""
     if theta.ndim != 1 or theta.numel() != int(getattr(action, "p", theta.numel())):
         raise ShapeError(f"teleport: θ has shape {tuple(theta.shape)} but {type(action).__name__} acts on p = "
                          f"{getattr(action, 'p', '?')} parameters; pass the flat block vector the action was built on.")
@@ -360,7 +361,7 @@ def teleport(
     cfg = config if config is not None else AscentConfig()
     if not isinstance(cfg, AscentConfig):
         raise ConfigError(f"teleport: config must be a paramsym.teleport.AscentConfig; received {type(cfg).__name__}.")
-    _check_point(action, theta)
+    _check_point(theta)
     cfg.validate()
     _check_length(action, theta)
     theta0 = theta.detach()
