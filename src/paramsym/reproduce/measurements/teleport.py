@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..claims.base import Claim, Measured, missing_note
+from ...claims import Claim, Measured, missing_note
 from ..runs import RunSpec, budgeted, kept, run_cli
 
 __all__ = ["CLAIMS", "RUNS", "render_teleport", "render_teleport_grad_norm", "render_teleport_learned"]
