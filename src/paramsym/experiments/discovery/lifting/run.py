@@ -26,6 +26,7 @@ import torch
 from torch.func import vmap
 
 from .... import plots
+from ....actions.base import float64_copy
 from ....config import to_dict
 from ....discovery.config import DiscoverOverrides
 from ....discovery.resolve import (
@@ -80,9 +81,7 @@ class LiftingConfig:
 
 def host_curve(action, problem, rhos, samples: int, host_std: float, seed: int, s_F: float) -> dict[str, list[float]]:
     """Displacement medians and full-network error p95 of one action, per ρ (one factor)."""
-    import copy
-
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     host = problem.host.to(torch.float64)
     idx = problem.host_index
     gen = torch.Generator().manual_seed(seed)
@@ -113,9 +112,7 @@ def rescaling_alignment(action, problem, host_std: float, seed: int, n: int = 25
         ``{"cos_median", "sin_p95"}``: the median cosine and the 95th percentile of
         ``sin = ‖w − (⟨w, t̂⟩) t̂‖ / ‖w‖`` (computed from the projection, not as ``√(1 − cos²)``).
     """
-    import copy
-
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     n_in = problem.target.block.entries[0].size  # the incoming row comes first in the block
     gen = torch.Generator().manual_seed(seed)
     base = problem.host.theta0.to(torch.float64)[problem.host_index]

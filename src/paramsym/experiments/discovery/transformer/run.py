@@ -29,7 +29,6 @@ Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ....actions.base import float64_copy
 from ....actions.ffn_unit import (
     BETA_RULES,
     EVAL_KEYS,
@@ -224,7 +224,7 @@ def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generato
     from ....actions.ffn_unit import uncompensated_theta
 
     rho = check_rho(rho)
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     grp = act.group
     th0 = problem.target.theta0.double()
     with torch.no_grad():
