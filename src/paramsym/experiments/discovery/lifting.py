@@ -26,7 +26,7 @@ import torch
 from torch.func import vmap
 
 from ... import plots
-from ...config import to_dict
+from ...config import to_document
 from ...discovery.config import DiscoverOverrides
 from ...discovery.resolve import (
     QUICK_DISCOVER_STEPS,
@@ -200,7 +200,7 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     cfg.validate()
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
-    out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
+    out.write_json("config.json", to_document(KIND, cfg))
     out.write_env(cfg.seeds[0])
     results: dict[str, list] = {p: [] for p in PRESETS}
     infos: dict[str, dict] = {}

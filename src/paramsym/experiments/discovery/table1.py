@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...config import to_dict
+from ...config import to_document
 from ...discovery.config import DiscoverOverrides
 from ...discovery.resolve import (
     QUICK_DISCOVER_STEPS,
@@ -78,7 +78,7 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = 
     cfg.validate()
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
-    out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
+    out.write_json("config.json", to_document(KIND, cfg))
     out.write_env(cfg.seeds[0])
     per: dict[str, list[dict]] = {v: [] for v in cfg.variants}
     infos: dict[str, dict] = {}

@@ -48,7 +48,7 @@ from ...actions.ffn_unit import (
     incoming_range,
     motion_beta,
 )
-from ...config import to_dict
+from ...config import to_document
 from ...discovery.config import DiscoverOverrides
 from ...discovery.resolve import resolve_discover_config
 from ...errors import ConfigError
@@ -316,7 +316,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     configs = subrun_configs(cfg, betas, {label: pr.name for label, pr in problems.items()})
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
         plan_subrun(out.path / name, dcfg, reuse)
-    out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
+    out.write_json("config.json", to_document(KIND, cfg))
     out.write_env(cfg.seeds[0])
     per_unit: dict[str, dict[str, Any]] = {}
     infos: dict[str, dict[str, Any]] = {}

@@ -360,7 +360,7 @@ def _check_resumable(out: RunDir, config: dict[str, Any]) -> None:
             ``config`` (the differing keys are named).
     """
     from ....errors import RunDirError
-    from ....runs.provenance import canonical
+    from ....config import to_dict
     from ....runs.reuse import RECORD
 
     # `paramsym reproduce` writes its record into the directory before the run starts
@@ -370,7 +370,7 @@ def _check_resumable(out: RunDir, config: dict[str, Any]) -> None:
         raise RunDirError(f"--out {str(out.path)!r} is not empty and holds no config.json (not a run of this preset); "
                           "its files would be mixed with this run's. Choose a new or empty --out.")
     old = out.read_json("config.json")
-    diff = _differences(canonical(old), canonical(config)) if isinstance(old, dict) else ["(not a configuration)"]
+    diff = _differences(to_dict(old), to_dict(config)) if isinstance(old, dict) else ["(not a configuration)"]
     if diff:
         shown = ", ".join(diff[:6]) + (f" (+{len(diff) - 6} more)" if len(diff) > 6 else "")
         raise RunDirError(f"--out {str(out.path)!r} holds a run with another configuration (differs in: {shown}); its "
