@@ -151,8 +151,8 @@ def test_cli_named_errors(tmp_path, capsys) -> None:
 
 def test_sweep_directory_is_a_run_of_kind_sweep(finished, tiny_spec, capsys) -> None:
     from paramsym.cli import main
-    from paramsym.runs.execute import load_run_config
     from paramsym.config import to_dict
+    from paramsym.runs.execute import load_run_config
     from paramsym.runs.rundir import RunDir
 
     out, table = finished

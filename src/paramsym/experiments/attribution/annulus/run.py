@@ -359,8 +359,8 @@ def _check_resumable(out: RunDir, config: dict[str, Any]) -> None:
         RunDirError: ``out`` is not empty and its ``config.json`` is missing or differs from
             ``config`` (the differing keys are named).
     """
-    from ....errors import RunDirError
     from ....config import to_dict
+    from ....errors import RunDirError
     from ....runs.reuse import RECORD
 
     # `paramsym reproduce` writes its record into the directory before the run starts
