@@ -79,12 +79,9 @@ def _flags() -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
     from ..kinds.align import KIND, AlignConfig
-    from .options import config_from_flags, run_kind, threads_option
+    from .options import cache_dir_option, config_from_flags, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     if args.census_groups:
@@ -100,8 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         if cfg.preset:
             from ..kinds.align_presets import cache_root
 
-            base = cfg.cache_dir or os.environ.get("PARAMSYM_CACHE")
-            cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(base).parent.resolve()))
+            cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(cache_dir_option(cfg.cache_dir)).parent.resolve()))
         cfg.validate()
     run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
     summary = dict(outcome.metrics) | run.read_json("timing.json")

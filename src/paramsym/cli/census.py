@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 __all__ = ["register"]
@@ -62,7 +61,6 @@ def _flags() -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
     from ..kinds.census import KIND, CensusConfig, report_markdown
     from .options import config_from_flags, run_kind, threads_option

@@ -83,9 +83,6 @@ def _flags() -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the command line, not the library, sets the environment
     from ..errors import ConfigError
     from ..kinds.compensate import KIND, MODELS, CompensateConfig
     from .options import config_from_flags, run_kind, threads_option

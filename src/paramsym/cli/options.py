@@ -42,8 +42,21 @@ from ..options import (
     threads_option,
 )
 
-__all__ = ["MAX_SEED", "MAX_THREADS", "add_run_options", "command_line", "config_from_flags", "device_option",
+__all__ = ["CACHE_VARIABLE", "MAX_SEED", "MAX_THREADS", "add_run_options", "cache_dir_option", "command_line",
+           "config_from_flags", "device_option",
            "float_option", "given_flags", "int_option", "open_run", "seed_option", "seeds_option", "threads_option"]
+
+
+#: the one environment variable paramsym reads (here, by :func:`cache_dir_option`, nowhere else): where
+#: ``paramsym align --preset`` caches its trained models when ``--cache-dir`` is not given
+CACHE_VARIABLE = "PARAMSYM_CACHE"
+
+
+def cache_dir_option(given: str | None) -> str | None:
+    """``given`` (``--cache-dir``), else ``$PARAMSYM_CACHE``, else ``None`` (``~/.cache/paramsym``): the one
+    read of the environment by the library or the command line (the model loader is offline by
+    ``local_files_only``, not by an environment variable)."""
+    return given or os.environ.get(CACHE_VARIABLE) or None
 
 
 def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, seeds: bool = False, threads: bool = True,

@@ -67,14 +67,14 @@ class RunSpec:
 
 
 def run_cli(args: list[str], out: Path, name: str = "result.json") -> dict[str, Any]:
-    """Run ``python -m paramsym.cli ARGS`` (one thread, offline); parse stdout as JSON; keep it.
+    """Run ``python -m paramsym.cli ARGS`` (one thread; offline as every command); parse stdout as JSON; keep it.
 
     Raises:
         RunDirError: the command failed (its exit status and last stderr line are in the message)
             or printed no JSON.
     """
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # offline: the model loader reads local files only
     proc = subprocess.run([sys.executable, "-m", "paramsym.cli", *args], capture_output=True, text=True, env=env,
                           check=False)
     (out / (name[:-5] + ".stderr.txt")).write_text(proc.stderr[-20000:])
