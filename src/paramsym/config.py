@@ -106,7 +106,9 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
     if annotation is Any:
         return parsed
     if origin is typing.Union or origin is types.UnionType:
-        if parsed is None and type(None) in args:
+        # None from YAML's null (``null``, ``~``); other text that reads as nothing (" ") stays text where text fits
+        text = isinstance(raw, str) and str in args and raw.strip() not in ("null", "Null", "NULL", "~")
+        if parsed is None and type(None) in args and not text:
             return None
         for a in args:
             if a is type(None):

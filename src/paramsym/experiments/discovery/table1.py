@@ -52,6 +52,12 @@ class ObjectivesConfig:
         """A small, fast version (tests, smoke runs): 20 steps, a narrow network, a tiny verdict."""
         return cls(steps=QUICK_DISCOVER_STEPS, overrides=quick_discover_overrides())
 
+    @classmethod
+    def paper(cls) -> ObjectivesConfig:
+        """The paper's run of Table 1 (``paramsym reproduce objectives``; ``paramsym experiment objectives
+        --paper``): five seeds per objective, 1–5 (Table 1 reports 5/5 fits), at the recipes' step budgets."""
+        return cls(seeds=[1, 2, 3, 4, 5])
+
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
         if bad or not self.variants:

@@ -123,6 +123,17 @@ class TransformerDiscoveryConfig:
             "action": {"width": 16}, "train": {"batch": 4, "log_every": 1},
             "verdict": {"samples": 20, "rhos": [0.5], "factors": [1], "curve_points": 2, "curve_times": 3}}))
 
+    @classmethod
+    def paper(cls) -> TransformerDiscoveryConfig:
+        """The paper's run of the learned transformer rows (``paramsym reproduce transformer``; ``paramsym
+        experiment transformer --paper``), protocol v3 (fixed 2026-12-03 before its runs): the units fixed
+        before any result (issue 17) — every other layer of the six, 1, 3 and 5, in each the unit of largest
+        feature RMS on the 16-token prefix; three fresh seeds 6–8 (seeds 0–2 served protocol v1, 3–5
+        protocol v2; seed 0 of each unit served v2's and v3's development); the direct map's two objectives
+        and the flow action, the flow on the same seeds (its 2,000 steps cost about the direct map's 6,000)."""
+        return cls(units=[[1, None], [3, None], [5, None]], seeds=[6, 7, 8], variants=["hybrid", "finite", "flow"],
+                   flow_seeds=[6, 7, 8])
+
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in VARIANTS]
         if bad or not self.variants or len(set(self.variants)) != len(self.variants):
