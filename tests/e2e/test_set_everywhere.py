@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from paramsym.cli import build_parser
+from paramsym.config import to_dict
 from paramsym.errors import ConfigError
 from paramsym.runs.provenance import config_hash
 
@@ -132,3 +133,33 @@ def test_a_flag_and_set_of_its_key_give_the_same_config(command: str) -> None:
 def test_a_bad_set_is_a_named_error(argv: list[str], named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         _config(argv)
+
+
+@pytest.mark.parametrize("run", ["objectives", "lifting", "transformer"])
+def test_the_papers_run_is_a_value(run: str) -> None:
+    """``paper()`` is what ``paramsym reproduce`` runs at the full budget, what the documented command
+    builds, and what ``--paper`` builds (one value, no constants elsewhere)."""
+    import shlex
+
+    from paramsym.reproduce.runs import RUNS
+    from paramsym.runs.kinds import KINDS
+
+    kind = {"objectives": "discovery-objectives", "lifting": "discovery-lifting",
+            "transformer": "transformer-discovery"}[run]
+    paper = KINDS[kind].load().config.paper()
+    assert RUNS[run].config(False)["config"] == to_dict(paper)
+    documented = _config(shlex.split(RUNS[run].command)[1:])
+    assert config_hash(documented) == config_hash(paper) == config_hash(_config(["experiment", run, "--paper"]))
+    assert config_hash(paper) != config_hash(KINDS[kind].load().config())  # the paper's run is not the default
+
+
+def test_the_annulus_paper_protocol_is_a_value() -> None:
+    from paramsym.experiments.attribution.annulus.run import AnnulusConfig
+    from paramsym.reproduce.runs import RUNS
+
+    for quick in (False, True):
+        cfg = RUNS["annulus-wedge"].config(quick)["config"]
+        assert cfg["protocol"] == cfg["gauge"] == "paper"
+        assert cfg == to_dict(_config(["attribute", "--preset", "annulus-wedge", "--set", "protocol=paper", "--set",
+                                       "gauge=paper"] + (["--quick"] if quick else [])))
+        assert to_dict(AnnulusConfig.paper(quick=quick)) == {**cfg, "data": to_dict(AnnulusConfig()).get("data")}

@@ -75,7 +75,10 @@ def _experiment_arguments(parser: argparse.ArgumentParser, func, config) -> None
     from .options import add_run_options
 
     parser.add_argument("--steps", default=None, help="training steps >= 1 (default: the presets' recipes)")
-    parser.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
+    budget.add_argument("--paper", action="store_true", help="the paper's run (the configuration's paper() value: its "
+                        "seeds, units, variants; what `paramsym reproduce` runs)")
     add_run_options(parser, seed=False, seeds=True, threads=False, resume=False, json="print the comparison metrics as "
                     "JSON", out="output directory (finished sub-runs in it are reused)",
                     set_help="set a key of the experiment's configuration (e.g. --set seeds=[1,2]; each flag is sugar "
@@ -236,7 +239,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _experiment_config(cls, args: argparse.Namespace, flags: dict, presets, objectives=(None,)):
-    """``cls.quick()`` or ``cls()`` (``--quick``) with the flags and ``--set`` applied (:func:`config_from_flags`).
+    """``cls()``, ``cls.quick()`` (``--quick``) or ``cls.paper()`` (``--paper``) with the flags and ``--set``
+    applied (:func:`config_from_flags`).
 
     ``--set`` of a key of ``cls`` sets it (``--seeds``, ``--steps`` and the command's ``flags`` are sugar for
     its keys); any other ``--set`` is a key of the discovery configuration of every sub-run, parsed once
@@ -250,7 +254,7 @@ def _experiment_config(cls, args: argparse.Namespace, flags: dict, presets, obje
     from ..discovery.resolve import resolve_discover_config
     from .options import config_from_flags, int_option, seeds_option
 
-    base = cls.quick() if args.quick else cls()
+    base = cls.quick() if args.quick else cls.paper() if getattr(args, "paper", False) else cls()
     own = set(flat_keys(base))
     mine = [item for item in args.overrides if item.split("=", 1)[0].strip() in own]
     sub = [item for item in args.overrides if item not in mine]
