@@ -290,7 +290,7 @@ RUNS: dict[str, RunSpec] = {
         _spec("lifting", "paramsym experiment lifting --seeds 5,6,7,8,9 --unit-beta equal-field", _lifting,
               "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; protocol v2: 1,184 s wall, 1,067 CPU s for all ten on one thread, code 60559f4)",
               config=_experiment_config("discovery.lifting", _lifting_cfg)),
-        _spec("transformer", "paramsym experiment transformer --paper", _transformer,
+        _spec("transformer", "paramsym experiment transformer", _transformer,
               "27 sub-runs (3 units × hybrid, finite, flow × 3 seeds), 164–249 CPU s each (≈ 93 CPU min; protocol v3: "
               "5,660 s wall on two one-thread processes, code d30b7d3; docs/discovery.md)",
               config=_experiment_config("discovery.transformer", _transformer_cfg)),
