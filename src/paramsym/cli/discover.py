@@ -275,24 +275,24 @@ def _variants(raw: str, flag: str) -> list[str]:
 
 
 def objectives_config(args: argparse.Namespace):
-    """The :class:`~paramsym.experiments.discovery.table1.ObjectivesConfig` of ``paramsym experiment objectives``."""
-    from ..experiments.discovery.table1 import ObjectivesConfig
+    """The :class:`~paramsym.experiments.discovery.table1.run.ObjectivesConfig` of ``paramsym experiment objectives``."""
+    from ..experiments.discovery.table1.run import ObjectivesConfig
 
     return _experiment_config(ObjectivesConfig, args, {"preset": None, "variants": _variants},
                               lambda c: [c.preset], lambda c: c.variants)
 
 
 def lifting_config(args: argparse.Namespace):
-    """The :class:`~paramsym.experiments.discovery.lifting.LiftingConfig` of ``paramsym experiment lifting``."""
-    from ..experiments.discovery.lifting import LiftingConfig
+    """The :class:`~paramsym.experiments.discovery.lifting.run.LiftingConfig` of ``paramsym experiment lifting``."""
+    from ..experiments.discovery.lifting.run import LiftingConfig
 
     return _experiment_config(LiftingConfig, args, {"unit_beta": None}, lambda c: ["relu2881-unit", "relu2881-all"])
 
 
 def transformer_config(args: argparse.Namespace):
-    """The :class:`~paramsym.experiments.discovery.transformer.TransformerDiscoveryConfig` of ``paramsym
+    """The :class:`~paramsym.experiments.discovery.transformer.run.TransformerDiscoveryConfig` of ``paramsym
     experiment transformer`` (every sub-run's configuration resolved)."""
-    from ..experiments.discovery.transformer import TransformerDiscoveryConfig, subrun_configs
+    from ..experiments.discovery.transformer.run import TransformerDiscoveryConfig, subrun_configs
     from .options import int_option
 
     def count(raw, flag):
@@ -306,7 +306,7 @@ def transformer_config(args: argparse.Namespace):
 
 
 def cmd_experiment_objectives(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.table1 import run
+    from ..experiments.discovery.table1.run import run
     from ..runs.rundir import RunDir, default_run_dir
 
     cfg = objectives_config(args)
@@ -315,7 +315,7 @@ def cmd_experiment_objectives(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.lifting import run
+    from ..experiments.discovery.lifting.run import run
     from ..runs.rundir import RunDir, default_run_dir
 
     cfg = lifting_config(args)
@@ -324,7 +324,7 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.transformer import PRESET, run
+    from ..experiments.discovery.transformer.run import PRESET, run
     from ..runs.rundir import RunDir, default_run_dir
 
     cfg = transformer_config(args)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..claims.base import Claim, Measured, missing_note
+from ...claims import Claim, Measured, missing_note
 from ..runs import RunSpec, budgeted, kept, run_cli
 
 __all__ = ["CLAIMS", "RUNS", "render_align", "render_align_modadd", "render_align_rebasin"]

@@ -25,17 +25,17 @@ import numpy as np
 import torch
 from torch.func import vmap
 
-from ... import plots
-from ...config import to_document
-from ...discovery.config import DiscoverOverrides
-from ...discovery.resolve import (
+from .... import plots
+from ....config import to_document
+from ....discovery.config import DiscoverOverrides
+from ....discovery.resolve import (
     QUICK_DISCOVER_STEPS,
     quick_discover_overrides,
     resolve_discover_config,
 )
-from ...options import float_option
-from ...runs.rundir import RunDir
-from ...verdict import median, output_scale, p95
+from ....options import float_option
+from ....runs.rundir import RunDir
+from ....verdict import median, output_scale, p95
 
 KIND = "discovery-lifting"
 PAPER_RATIO = 5.8
@@ -176,7 +176,7 @@ def equal_field_beta(unit_cfg, all_cfg) -> float:
     computed from both resolved configurations before any training (rounded to 6 significant
     digits, so config.json holds the exact value used).
     """
-    from ...discovery.problems import problem_scales, resolve_problem
+    from ....discovery.problems import problem_scales, resolve_problem
 
     s_unit = problem_scales(resolve_problem(unit_cfg), unit_cfg).s_theta
     s_all = problem_scales(resolve_problem(all_cfg), all_cfg).s_theta
@@ -202,8 +202,8 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`).
     """
-    from ...discovery.run import load_trained, run_discovery
-    from ...runs.reuse import plan_subrun, run_subrun, write_subruns
+    from ....discovery.run import load_trained, run_discovery
+    from ....runs.reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
     configs = subrun_configs(cfg)
