@@ -204,7 +204,7 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     from ....runs.rundir import claim_run_dir
 
     cfg.validate()
-    claim_run_dir(out.path, KIND, {"kind": KIND, **to_dict(cfg)}, command="paramsym experiment lifting")
+    claim_run_dir(out.path, KIND, to_document(KIND, cfg), command="paramsym experiment lifting")
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
     out.write_json("config.json", to_document(KIND, cfg))

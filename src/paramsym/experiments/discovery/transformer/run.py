@@ -322,7 +322,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     if problem is not None:
         layer = problem.info.get("layer", 0)
         cfg = dataclasses.replace(cfg, units=[[int(layer), problem.info.get("unit")]])
-    claim_run_dir(out.path, KIND, {"kind": KIND, **to_dict(cfg)}, command="paramsym experiment transformer")
+    claim_run_dir(out.path, KIND, to_document(KIND, cfg), command="paramsym experiment transformer")
     if problem is not None:
         problems = {unit_label(*cfg.units[0]): problem}
     else:
