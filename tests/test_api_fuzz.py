@@ -313,9 +313,9 @@ def saved_bert(tmp_path_factory):
     return d, load_file(str(d / "model.safetensors"))
 
 
-@API
-@given(kind=st.sampled_from(["ok", "missing", "extra", "int", "nan", "inf", "shape", "truncated"]),
-       which=st.integers(0, 10**6))
+@settings(API, max_examples=min(API.max_examples, 6))
+@given(which=st.integers(0, 10**6))
+@pytest.mark.parametrize("kind", ["ok", "missing", "extra", "int", "nan", "inf", "shape", "truncated"])
 def test_load_model_checkpoints(saved_bert, tmp_path_factory, kind, which) -> None:
     """The one loader on incomplete, mis-shaped, integer, non-finite and truncated checkpoints (issue 36)."""
     import shutil
