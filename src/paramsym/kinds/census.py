@@ -105,6 +105,11 @@ def report_markdown(result: dict, seconds: float | None = None) -> str:
     for e in result["symmetries"]:
         lines.append(f"| {e['module']} | {e['kind']} | {e['dimension']:,} | {e['discrete_order'] or ''} | "
                      f"{e['verified_error']:.2e} | {e['motion']:.3f} | {'yes' if e['verified'] else '**NO**'} |")
+    rot = result.get("group", {}).get("residual_rotation")
+    if rot:
+        how = (f"{'verified' if rot['verified'] else '**NOT verified**'} on the canonical form (error "
+               f"{rot['verified_error']:.1e}, motion {rot['motion']:.2f})" if "verified_error" in rot else rot.get("note", ""))
+        lines += ["", f"Residual stream: {rot['group']}, dimension {rot['dimension']:,} — {how}."]
     if result["unrecognised_modules"]:
         lines += ["", "Modules with parameters that no listed symmetry moves: "
                   + ", ".join(f"{u['module']} ({u['type']})" for u in result["unrecognised_modules"])]
