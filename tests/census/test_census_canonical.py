@@ -167,3 +167,24 @@ def test_base_models_and_norms_the_tracer_cannot_place_are_refused():
     olmo = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").double().eval()
     with pytest.raises(TraceError, match="layer model.layers.0"):
         canonical_form(olmo, _inputs(olmo), _output, untie=True)
+
+
+def test_census_canonical_cli(tmp_path, capsys):
+    """``paramsym census --model DIR --canonical`` takes the census of the canonical form (loaded with
+    its LM head) and reports O(D) verified; post-norm and non-HF models are refused by name."""
+    import json
+
+    from paramsym.cli import main
+
+    tiny_model("gpt2", causal_lm=True).save_pretrained(tmp_path / "gpt2")
+    tiny_model("bert", cls="BertForMaskedLM").save_pretrained(tmp_path / "bert")
+    assert main(["census", "--model", str(tmp_path / "gpt2"), "--canonical", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    rot = r["group"]["residual_rotation"]
+    assert rot["verified"] and rot["dimension"] == 48 * 47 // 2 and rot["motion"] > 0.5
+    assert not any(e["module"].endswith("ln_f") and e["kind"] == "norm_scale" and not e["verified"] for e in r["symmetries"])
+    assert main(["census", "--model", str(tmp_path / "bert"), "--canonical"]) == 2
+    err = capsys.readouterr().err
+    assert "SymmetryNotApplicableError" in err and "post-norm" in err and len(err.strip().splitlines()) == 1
+    assert main(["census", "--preset", "mlp-relu", "--canonical"]) == 2
+    assert "ConfigError" in capsys.readouterr().err
