@@ -188,3 +188,13 @@ def test_census_canonical_cli(tmp_path, capsys):
     assert "SymmetryNotApplicableError" in err and "post-norm" in err and len(err.strip().splitlines()) == 1
     assert main(["census", "--preset", "mlp-relu", "--canonical"]) == 2
     assert "ConfigError" in capsys.readouterr().err
+
+
+def test_default_inputs_and_output_are_an_lm_batch_and_its_logits():
+    from paramsym.census import canonical_form as exported
+
+    model = tiny_model("llama", causal_lm=True).double()
+    canon = exported(model, untie=True)
+    inputs = _inputs(model)
+    with torch.no_grad():
+        assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, EPS32)
