@@ -17,7 +17,7 @@ from paramsym.census.canonical import canonical_form
 from paramsym.census.rotation import random_orthogonal
 from paramsym.census.walk import _output, default_inputs
 from paramsym.census.zoo import tiny_model
-from paramsym.errors import SymmetryNotApplicableError, TraceError
+from paramsym.errors import NonFiniteError, SymmetryNotApplicableError, TraceError
 
 transformers = pytest.importorskip("transformers")
 
@@ -198,3 +198,11 @@ def test_default_inputs_and_output_are_an_lm_batch_and_its_logits():
     inputs = _inputs(model)
     with torch.no_grad():
         assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, EPS32)
+
+
+def test_nan_weights_are_refused_by_name():
+    model = tiny_model("gpt2", causal_lm=True).double()
+    with torch.no_grad():
+        model.transformer.h[1].mlp.c_fc.weight[0, 0] = float("nan")
+    with pytest.raises(NonFiniteError, match="transformer.h.1.mlp.c_fc.weight"):
+        canonical_form(model, untie=True)

@@ -32,7 +32,7 @@ Refusals (:class:`~paramsym.errors.SymmetryNotApplicableError`, naming the norm 
 **post-norm** model (BERT, RoBERTa, DistilBERT: a norm's output is also the residual, so scaling
 it is not absorbed by its readers — probed by scaling each norm by a random ``d`` and its
 readers by ``1/d``); a norm whose output feeds no linear map (a base model's final norm — load
-it with its LM head; a width-``D`` q/k norm over a whole projection, OLMo2); centred and
+it with its LM head; a width-``D`` q/k norm over a whole projection); centred and
 uncentred norms mixed on one stream; an unrecognised scale parametrisation; tied embeddings
 with ``untie=False`` as above; and a canonical model whose output moved beyond rounding.
 """
@@ -47,7 +47,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ..errors import SymmetryNotApplicableError
+from ..errors import NonFiniteError, SymmetryNotApplicableError
 from ..targets.base import model_output
 from .spaces import Spaces, derive_spaces
 from .verifying import PROBE_TOL
@@ -125,8 +125,13 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any] | None = None,
         :func:`canonical_tolerance`.
 
     Raises:
+        NonFiniteError: a parameter holds NaN or inf (named).
         SymmetryNotApplicableError: the refusals of the module docstring, each naming the norm.
     """
+    bad = [n for n, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise NonFiniteError(f"canonical form of {type(model).__name__}: the parameters {bad[:3]} hold NaN or inf "
+                             f"({len(bad)} tensors); fix or reload the checkpoint.")
     if inputs is None:
         from .walk import default_inputs
 
@@ -162,8 +167,8 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any] | None = None,
         if not read.get(n):
             raise SymmetryNotApplicableError(
                 f"canonical form of {name}: the norm {n} (width {sp.hidden_size}) feeds no linear map, so its scale has "
-                "nowhere to go (a norm inside attention over a whole projection — OLMo2's q/k norm — or a final norm "
-                "read by no LM head).")
+                "nowhere to go (a norm inside attention over a whole projection, such as a width-D q/k norm, or a final "
+                "norm read by no LM head).")
     params = dict(new.named_parameters())
     with torch.no_grad():
         base = output(new(**inputs))
@@ -174,7 +179,7 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any] | None = None,
         if any(not torch.all(gammas[n] == 1) for n in final):
             raise SymmetryNotApplicableError(f"canonical form of {name}: the LM head is tied to the input embedding and "
                                              f"the final norm {final} has a scale ≠ 1, which only an untied head can "
-                                             "absorb; pass untie=True (CLI: --untie).")
+                                             "absorb; pass untie=True (paramsym census --canonical always unties).")
     with torch.no_grad():
         for n, info in sp.norms.items():
             beta = params[info.bias].detach().clone() if info.bias else None
