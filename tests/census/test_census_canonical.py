@@ -190,12 +190,12 @@ def test_census_canonical_cli(tmp_path, capsys):
     assert "ConfigError" in capsys.readouterr().err
 
 
-def test_default_inputs_and_output_are_an_lm_batch_and_its_logits():
+def test_the_default_output_is_the_logits():
     from paramsym.census import canonical_form as exported
 
     model = tiny_model("llama", causal_lm=True).double()
-    canon = exported(model, untie=True)
     inputs = _inputs(model)
+    canon = exported(model, inputs, untie=True)
     with torch.no_grad():
         assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, EPS32)
 
@@ -205,4 +205,4 @@ def test_nan_weights_are_refused_by_name():
     with torch.no_grad():
         model.transformer.h[1].mlp.c_fc.weight[0, 0] = float("nan")
     with pytest.raises(NonFiniteError, match="transformer.h.1.mlp.c_fc.weight"):
-        canonical_form(model, untie=True)
+        canonical_form(model, _inputs(model), untie=True)

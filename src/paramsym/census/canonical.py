@@ -105,16 +105,16 @@ def _rel(a: Tensor, b: Tensor) -> float:
     return float((a - b).norm() / b.norm())
 
 
-def canonical_form(model: nn.Module, inputs: Mapping[str, Any] | None = None,
+def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
                    output: Callable[[Any], Tensor] = model_output, *, untie: bool = False,
                    spaces: Spaces | None = None) -> nn.Module:
     """An equivalent copy of the pre-norm transformer ``model`` in canonical form (module docstring).
 
     Args:
         model: an HF model with an LM head (float64 recommended; float32 works).
-        inputs, output: a batch (``input_ids``, ≥ 2 tokens; default: random token ids,
-            :func:`paramsym.census.walk.default_inputs` with seed 0) and the output map (default
-            the logits), used to trace the spaces, probe the norms and verify the result.
+        inputs, output: a batch (``input_ids``, ≥ 2 tokens; e.g. random token ids from
+            :func:`paramsym.census.walk.default_inputs`) and the output map (default the logits),
+            used to trace the spaces, probe the norms and verify the result.
         untie: give a tied LM head its own weight so the final norm's scale can be folded into it.
         spaces: the traced spaces of ``model`` (traced here when ``None``).
 
@@ -132,10 +132,6 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any] | None = None,
     if bad:
         raise NonFiniteError(f"canonical form of {type(model).__name__}: the parameters {bad[:3]} hold NaN or inf "
                              f"({len(bad)} tensors); fix or reload the checkpoint.")
-    if inputs is None:
-        from .walk import default_inputs
-
-        inputs = default_inputs(model, torch.Generator().manual_seed(0))
     sp = spaces if spaces is not None else derive_spaces(model, inputs, output)
     name = type(model).__name__
     if sp.output_in_stream:
