@@ -201,10 +201,10 @@ def test_residual_rotation_returns_an_equivalent_model(name):
     assert torch.allclose(e1, e0 @ M.T, atol=1e-12)
 
 
-def test_residual_rotation_refuses_layernorm_and_base_models():
-    gpt2 = tiny_model("gpt2", causal_lm=True).double()
-    with pytest.raises(SymmetryNotApplicableError, match="centred"):
-        rotate_residual(gpt2, _inputs(gpt2), _output, torch.Generator().manual_seed(0))
+def test_residual_rotation_refuses_post_norm_and_base_models():
+    bert = tiny_model("bert", cls="BertForMaskedLM").double()
+    with pytest.raises(SymmetryNotApplicableError, match="post-norm"):
+        rotate_residual(bert, _inputs(bert), _output, torch.Generator().manual_seed(0))
     base = tiny_model("llama").double()
     with pytest.raises(SymmetryNotApplicableError, match="LM head"):
         rotate_residual(base, _inputs(base), _output, torch.Generator().manual_seed(0))
@@ -317,7 +317,8 @@ def test_census_reports_the_whole_group():
     assert rot["dimension"] == 64 * 63 // 2 and rot["verified"] and rot["verified_error"] <= 1e-5
     base = census(tiny_model("llama")).to_json()["group"]["residual_rotation"]
     assert base["verified"] is False and "LM head" in base["note"]
-    assert "residual_rotation" not in census(tiny_model("gpt2")).to_json()["group"]  # LayerNorm: permutations only
+    gpt2 = census(tiny_model("gpt2")).to_json()["group"]["residual_rotation"]  # a base model: the final LN is the output
+    assert gpt2["verified"] is False and "LM head" in gpt2["note"]
 
 
 @pytest.mark.parametrize("name", ["bert", "qwen2", "falcon"])

@@ -323,23 +323,39 @@ def census(
 
 def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, base: Tensor, tol: float,
                        gen: torch.Generator) -> dict[str, Any] | None:
-    """The residual stream's orthogonal group of an RMSNorm model (``None`` elsewhere), verified
-    on the model returned by :func:`paramsym.census.rotation.rotate_residual`; not a symmetry of
-    the given weights (their norm scales must be folded first), so not in ``total_dimension``."""
-    if spaces is None or not spaces.norms or any(n.centred or n.bias for n in spaces.norms.values()):
+    """The residual stream's orthogonal group ``O(D)`` of a pre-norm model (``None`` where the
+    stream was not traced), verified on its canonical form
+    (:func:`paramsym.census.canonical.canonical_form`, embeddings untied): a Haar-random ``Q``
+    applied to the canonical model's embeddings, readers and writers
+    (:func:`paramsym.census.rotation.rotate_canonical`) must leave the output unchanged (relative
+    ``verified_error``, tolerance the canonical form's rounding bound) and move those tensors
+    (``motion``, relative). Not a symmetry of the given weights (their norm scales, biases and
+    LayerNorm centring must be folded first), so not in ``total_dimension``; where the canonical
+    form is refused (post-norm, base models) ``verified`` is false and ``note`` says why."""
+    if spaces is None or not spaces.norms:
         return None
-    from .rotation import rotate_residual, rotation_dimension
+    from ..errors import SymmetryNotApplicableError
+    from .canonical import canonical_form, canonical_tolerance
+    from .rotation import random_orthogonal, rotate_canonical, rotation_dimension
 
-    out: dict[str, Any] = {"dimension": rotation_dimension(spaces.hidden_size), "group": f"O({spaces.hidden_size})",
-                           "requires": "norm scales folded into the next linear maps "
-                                       "(paramsym.census.rotation.rotate_residual returns the equivalent model)"}
-    if spaces.output_in_stream:
-        return out | {"verified": False, "note": "not verified: the output is the final norm's output (a base model); "
-                                                 "take the census of the model with its LM head"}
-    new, _ = rotate_residual(work, inputs, model_output, gen, spaces=spaces)
+    D = spaces.hidden_size
+    out: dict[str, Any] = {"dimension": rotation_dimension(D), "group": f"O({D})",
+                           "requires": "the canonical form: norm scales and biases folded into the readers, LayerNorm "
+                                       "centring into the writers, the LM head untied "
+                                       "(paramsym.census.canonical.canonical_form returns the equivalent model)"}
+    try:
+        canon = canonical_form(work, inputs, model_output, untie=True, spaces=spaces)
+    except SymmetryNotApplicableError as e:
+        return out | {"verified": False, "note": f"not applicable: {e}"}
+    before = {k: v.detach().clone() for k, v in canon.named_parameters()}
+    rotated = rotate_canonical(canon, spaces, random_orthogonal(D, gen))
     with torch.no_grad():
-        got = model_output(new(**inputs))
+        got = model_output(rotated(**inputs))
     ref = model_output(work(**inputs))
     err = float((got - ref).norm() / ref.norm())
-    t = max(tol, 1e-5) if spaces.float32_inside else tol
-    return out | {"verified_error": err, "verified": err <= t, "tolerance": t}
+    after = dict(rotated.named_parameters())
+    num = sum(float((after[k] - v).pow(2).sum()) for k, v in before.items())
+    den = sum(float(v.pow(2).sum()) for k, v in before.items() if not torch.equal(after[k], v))
+    t = max(tol, canonical_tolerance(work, spaces))
+    return out | {"verified_error": err, "motion": (num / den) ** 0.5 if den else 0.0,
+                  "verified": err <= t and num > 0, "tolerance": t}

@@ -4,7 +4,7 @@
 
     paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny|mlp-relu|mlp-linear|mha-bias [--json] [--out DIR]
     paramsym census --model DIR [--json] [--out DIR] [--dtype float64|float32] [--seed N] [--tokens N]
-                    [--layout auto|derived|adapter]
+                    [--layout auto|derived|adapter] [--canonical]
     paramsym census --resume DIR
 
 The run kind ``census`` (:mod:`paramsym.kinds.census`). ``--model`` takes a directory
@@ -42,6 +42,11 @@ def register(subparsers) -> None:
     p.add_argument("--layout", choices=["auto", "derived", "adapter"], default=None,
                    help="where an HF model's spaces come from: auto (the architecture adapter where one exists, else "
                    "traced; default), derived (traced from the model), adapter (adapters only, no residual stream)")
+    p.add_argument("--canonical", action="store_true", default=None,
+                   help="take the census of the model's canonical form: norm scales and biases folded into the linear "
+                   "maps reading them, LayerNorm centring folded into the writers and the norms made RMS, the LM head "
+                   "untied (pre-norm LMs; refused by name for post-norm and base models). The residual stream's O(D) "
+                   "is a symmetry of that form")
     add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
                     "default: a temporary one)", json="print the census as JSON")
     # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
@@ -57,7 +62,7 @@ def _flags() -> dict:
     from .options import int_option, seed_option
 
     return {"preset": None, "model": None, "dtype": None, "seed": seed_option,
-            "tokens": lambda raw, flag: int_option(raw, flag, 2), "layout": None}
+            "tokens": lambda raw, flag: int_option(raw, flag, 2), "layout": None, "canonical": None}
 
 
 def census_config(args: argparse.Namespace):
