@@ -58,6 +58,7 @@ from ..groups.memory import check_memory, dense_bytes
 from ..models.adapters import adapt, known_model_types, require_eager
 from ..targets.base import model_output
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
+from .precision import PrecisionFloor, float64_throughout
 
 __all__ = ["CensusEntry", "CensusResult", "census", "default_inputs"]
 
@@ -79,6 +80,8 @@ class CensusEntry:
     log10_order: float | None = None
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    tolerance: float | None = None  # this entry's: the census tolerance + the measured float32 rounding floor
+    exact_error: float | None = None  # the same error computed in float64 throughout (where the model has float32 islands)
 
 
 @dataclass
@@ -296,7 +299,7 @@ def census(
         with torch.no_grad():
             return model_output(functional_call(work, dict(p), args, kwargs))
 
-    base = forward(params)
+    precision = PrecisionFloor(forward, params, dtype)
     entries = []
     it = candidates
     if progress:
@@ -306,22 +309,21 @@ def census(
     for c in it:
         with torch.no_grad():
             new = c.transform(params, gen)
-        out = forward(new)
-        ref = base if c.expected is None else c.expected(base)
-        err = float((out - ref).norm() / base.norm())
+        err, exact_err, floor = precision.check(forward(new), lambda new=new: precision.exact(new), c.expected)
         num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
         den = sum(float(params[n].pow(2).sum()) for n in c.moved)
         motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
-        tol_c = max(tol, c.tolerance or 0.0)
+        tol_c = max(tol, c.tolerance or 0.0) + floor
         entries.append(CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
-                                   sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra))
-    rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, base, tol, gen)
+                                   sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra,
+                                   tol_c, exact_err))
+    rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, tol, gen)
     return CensusResult(name or type(model).__name__, getattr(getattr(model, "config", None), "model_type", None),
                         str(dtype).replace("torch.", ""), n_params, entries, unrecognised,
                         time.perf_counter() - t0, tol, rotation)
 
 
-def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, base: Tensor, tol: float,
+def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, tol: float,
                        gen: torch.Generator) -> dict[str, Any] | None:
     """The residual stream's orthogonal group of an RMSNorm model (``None`` elsewhere), verified
     on the model returned by :func:`paramsym.census.rotation.rotate_residual`; not a symmetry of
@@ -337,9 +339,11 @@ def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, base: Tensor, 
         return out | {"verified": False, "note": "not verified: the output is the final norm's output (a base model); "
                                                  "take the census of the model with its LM head"}
     new, _ = rotate_residual(work, inputs, model_output, gen, spaces=spaces)
+    dtype = next(work.parameters()).dtype
     with torch.no_grad():
-        got = model_output(new(**inputs))
-    ref = model_output(work(**inputs))
-    err = float((got - ref).norm() / ref.norm())
-    t = max(tol, 1e-5) if spaces.float32_inside else tol
-    return out | {"verified_error": err, "verified": err <= t, "tolerance": t}
+        precision = PrecisionFloor(lambda _: model_output(work(**inputs)), {}, dtype)
+        err, exact_err, rounding = precision.check(model_output(new(**inputs)),
+                                                   lambda: float64_throughout(lambda: model_output(new(**inputs))))
+    t = tol + rounding
+    return out | {"verified_error": err, "verified": err <= t, "tolerance": t,
+                  **({"exact_error": exact_err} if exact_err is not None else {})}
