@@ -46,10 +46,11 @@ def register(subparsers) -> None:
     add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
                     "default: a temporary one)", json="print the census as JSON")
     # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
-    p.add_argument("--export", choices=["permutation-spec", "mergekit", "mergekit-0.0"],
+    p.add_argument("--export", choices=["permutation-spec", "mergekit", "mergekit-0.1.4", "mergekit-0.0"],
                    help="write a verified description to --out FILE (a new file) instead of the census: permutation-spec "
-                   "(the permutation group, every tensor's axes), mergekit (an architecture file current MergeKit 0.1.x "
-                   "loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), "
+                   "(the permutation group, every tensor's axes), mergekit (an architecture file MergeKit "
+                   "0.1.5 loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), mergekit-0.1.4 "
+                   "(the same for MergeKit 0.1.4: is_embed instead of vocabulary_axis, which 0.1.4 would drop), "
                    "mergekit-0.0 (MergeKit <= 0.0.6's format with input_space/output_space; 0.1.x rejects it)")
     p.set_defaults(func=_run)
 
@@ -90,24 +91,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if result["all_verified"] else 1
 
 
-def _stored_names(model: str) -> set[str] | None:
-    """The tensor names in the safetensors files of ``--model`` (a directory or a known name;
-    headers only), or None when it resolves to no directory (a name in the HF cache)."""
+def _stored_names(model: str):
+    """The checkpoint's stored tensors (headers only) of ``--model``, or None when it resolves to no
+    directory (a name in the HF cache)."""
     from pathlib import Path
 
-    from safetensors import safe_open
-
+    from ..census.stored import read_checkpoint
     from ..models.loading import resolve_model_path
 
     src = Path(resolve_model_path(model, "--model"))
-    files = sorted(src.glob("*.safetensors")) if src.is_dir() else []
-    if not files:
-        return None
-    names: set[str] = set()
-    for f in files:
-        with safe_open(str(f), framework="pt") as fh:
-            names |= set(fh.keys())
-    return names
+    return read_checkpoint(src) if src.is_dir() and any(src.glob("*.safetensors")) else None
 
 
 def _export(args: argparse.Namespace, threads: int) -> int:
@@ -120,6 +113,7 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     from ..census.export import export
     from ..census.presets import build_preset
     from ..census.spaces import derive_spaces
+    from ..census.stored import stored_names
     from ..census.walk import _output
     from ..errors import ConfigError, ExportPathExistsError
     from ..models.adapters import require_eager
@@ -140,25 +134,28 @@ def _export(args: argparse.Namespace, threads: int) -> int:
         raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
                                     "or remove the file.")
     # MergeKit picks a file by the checkpoint's class and reads its tensor names: load that class
-    head = "checkpoint" if args.export == "mergekit" else "auto"
+    head = "checkpoint" if args.export.startswith("mergekit") else "auto"
+    stored = _stored_names(args.model) if args.model else None  # the index and shards checked before loading
     model = build_preset(args.preset, seed) if args.preset else load_model(
         args.model, head=head, quiet=True, argument="--model")
     if not hasattr(model, "config"):
         raise ConfigError(f"--export needs a Hugging Face model; {args.preset or args.model!r} is a "
                           f"{type(model).__name__}.")
     require_eager(model)
+    stored_as = stored_names(model, stored) if stored is not None else None  # as loaded: exact values
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     model = model.to(dtype).eval()
     inputs = default_inputs(model, torch.Generator().manual_seed(seed), tokens=tokens)
     with torch.no_grad():
         spaces = derive_spaces(model, inputs, _output)
-    stored = _stored_names(args.model) if args.model and args.export == "mergekit" else None
-    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed, checkpoint_names=stored)
+    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed,
+                 checkpoint_names=set(stored) if stored is not None else None, stored_as=stored_as)
     ver = rep["verification"]
     if args.json:
         print(json.dumps(rep, indent=1))
-    elif rep["format"] == "mergekit":
-        print(f"wrote {rep['path']} (mergekit, MergeKit 0.1.x): {ver['tensors']} tensors named once"
+    elif "mergekit_version" in ver:
+        print(f"wrote {rep['path']} ({rep['format']}, for MergeKit {ver['mergekit_version']}): {ver['tensors']} tensors "
+              "named once"
               + (f" (tied: {', '.join(ver['tied'])})" if ver["tied"] else "") + f"; vocabulary axes of "
               f"{', '.join(ver['vocabulary_axes'])} verified through the file: relabelling the vocabulary changes the "
               f"output by {ver['max_error']:.1e} ≤ {ver['tolerance']:.0e}")
