@@ -82,3 +82,32 @@ def test_a_wrong_claim_on_a_model_with_float32_islands_is_refuted():
     r = census(model, layout="derived", finders=[Broken()])
     (e,) = r.entries
     assert not e.verified and e.verified_error > 1e-3 and e.exact_error > 1e-3 and e.tolerance < 1e-5
+
+
+def test_old_falcon_shared_input_norm_scale_is_counted_and_needs_both_readers():
+    """Old-architecture Falcon (parallel attention and FFN) feeds q/k/v and the FFN's up projection
+    from one ``input_layernorm``: its scale is a symmetry when *both* readers absorb it (checked
+    here by hand on the real forward pass), and the census counts it (width per layer)."""
+    model = tiny_model("falcon_old", seed=0, causal_lm=True).double()
+    D, L = model.config.hidden_size, model.config.num_hidden_layers
+    r = census(model, layout="derived")
+    norms = [e for e in r.entries if e.kind == "norm_scale"]
+    assert [(e.module, e.dimension, e.verified) for e in norms] == [
+        (f"transformer.h.{i}.input_layernorm", D, True) for i in range(L)]
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    d = torch.exp(torch.randn(D, generator=torch.Generator().manual_seed(3), dtype=torch.float64))
+    pre = "transformer.h.0."
+
+    def scaled(readers):
+        new = dict(params)
+        new[pre + "input_layernorm.weight"] = params[pre + "input_layernorm.weight"] * d
+        new[pre + "input_layernorm.bias"] = params[pre + "input_layernorm.bias"] * d
+        for w in readers:
+            new[pre + w] = params[pre + w] / d
+        return new
+
+    from output_change import relative_output_change
+
+    both = ["self_attention.query_key_value.weight", "mlp.dense_h_to_4h.weight"]
+    assert relative_output_change(model, scaled(both)) < 1e-12
+    assert relative_output_change(model, scaled(both[:1])) > 1e-3  # the FFN must absorb it too

@@ -9,7 +9,8 @@ action itself, applied to canonical views of the stored weights (:class:`~.base.
   on the virtual pair ``V = [W_up | b_up | W_gate | b_gate]`` (rows = hidden units), ``U = W_down``):
   discrete, order ``h!``; plus ``rescaling`` when the FFN's activation is ReLU (ungated).
 * :class:`NormScaleFinder` — ``norm_scale``: a pre-norm's ``γ, β`` scaled by ``d`` and the input
-  columns of the projections it alone feeds (q/k/v, or up/gate) divided by ``d``
+  columns of the projections it alone feeds (q/k/v, or up/gate, or all of them for a norm shared
+  by parallel attention and FFN — old-architecture Falcon) divided by ``d``
   (:class:`~paramsym.actions.normalization.NormScaleAction`); dimension = width.
 * :class:`KeyBiasFinder` — ``key_bias_translation`` (softmax shift,
   :class:`~paramsym.actions.translation.KeyBiasTranslation`) wherever keys have a bias and no
@@ -127,8 +128,9 @@ class NormScaleFinder:
         out = []
         for layer in ctx.layout.layers:
             att, ffn = layer.attention, layer.ffn
-            for norm, consumers in ((layer.norm_attention, [att.q, att.k, att.v]),
-                                    (layer.norm_ffn, [ffn.up] + ([ffn.gate] if ffn.gate else []))):
+            gated = [ffn.up] + ([ffn.gate] if ffn.gate else [])
+            for norm, consumers in ((layer.norm_attention, [att.q, att.k, att.v]), (layer.norm_ffn, gated),
+                                    (layer.norm_shared, [att.q, att.k, att.v, *gated])):
                 if norm is None or f"{norm}.weight" not in ctx.params:
                     continue
                 whole = {p.weight: Projection(p.weight, None, p.layout, p.shape) for p in consumers}  # fused: once

@@ -69,8 +69,11 @@ class Invariance:
         from .catalogue_finders import NormScaleFinder
 
         att = isinstance(part, AttentionLayout)
-        lay = LayerLayout(layer.index, layer.module, layer.attention, layer.ffn, norm if att else None,
-                          None if att else norm)
+        if part is None:  # shared by the attention and the FFN
+            lay = LayerLayout(layer.index, layer.module, layer.attention, layer.ffn, None, None, norm)
+        else:
+            lay = LayerLayout(layer.index, layer.module, layer.attention, layer.ffn, norm if att else None,
+                              None if att else norm)
         ctx = _ctx(self, None, ModelLayout("probe", (lay,), info.size))
         cands = NormScaleFinder().find(ctx)
         return bool(cands) and all(self(c.transform) for c in cands)

@@ -192,6 +192,7 @@ class LayerLayout:
     ffn: FFNLayout
     norm_attention: str | None = None
     norm_ffn: str | None = None
+    norm_shared: str | None = None  # one norm feeding both q,k,v and up/gate (parallel blocks: old Falcon, GPT-J)
 
 
 @dataclass(frozen=True)
