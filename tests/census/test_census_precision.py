@@ -111,3 +111,40 @@ def test_old_falcon_shared_input_norm_scale_is_counted_and_needs_both_readers():
     both = ["self_attention.query_key_value.weight", "mlp.dense_h_to_4h.weight"]
     assert relative_output_change(model, scaled(both)) < 1e-12
     assert relative_output_change(model, scaled(both[:1])) > 1e-3  # the FFN must absorb it too
+
+
+QK = {"gptj": ("transformer.h.0.attn.", "rotary_dim"), "qwen3": ("model.layers.0.self_attn.", "q_norm"),
+      "cohere": ("model.layers.0.self_attn.", "rotary")}
+
+
+@pytest.mark.parametrize("name", sorted(QK))
+def test_query_key_is_refused_per_layer_and_the_rest_is_kept(name):
+    """GPT-J, Qwen3, Cohere: the census goes on with the query/key symmetry refused per layer (with
+    its reason), the residual stream, FFN units, value/output and heads verified; GL on one key
+    head's queries and keys, applied by hand, really changes the output (the refusal is right)."""
+    from output_change import relative_output_change
+
+    model = tiny_model(name, seed=0, causal_lm=True).double()
+    cfg = model.config
+    L = cfg.num_hidden_layers if hasattr(cfg, "num_hidden_layers") else cfg.n_layer
+    r = census(model, layout="derived")
+    assert r.all_verified
+    assert [x["kind"] for x in r.refused] == ["attention.query_key"] * L
+    pre, cause = QK[name]
+    assert pre.rstrip(".") == r.refused[0]["module"] and cause in r.refused[0]["reason"]
+    kinds = [e.kind for e in r.entries]
+    assert not any(k.startswith("attention.query_key") for k in kinds)
+    assert kinds.count("attention.value_output.gl") == L and kinds.count("hidden_permutation") == L
+    assert kinds.count("residual_permutation") == 1 and kinds.count("head_permutation") == L
+    H = cfg.num_attention_heads if hasattr(cfg, "num_attention_heads") else cfg.n_head
+    Hkv = getattr(cfg, "num_key_value_heads", None) or H
+    d = model.get_input_embeddings().embedding_dim // H if name == "gptj" else cfg.head_dim if name == "qwen3" else (
+        cfg.hidden_size // H)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    A = torch.eye(d, dtype=torch.float64) + 0.3 * torch.randn(d, d, generator=torch.Generator().manual_seed(2),
+                                                             dtype=torch.float64)
+    q, k = params[pre + "q_proj.weight"].clone(), params[pre + "k_proj.weight"].clone()
+    for h in range(H // Hkv):  # the query heads of key/value head 0
+        q[h * d:(h + 1) * d] = A @ q[h * d:(h + 1) * d]
+    k[:d] = torch.linalg.inv(A).T @ k[:d]
+    assert relative_output_change(model, {**params, pre + "q_proj.weight": q, pre + "k_proj.weight": k}) > 1e-3

@@ -168,8 +168,8 @@ class KeyBiasFinder:
         modules = dict(ctx.model.named_modules())
         for lay in attention_layouts(ctx):
             k = lay.k
-            if k.bias is None or getattr(modules.get(lay.module), "add_zero_attn", False):
-                continue
+            if k.bias is None or lay.qk_refused or getattr(modules.get(lay.module), "add_zero_attn", False):
+                continue  # (refused query/key: the keys do not reach the softmax affinely; census.refused lists it)
             d, r = lay.head_dim, 0 if self.ignore_rotary else lay.rotary_dim
             if r >= d:
                 continue  # every key dimension is rotated: R_j c depends on the position j

@@ -46,6 +46,13 @@ class Invariance:
         ctx = _ctx(self, lay)
         return all(self(c.transform) for c in AttentionFinder().find(ctx))
 
+    def value_output(self, lay: AttentionLayout) -> bool:
+        """The value/output action alone (query/key left out)."""
+        from .finders import AttentionFinder
+
+        ctx = _ctx(self, lay)
+        return all(self(c.transform) for c in AttentionFinder().find(ctx) if c.kind == "attention.value_output.gl")
+
     def ffn_up(self, up: Projection, down: Projection) -> bool:
         """Scaling the ``up`` features by α and the ``down`` input columns by 1/α is invisible."""
         def t(p, g):

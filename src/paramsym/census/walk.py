@@ -97,6 +97,7 @@ class CensusResult:
     seconds: float
     tolerance: float
     residual_rotation: dict[str, Any] | None = None  # O(D) after folding norm scales (RMSNorm models)
+    refused: list[dict[str, Any]] = field(default_factory=list)  # {module, kind, reason}: not claimed, not counted
 
     @property
     def total_dimension(self) -> int:
@@ -143,6 +144,7 @@ class CensusResult:
             "symmetric_fraction": self.symmetric_fraction,
             "all_verified": self.all_verified,
             "unverified": [f"{e.module}:{e.kind}" for e in self.entries if not e.verified],
+            "refused": self.refused,
             "tolerance": self.tolerance,
             "unrecognised_modules": self.unrecognised,
             "seconds": self.seconds,
@@ -276,6 +278,7 @@ def census(
             layout = spaces.layout
     ctx = CensusContext(work, layout, params, spaces)
     candidates = [c for f in (DEFAULT_FINDERS if finders is None else finders) for c in f.find(ctx)]
+    refused = _refused(layout)
     covered = {n for c in candidates for n in c.moved}
     unrecognised = _unrecognised(work, covered)
     if not candidates:
@@ -320,7 +323,21 @@ def census(
     rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, tol, gen)
     return CensusResult(name or type(model).__name__, getattr(getattr(model, "config", None), "model_type", None),
                         str(dtype).replace("torch.", ""), n_params, entries, unrecognised,
-                        time.perf_counter() - t0, tol, rotation)
+                        time.perf_counter() - t0, tol, rotation, refused)
+
+
+def _refused(layout: Any) -> list[dict[str, Any]]:
+    """Entries the tracer refused per layer (``AttentionLayout.qk_refused``): the layer's query/key
+    symmetry, and its key-bias translation where the keys have a bias; the rest of the layer stays."""
+    out: list[dict[str, Any]] = []
+    for layer in getattr(layout, "layers", ()):
+        a = layer.attention
+        if a.qk_refused:
+            out.append({"module": a.module, "kind": "attention.query_key", "reason": a.qk_refused})
+            if a.k.bias is not None:
+                out.append({"module": a.module, "kind": "key_bias_translation",
+                            "reason": "the query/key path is refused (see attention.query_key)"})
+    return out
 
 
 def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, tol: float,
@@ -338,7 +355,12 @@ def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, tol: float,
     if spaces.output_in_stream:
         return out | {"verified": False, "note": "not verified: the output is the final norm's output (a base model); "
                                                  "take the census of the model with its LM head"}
-    new, _ = rotate_residual(work, inputs, model_output, gen, spaces=spaces)
+    from ..errors import SymmetryNotApplicableError
+
+    try:
+        new, _ = rotate_residual(work, inputs, model_output, gen, spaces=spaces)
+    except SymmetryNotApplicableError as exc:  # refused for this entry only; the census goes on
+        return out | {"verified": False, "refused": str(exc)}
     dtype = next(work.parameters()).dtype
     with torch.no_grad():
         precision = PrecisionFloor(lambda _: model_output(work(**inputs)), {}, dtype)
