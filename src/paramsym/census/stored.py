@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from ..errors import CheckpointError
 
-__all__ = ["StoredTensor", "read_checkpoint", "stored_names", "INDEX_FILE"]
+__all__ = ["StoredTensor", "read_checkpoint", "stored_names", "loading_estimate", "INDEX_FILE"]
 
 INDEX_FILE = "model.safetensors.index.json"
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
@@ -138,7 +138,8 @@ def stored_names(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[s
     """``{model name: [stored names]}`` for every tensor ``model`` saves (``state_dict`` keys,
     tied repeats folded into their first name), resolved against the checkpoint (module
     docstring). Call it on the model as loaded (values unchanged; any dtype the stored values
-    convert to exactly).
+    convert to exactly), or on a model on the ``meta`` device (no values: an unmatched name is
+    resolved only when exactly one unmatched stored tensor has its shape).
 
     Raises:
         CheckpointError: a model tensor with no stored counterpart (neither its name nor a
@@ -161,10 +162,13 @@ def stored_names(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[s
             continue
         p = tensors[canon]
         shaped = [s for s, t in stored.items() if s not in taken and t.shape == tuple(p.shape)]
-        equal = [s for s in shaped if torch.equal(_load_one(stored[s]).to(p.dtype), p)]
+        if p.is_meta:  # no values (a model built on the meta device): the one unmatched stored tensor of its shape
+            equal = shaped
+        else:
+            equal = [s for s in shaped if torch.equal(_load_one(stored[s]).to(p.dtype), p)]
         if len(equal) != 1:
             why = ("no stored tensor has its shape and values" if not equal
-                   else f"its values equal {len(equal)} stored tensors {equal[:3]}")
+                   else f"{'its shape matches' if p.is_meta else 'its values equal'} {len(equal)} stored tensors {equal[:3]}")
             raise CheckpointError(f"model tensor {canon!r} {tuple(p.shape)} of {type(model).__name__}: not stored under "
                                   f"that name and {why} (of {len(shaped)} stored tensors of its shape); the checkpoint "
                                   "stores it transformed (split, fused or converted), which an export cannot name.")
@@ -241,3 +245,16 @@ def _matches(template: str, name: str) -> bool:
 
     head, _, tail = template.partition("${layer_index}")
     return bool(re.fullmatch(re.escape(head) + r"\d+" + re.escape(tail), name)) if _ else template == name
+
+
+def loading_estimate(stored: Mapping[str, StoredTensor], copies: int = 3) -> int:
+    """Bytes of loading the checkpoint (as stored) and holding ``copies`` float64 copies of it (the
+    float64 model, a transformed parameter set, the export's comparison): an estimate checked
+    against ``--max-memory`` before anything is loaded."""
+    total = 0
+    for t in stored.values():
+        n = 1
+        for s in t.shape:
+            n *= s
+        total += t.nbytes + copies * 8 * n
+    return total

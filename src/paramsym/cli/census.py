@@ -52,6 +52,11 @@ def register(subparsers) -> None:
                    "0.1.5 loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), mergekit-0.1.4 "
                    "(the same for MergeKit 0.1.4: is_embed instead of vocabulary_axis, which 0.1.4 would drop), "
                    "mergekit-0.0 (MergeKit <= 0.0.6's format with input_space/output_space; 0.1.x rejects it)")
+    p.add_argument("--without-weights", action="store_true",
+                   help="with --export permutation-spec: derive the spec from config.json and the checkpoint's headers "
+                   "(a 2-layer random copy is traced and checked; no weight is read), for checkpoints too large to load")
+    p.add_argument("--max-memory", default=None,
+                   help="memory budget of --export, e.g. 8GiB (default: none): refused before loading, naming the estimate")
     p.set_defaults(func=_run)
 
 
@@ -113,9 +118,10 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     from ..census.export import export
     from ..census.presets import build_preset
     from ..census.spaces import derive_spaces
-    from ..census.stored import stored_names
+    from ..census.stored import loading_estimate, stored_names
     from ..census.walk import _output
     from ..errors import ConfigError, ExportPathExistsError
+    from ..groups.memory import check_memory, parse_memory
     from ..models.adapters import require_eager
     from ..models.loading import load_model
     from .options import int_option, seed_option
@@ -133,9 +139,15 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     if Path(args.out).exists():
         raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
                                     "or remove the file.")
+    budget = parse_memory(args.max_memory) if args.max_memory is not None else None
+    if getattr(args, "without_weights", False):
+        return _export_without_weights(args, seed, budget)
     # MergeKit picks a file by the checkpoint's class and reads its tensor names: load that class
     head = "checkpoint" if args.export.startswith("mergekit") else "auto"
     stored = _stored_names(args.model) if args.model else None  # the index and shards checked before loading
+    if stored is not None and budget is not None:
+        check_memory(loading_estimate(stored), f"loading {args.model!r} and exporting in float64", budget,
+                     "Or export the permutation spec with --without-weights.")
     model = build_preset(args.preset, seed) if args.preset else load_model(
         args.model, head=head, quiet=True, argument="--model")
     if not hasattr(model, "config"):
@@ -163,4 +175,31 @@ def _export(args: argparse.Namespace, threads: int) -> int:
         print(f"wrote {rep['path']} ({rep['format']}): {len(rep['perms'])} permutation groups, log10 order "
               f"{rep['log10_order']:.1f}; verified through the file: max relative output change {ver['max_error']:.1e} "
               f"≤ {ver['tolerance']:.0e}" + (f"; not expressible: {rep['omitted']}" if rep["omitted"] else ""))
+    return 0
+
+
+def _export_without_weights(args: argparse.Namespace, seed: int, budget) -> int:
+    """``--export permutation-spec --without-weights``: :func:`paramsym.census.configspec.spec_without_weights`."""
+    import torch
+
+    from ..census.configspec import spec_without_weights
+    from ..census.export import _write
+    from ..errors import ConfigError
+    from ..models.loading import resolve_model_path
+
+    if args.export != "permutation-spec" or args.model is None:
+        raise ConfigError("--without-weights derives a permutation spec from a checkpoint directory: use it with "
+                          "--export permutation-spec --model DIR.")
+    dtype = torch.float32 if args.dtype == "float32" else torch.float64
+    spec, rep = spec_without_weights(resolve_model_path(args.model, "--model"), seed=seed, max_memory=budget, dtype=dtype)
+    from pathlib import Path
+
+    _write(Path(args.out), spec)
+    if args.json:
+        print(json.dumps({"path": args.out, "format": "permutation-spec", **rep}, indent=1))
+    else:
+        print(f"wrote {args.out} (permutation-spec, without weights): {rep['perms']} permutation groups over "
+              f"{rep['layers']} layers, named as the checkpoint stores them ({rep['stored_tensors']} tensors"
+              + (f"; renamed {rep['renamed']}" if rep["renamed"] else "") + f"); checked on a {rep['traced_layers']}-layer "
+              f"random copy through the file: {rep['verification']['max_error']:.1e} ≤ {rep['verification']['tolerance']:.0e}")
     return 0
