@@ -28,7 +28,7 @@ CHILD = r"""
 import json, sys, time, torch
 torch.set_num_threads(1)
 from paramsym.attribution import SymmetryProblem, function_from_module, so2, run_flow
-from paramsym.experiments.annulus import AnnulusConfig, build_model, probe_grid
+from paramsym.experiments.attribution.annulus.run import AnnulusConfig, build_model, probe_grid
 gauge, steps, monitor = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 cfg = AnnulusConfig(stage="init")
 fn, params = function_from_module(build_model(cfg))

@@ -82,8 +82,8 @@ def transformer_part(args: argparse.Namespace, root: Path) -> None:
 
     from paramsym.discovery.config import DiscoverOverrides
     from paramsym.discovery.transformer import ffn_unit_problem
-    from paramsym.experiments.transformer_discovery import TransformerDiscoveryConfig, run
-    from paramsym.runs import RunDir
+    from paramsym.experiments.discovery.transformer import TransformerDiscoveryConfig, run
+    from paramsym.runs.rundir import RunDir
 
     bcfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                                    intermediate_size=32, max_position_embeddings=16, attn_implementation="eager")

@@ -59,7 +59,7 @@ def _peak_mb() -> float:
 
 def part_speed(rounds: int) -> None:
     from paramsym.attribution import dense_jacobian, function_from_module
-    from paramsym.experiments.annulus import AnnulusConfig, build_model, probe_grid
+    from paramsym.experiments.attribution.annulus.run import AnnulusConfig, build_model, probe_grid
 
     model = build_model(AnnulusConfig())
     x = probe_grid(24, 3.5)

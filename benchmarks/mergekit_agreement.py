@@ -3,7 +3,7 @@
 Reads MergeKit's data files (``mergekit/_data/architectures/*.json``) from a downloaded wheel or
 an installed package — no MergeKit code is imported or copied, and the files are not committed —
 and compares them with the census of the tiny model of each architecture
-(:mod:`paramsym.experiments.mergekit_compare`). Get the wheel once:
+(:mod:`paramsym.census.mergekit_compare`). Get the wheel once:
 
     /work/main/.venv/bin/pip download mergekit --no-deps -d /tmp/mk
     PARAMSYM_MERGEKIT=/tmp/mk OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/mergekit_agreement.py [--json]
@@ -21,8 +21,8 @@ import json
 import os
 import sys
 
+from paramsym.census.mergekit_compare import compare
 from paramsym.errors import InputFileError
-from paramsym.experiments.mergekit_compare import compare
 
 
 def main() -> int:
@@ -40,7 +40,7 @@ def main() -> int:
     if a.json:
         print(json.dumps(res, indent=1))
         return 0
-    from paramsym.experiments.reproduce.measurements import render_census_mergekit
+    from paramsym.reproduce.measurements import render_census_mergekit
 
     print(render_census_mergekit({"census-mergekit": {"values": res}}))
     return 0

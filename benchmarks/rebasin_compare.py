@@ -1,6 +1,6 @@
 """paramsym's alignment against the ``rebasin`` package (0.0.47) on the digits MLP preset, side by side.
 
-The comparison itself is :func:`paramsym.experiments.rebasin_compare.compare` (what
+The comparison itself is :func:`paramsym.reproduce.peers.rebasin.compare` (what
 ``paramsym reproduce align-rebasin`` runs and docs/alignment.md shows); this script prints it.
 Needs the ``compare`` extra (``pip install 'paramsym[compare]'``).
 
@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    from paramsym.experiments.rebasin_compare import compare
+    from paramsym.reproduce.peers.rebasin import compare
 
     res = compare([int(w) for w in args.widths.split(",")], cache_dir=args.cache_dir or os.environ.get("PARAMSYM_CACHE"),
                   points=args.points)

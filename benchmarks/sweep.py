@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from paramsym.experiments.sweep import load_spec, run_sweep
+from paramsym.sweep import load_spec, run_sweep
 
 SPEC = Path(__file__).resolve().parents[1] / "examples" / "sweeps" / "tiny.yaml"
 

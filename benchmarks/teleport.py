@@ -1,7 +1,7 @@
 """Teleportation overhead: training wall time with teleports against without, side by side.
 
 For each preset and optimizer, the same seeds are trained without and with teleports in
-interleaved rounds (``paramsym.experiments.teleport_mlp``); printed: the median wall time of a run
+interleaved rounds (``paramsym.kinds.teleport_mlp``); printed: the median wall time of a run
 without and with teleports, their ratio (with / without; the teleports' share of the run is the
 column ``teleport/run``, measured inside the run), and the median steps to the target of both
 (the ratio that pays for the overhead). The machine may be shared and noisy: read the ratios.
@@ -16,8 +16,8 @@ import statistics
 
 import torch
 
-from paramsym.experiments.teleport_mlp import STEPS, TARGETS, _train
-from paramsym.experiments.teleport_presets import OPTIMIZERS, steps_to
+from paramsym.kinds.teleport_mlp import STEPS, TARGETS, _train
+from paramsym.kinds.teleport_presets import OPTIMIZERS, steps_to
 
 
 def main() -> None:

@@ -223,14 +223,14 @@ class WhitenedCoordinates(ReducedCoordinates):
 
 
 def main() -> None:
-    from paramsym.experiments.transformer_discovery import (
+    from paramsym.experiments.discovery.transformer import (
         TransformerDiscoveryConfig,
         train_learned,
         unit_beta,
         unit_problem,
         whole_model_evaluation,
     )
-    from paramsym.runs import RunDir
+    from paramsym.runs.rundir import RunDir
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=None, help="training steps (default: the recipe's)")

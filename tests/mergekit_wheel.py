@@ -33,7 +33,7 @@ _DEFAULT = Path.home() / ".cache" / "paramsym" / "mergekit"
 
 def find_wheel() -> Path | None:
     """The MergeKit wheel: ``$PARAMSYM_MERGEKIT`` (a wheel or a directory holding one), else
-    ``~/.cache/paramsym/mergekit`` (the same places as ``paramsym.experiments.mergekit_compare``)."""
+    ``~/.cache/paramsym/mergekit`` (the same places as ``paramsym.census.mergekit_compare``)."""
     for src in (os.environ.get("PARAMSYM_MERGEKIT"), _DEFAULT):
         if not src:
             continue

@@ -1,8 +1,8 @@
-"""paramsym.provenance: config hashes are data equality; stale records are refused with a reason."""
+"""paramsym.runs.provenance: config hashes are data equality; stale records are refused with a reason."""
 
 from dataclasses import dataclass, field
 
-from paramsym import provenance as pv
+from paramsym.runs import provenance as pv
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def pyplot():
 
 def save(fig, path: str | os.PathLike) -> Path:
     """Save and close a figure (PNG, 120 dpi, tight bounding box)."""
-    from .runs import atomic_write_bytes
+    from .runs.rundir import atomic_write_bytes
 
     path = Path(path)
     import io

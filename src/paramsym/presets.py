@@ -3,8 +3,8 @@
 Every command that takes ``--preset NAME`` (or a model name) defines its entries as
 :class:`Preset` values in a :class:`PresetTable`, beside the concept they configure (the affine
 blocks in :mod:`paramsym.exact.presets`, the census models in :mod:`paramsym.census.presets`,
-the attribution studies in :mod:`paramsym.experiments.registry`, ...). ``paramsym list``
-collects them all (:func:`paramsym.experiments.registry.all_presets`) and prints one row per
+the attribution studies in :mod:`paramsym.kinds.catalog`, ...). ``paramsym list``
+collects them all (:func:`paramsym.kinds.catalog.all_presets`) and prints one row per
 preset in one vocabulary: ``name``, ``kind`` (the run kind the command writes), ``summary``,
 ``default``, ``stages``, ``command``.
 

@@ -14,7 +14,7 @@ from paramsym.cli import main
 from paramsym.errors import ArchitectureMismatchError, InputFileError, SymmetryNotApplicableError
 from paramsym.models.datasets import Split
 from paramsym.models.mlp import mlp
-from paramsym.runs import load_tensors, save_tensors
+from paramsym.runs.rundir import load_tensors, save_tensors
 
 
 def _save(path, widths, seed, activation="relu"):

@@ -14,7 +14,7 @@ from paramsym.cli import main
 
 @pytest.mark.slow  # trains three 64→4→4→10 MLPs on digits (≈ 15 s at low load)
 def test_preset_run_interrupted_in_training_resumes_to_the_same_metrics(tmp_path, monkeypatch, capsys):
-    import paramsym.experiments.align_presets as ap
+    import paramsym.kinds.align_presets as ap
 
     cache = tmp_path / "cache"
     args = ["align", "--preset", "digits-mlp", "--width", "4", "--points", "3", "--cache-dir", str(cache), "--quiet"]

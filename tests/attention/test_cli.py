@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 
 from paramsym.attention import report
 from paramsym.cli import main
-from paramsym.runs import RunDir
+from paramsym.runs.rundir import RunDir
 
 
 def run_json(capsys, *argv) -> dict:

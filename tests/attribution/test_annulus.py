@@ -9,9 +9,15 @@ import torch
 
 from paramsym.cli import main
 from paramsym.errors import ConfigError
-from paramsym.experiments.annulus import AnnulusConfig, build_model, make_data, probe_grid, train
-from paramsym.experiments.registry import render
-from paramsym.runs import RunDir
+from paramsym.experiments.attribution.annulus.run import (
+    AnnulusConfig,
+    build_model,
+    make_data,
+    probe_grid,
+    train,
+)
+from paramsym.runs.reports import render
+from paramsym.runs.rundir import RunDir
 
 
 def test_data_probe_grid_and_model_match_the_spec():

@@ -11,9 +11,9 @@ import os
 import pytest
 import torch
 
-from paramsym.experiments.annulus import AnnulusConfig, run
-from paramsym.experiments.registry import render
-from paramsym.runs import RunDir
+from paramsym.experiments.attribution.annulus.run import AnnulusConfig, run
+from paramsym.runs.reports import render
+from paramsym.runs.rundir import RunDir
 
 pytestmark = pytest.mark.slow
 

@@ -15,15 +15,15 @@ from paramsym.errors import (
     ParameterNameError,
     ShapeError,
 )
-from paramsym.experiments.annulus import AnnulusConfig, build_problem
-from paramsym.experiments.annulus_protocol import (
+from paramsym.experiments.attribution.annulus.protocol import (
     load_mlp_state,
     load_probes,
     paper_data,
     paper_init,
 )
-from paramsym.experiments.registry import resolve_attribution_config
-from paramsym.runs import save_tensors
+from paramsym.experiments.attribution.annulus.run import AnnulusConfig, build_problem
+from paramsym.experiments.attribution.presets import resolve_attribution_config
+from paramsym.runs.rundir import save_tensors
 
 WIDTHS = [2, 96, 96, 96, 1]
 

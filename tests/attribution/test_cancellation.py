@@ -142,7 +142,11 @@ def test_diversity_penalty_of_nearly_orthogonal_fields():
 
 def test_predicted_change_along_minus_b_at_a_tiny_time():
     from paramsym.config import apply_overrides
-    from paramsym.experiments.hamiltonian import HamiltonianConfig, build_problem, predicted_change
+    from paramsym.experiments.attribution.hamiltonian.run import (
+        HamiltonianConfig,
+        build_problem,
+        predicted_change,
+    )
     from paramsym.models.hamiltonian import SeparableHamiltonian
 
     m = SeparableHamiltonian(width=8, depth=2, generator=torch.Generator().manual_seed(3))

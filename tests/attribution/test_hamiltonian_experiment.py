@@ -18,17 +18,17 @@ from paramsym.attribution import DenseLift, SymmetryProblem, orbit_tangent, reyn
 from paramsym.attribution.flows import phase_shift, predicted_profile
 from paramsym.config import apply_overrides
 from paramsym.errors import ConfigError, RunDirError
-from paramsym.experiments.hamiltonian import (
+from paramsym.experiments.attribution.hamiltonian.run import (
     HamiltonianConfig,
     force_group,
     report_sections,
     run,
     stacked_probes,
 )
-from paramsym.experiments.hamiltonian_train import train_or_load
-from paramsym.experiments.registry import resolve_attribution_config
+from paramsym.experiments.attribution.hamiltonian.train import train_or_load
+from paramsym.experiments.attribution.presets import resolve_attribution_config
 from paramsym.models.hamiltonian import mexican_hat_force
-from paramsym.runs import RunDir
+from paramsym.runs.rundir import RunDir
 
 D = torch.float64
 
@@ -88,7 +88,7 @@ def test_polar_grid_evaluator_equals_direct_reynolds_and_falls_back_off_grid():
 
     m = SeparableHamiltonian(width=8, depth=2, generator=torch.Generator().manual_seed(3))
     cfg = apply_overrides(HamiltonianConfig(), ["probe.n_radii=4", "probe.n_angles=12", "probe.n_quadrature=24"])
-    from paramsym.experiments.hamiltonian import build_problem
+    from paramsym.experiments.attribution.hamiltonian.run import build_problem
 
     prob = build_problem(m, cfg, [0.6, -1.1, 0.0])  # α deliberately unsorted
     direct = equivariance_defect(prob.fn, prob.params, prob.probes, prob.group)

@@ -23,7 +23,7 @@ from paramsym.errors import (
     UnknownArchitectureError,
     UnsupportedModelError,
 )
-from paramsym.experiments.kind_census import CensusConfig
+from paramsym.kinds.census import CensusConfig
 from paramsym.models.loading import load_model
 
 transformers = pytest.importorskip("transformers")

@@ -2,7 +2,7 @@
 
 These are facts of **older** MergeKit descriptions (read in public source, recorded here as data
 in our own words), when its files still stated spaces; the files of the current wheel state
-names and vocabulary axes only and are compared by ``paramsym.experiments.mergekit_compare``
+names and vocabulary axes only and are compared by ``paramsym.census.mergekit_compare``
 (``tests/census/test_census_mergekit_files.py``, the generated table of ``docs/census.md``): per tensor of one layer (and the outer tensors),
 the role of the space on its input / output axis (``R`` = the residual stream, ``QK`` = the
 layer's query/key space split into heads, ``V`` = its value space split into heads, ``U`` = the

@@ -1,4 +1,4 @@
-"""The MergeKit comparison (``paramsym.experiments.mergekit_compare``) on files written here.
+"""The MergeKit comparison (``paramsym.census.mergekit_compare``) on files written here.
 
 MergeKit's own files are not committed: a wheel-shaped zip with hand-written descriptions in
 MergeKit's layout exercises every check, including ones that must fail (a wrong vocabulary axis,
@@ -13,8 +13,8 @@ import zipfile
 import pytest
 from mergekit_wheel import find_wheel
 
+from paramsym.census.mergekit_compare import compare, mergekit_files
 from paramsym.errors import InputFileError
-from paramsym.experiments.mergekit_compare import compare, mergekit_files
 
 pytest.importorskip("transformers")
 
@@ -57,7 +57,7 @@ def test_comparison_reports_disagreements_and_settles_residual_ties(tmp_path):
 
 
 def test_missing_files_are_a_named_error(tmp_path, monkeypatch):
-    import paramsym.experiments.mergekit_compare as mc
+    import paramsym.census.mergekit_compare as mc
 
     monkeypatch.setattr(mc, "DEFAULT_DIR", tmp_path / "nowhere")
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)

@@ -100,7 +100,7 @@ def test_learned_compensate_json_figures_recomputed_from_installed_weights(tmp_p
 
     # the same unit, the trained action, the evaluation's elements (documented draw: seed --seed 0)
     from paramsym.discovery.run import load_learned_action
-    from paramsym.experiments.kind_compensate import CompensateConfig, _prefix
+    from paramsym.kinds.compensate import CompensateConfig, _prefix
     from paramsym.models.loading import load_model  # the one loader (a save_pretrained directory)
 
     cfg = CompensateConfig(model=str(tmp_path / "bert"), layer=LAYER, unit=UNIT, tokens=TOKENS, learned=True)
@@ -192,7 +192,7 @@ def test_bad_rho_is_refused_by_the_library() -> None:
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ConfigError, match="rho must be a finite number > 0"):
             check_rho(bad)
-    from paramsym.experiments.transformer_discovery import TransformerDiscoveryConfig
+    from paramsym.experiments.discovery.transformer import TransformerDiscoveryConfig
 
     with pytest.raises(ConfigError, match="rho"):
         TransformerDiscoveryConfig(rho=float("nan")).validate()

@@ -21,11 +21,11 @@ import pytest
 from paramsym.config import to_dict
 from paramsym.discovery.config import DiscoverConfig, DiscoverOverrides
 from paramsym.discovery.problems import PRESETS
-from paramsym.experiments.configs import resolve_discover_config
-from paramsym.experiments.lifting import LiftingConfig
-from paramsym.experiments.objectives import ObjectivesConfig
-from paramsym.experiments.sweep.trials import make_trial, trial_config
-from paramsym.experiments.transformer_discovery import PRESET, TransformerDiscoveryConfig
+from paramsym.discovery.resolve import resolve_discover_config
+from paramsym.experiments.discovery.lifting import LiftingConfig
+from paramsym.experiments.discovery.table1 import ObjectivesConfig
+from paramsym.experiments.discovery.transformer import PRESET, TransformerDiscoveryConfig
+from paramsym.sweep.trials import make_trial, trial_config
 
 OLD = json.loads((Path(__file__).parents[1] / "fixtures" / "configs" / "resolved_configs.json").read_text())
 OBJECTIVES = [None, "hybrid", "infinitesimal", "finite"]
@@ -176,7 +176,7 @@ def test_sweep_trials_resolve_as_before() -> None:
 
 
 def test_teleport_tuning_values_are_the_old_module_constants() -> None:
-    from paramsym.experiments.teleport_presets import DEFAULT_STEPS, TeleportConfig
+    from paramsym.kinds.teleport_presets import DEFAULT_STEPS, TeleportConfig
 
     old = OLD["teleport"]
     for preset in ("regression-mlp", "digits-mlp"):

@@ -11,9 +11,9 @@ SRC = Path(__file__).parents[2] / "src" / "paramsym"
 #: (file, line content) that touch the environment for another program, not to configure paramsym
 ALLOWED = {
     # the child processes of `paramsym reproduce` get an offline, one-thread environment
-    ("experiments/reproduce/runs.py", 'env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}'),
+    ("reproduce/runs.py", 'env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}'),
     # Ray's own output switch (Ray is configured by its environment)
-    ("experiments/sweep/ray_backend.py", 'os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no experiment banner on stdout (verbose=0)'),
+    ("sweep/ray_backend.py", 'os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # no experiment banner on stdout (verbose=0)'),
 }
 
 

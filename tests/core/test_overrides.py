@@ -7,7 +7,7 @@ import pytest
 from paramsym.config import from_dict, to_dict
 from paramsym.discovery.config import DiscoverConfig, DiscoverOverrides
 from paramsym.errors import ConfigError
-from paramsym.experiments.objectives import ObjectivesConfig
+from paramsym.experiments.discovery.table1 import ObjectivesConfig
 
 
 def test_set_strings_are_parsed_once_into_the_fields_types() -> None:
@@ -65,7 +65,7 @@ def test_experiment_overrides_round_trip_and_read_the_older_string_lists() -> No
 
 def test_a_mapping_under_a_dict_field_is_its_value() -> None:
     from paramsym.config import Overrides
-    from paramsym.experiments.teleport_presets import TeleportConfig
+    from paramsym.kinds.teleport_presets import TeleportConfig
 
     o = Overrides({"lr": {"sgd": 0.2, "adam": 1e-3}, "radius": 3}, config=TeleportConfig)
     cfg = o.apply(TeleportConfig("digits-mlp"))

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from paramsym.errors import ParamsymError, RunDirError, RunFileError
-from paramsym.runs import RunDir, load_tensors, read_json, save_tensors, write_json
+from paramsym.runs.rundir import RunDir, load_tensors, read_json, save_tensors, write_json
 
 
 @pytest.fixture

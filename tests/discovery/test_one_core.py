@@ -23,7 +23,7 @@ from paramsym import verdict as V
 from paramsym.actions.catalogue import RescalingAction
 from paramsym.discovery.problems import build_problem
 from paramsym.errors import ActionError, DegenerateTargetError, NonFiniteError
-from paramsym.runs import RunDir
+from paramsym.runs.rundir import RunDir
 
 DT = torch.float64
 
@@ -68,7 +68,7 @@ def test_every_s_F_is_output_scale():
     assert sc.s_F == V.output_scale(F)
     s_F, _ = T.estimate_scales(problem.target.to(DT), pts)
     assert s_F == V.output_scale(F)
-    from paramsym.experiments.lifting import host_scale
+    from paramsym.experiments.discovery.lifting import host_scale
 
     host = build_problem("relu2881-unit")
     gen = torch.Generator().manual_seed(5)

@@ -13,7 +13,7 @@ from paramsym.discovery.config import DiscoverConfig
 from paramsym.discovery.problems import build_problem
 from paramsym.discovery.train import Trainer
 from paramsym.errors import RunFileError
-from paramsym.runs import RunDir
+from paramsym.runs.rundir import RunDir
 
 
 def _trainer(variant="hybrid", extra=(), preset="linear2x2"):

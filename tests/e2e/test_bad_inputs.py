@@ -187,7 +187,7 @@ def test_user_files_get_user_advice(fx, capsys) -> None:
 
 
 def test_truncated_newest_checkpoint_falls_back(tmp_path: Path, capsys) -> None:
-    from paramsym.runs import RunDir
+    from paramsym.runs.rundir import RunDir
 
     run = RunDir(tmp_path / "r")
     run.save_checkpoint({"w": torch.full((3,), 1.0)}, {"step": 10})
@@ -210,9 +210,9 @@ def test_truncated_newest_checkpoint_falls_back(tmp_path: Path, capsys) -> None:
 # ------------------------------------------------------------------------------ silent mix-up
 def test_attribute_out_holding_another_run_is_refused(fx, capsys) -> None:
     """A finished seed-42 annulus run (its config.json and flows) is never mixed with a seed-5 run."""
-    from paramsym.experiments.annulus import _cfg_dict, _check_resumable
-    from paramsym.experiments.registry import resolve_attribution_config
-    from paramsym.runs import RunDir
+    from paramsym.experiments.attribution.annulus.run import _cfg_dict, _check_resumable
+    from paramsym.experiments.attribution.presets import resolve_attribution_config
+    from paramsym.runs.rundir import RunDir
 
     out = fx / "att"
     cfg = resolve_attribution_config("annulus-wedge", stage=None, seed=42, quick=True, flows=None, overrides=[],

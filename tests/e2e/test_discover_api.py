@@ -16,8 +16,8 @@ from paramsym.discovery import DiscoverConfig, discover, load_action, resume_run
 from paramsym.discovery.config import with_overrides
 from paramsym.discovery.threads import choose_threads
 from paramsym.errors import BlockMismatchError, ConfigError, RunDirError
-from paramsym.experiments.registry import regenerate
-from paramsym.runs import RunDir
+from paramsym.runs.reports import regenerate
+from paramsym.runs.rundir import RunDir
 from paramsym.targets import Target
 
 TINY = {"train.steps": 40, "action.width": 16, "verdict.samples": 32, "verdict.rhos": [0.5], "verdict.factors": [1, 2],

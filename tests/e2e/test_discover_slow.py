@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from paramsym.discovery.resolve import resolve_discover_config
 from paramsym.discovery.run import run_discovery
-from paramsym.experiments.configs import resolve_discover_config
-from paramsym.runs import RunDir
+from paramsym.runs.rundir import RunDir
 from paramsym.verdict import TOLERANCES
 
 pytestmark = pytest.mark.slow

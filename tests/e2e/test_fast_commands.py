@@ -62,7 +62,7 @@ def test_every_command_module_top_level_is_standard_library_only() -> None:
         "from paramsym.cli import COMMAND_MODULES, build_parser\n"
         "for m in COMMAND_MODULES: importlib.import_module(m)\n"
         "build_parser()\n"
-        "import paramsym.experiments.registry, paramsym.runs, paramsym.attention.report\n"
+        "import paramsym.kinds.catalog, paramsym.runs.rundir, paramsym.attention.report\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

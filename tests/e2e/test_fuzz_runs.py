@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from paramsym.discovery import DiscoverConfig, discover, load_action, resume_run
 from paramsym.discovery.config import with_overrides
 from paramsym.errors import ParamsymError
-from paramsym.experiments.registry import regenerate
-from paramsym.runs import RunDir
+from paramsym.runs.reports import regenerate
+from paramsym.runs.rundir import RunDir
 
 TINY = {"train.steps": 20, "train.checkpoint_every": 10, "action.width": 16, "verdict.samples": 32,
         "verdict.rhos": [0.5], "verdict.factors": [1, 2], "verdict.curve_points": 2, "verdict.curve_times": 5}

@@ -16,16 +16,12 @@ import pytest
 from paramsym.cli import main
 from paramsym.discovery.problems import DEFAULT_PRESET
 from paramsym.discovery.problems import PRESETS as DISCOVERY_PRESETS
+from paramsym.discovery.resolve import resolve_discover_config
 from paramsym.errors import ConfigError, RunDirError
-from paramsym.experiments.configs import resolve_discover_config
-from paramsym.experiments.registry import (
-    ATTRIBUTION_PRESETS,
-    KINDS,
-    get_kind,
-    regenerate,
-    resolve_attribution_config,
-)
-from paramsym.runs import RunDir
+from paramsym.experiments.attribution.presets import ATTRIBUTION_PRESETS, resolve_attribution_config
+from paramsym.runs.kinds import KINDS, get_kind
+from paramsym.runs.reports import regenerate
+from paramsym.runs.rundir import RunDir
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "paramsym"
 
@@ -37,10 +33,10 @@ def test_list_json_covers_every_preset_with_its_kind() -> None:
     got = {(r["name"], r["kind"]) for r in rows}
     from paramsym.census.presets import PRESETS as CENSUS_PRESETS
     from paramsym.exact.presets import AFFINE_PRESETS
-    from paramsym.experiments.align_presets import PRESETS as ALIGN_PRESETS
-    from paramsym.experiments.kind_compensate import MODELS
-    from paramsym.experiments.kind_math import MATH_PRESETS
-    from paramsym.experiments.teleport_presets import PRESETS as TELEPORT_PRESETS
+    from paramsym.kinds.align_presets import PRESETS as ALIGN_PRESETS
+    from paramsym.kinds.compensate import MODELS
+    from paramsym.kinds.math import MATH_PRESETS
+    from paramsym.kinds.teleport_presets import PRESETS as TELEPORT_PRESETS
 
     want = ({(n, "discovery") for n in DISCOVERY_PRESETS} | {(n, "attribution") for n in ATTRIBUTION_PRESETS}
             | {(n, "affine") for n in AFFINE_PRESETS} | {(n, "census") for n in CENSUS_PRESETS}

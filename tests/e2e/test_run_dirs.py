@@ -157,7 +157,7 @@ def test_report_names_the_file_of_the_wrong_form(finished_run: Path, tmp_path: P
     # the discovery report checks each file's form itself (paramsym.discovery.report.read_checked)
     from paramsym.discovery.report import render
     from paramsym.errors import RunFileError
-    from paramsym.runs import RunDir
+    from paramsym.runs.rundir import RunDir
 
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)

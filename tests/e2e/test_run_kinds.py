@@ -16,8 +16,8 @@ from cli_checks import cli_argv, cli_env, kill_at_checkpoint
 
 from paramsym.cli import main
 from paramsym.errors import ConfigError
-from paramsym.experiments.registry import KINDS
 from paramsym.options import MAX_SEED, seed_option
+from paramsym.runs.kinds import KINDS
 
 RUNS = {
     "affine": ["affine", "--preset", "linear2x2"],
@@ -67,9 +67,9 @@ def test_run_directory_and_report(made, kind, capsys) -> None:
     prov = config["provenance"]
     assert prov["command"].startswith(f"{KINDS[kind].command} ") and len(prov["config_hash"]) == 16
     assert prov["code_version"]
-    from paramsym.experiments.registry import load_run_config
-    from paramsym.provenance import config_hash
-    from paramsym.runs import RunDir
+    from paramsym.runs.execute import load_run_config
+    from paramsym.runs.provenance import config_hash
+    from paramsym.runs.rundir import RunDir
 
     cfg = load_run_config(RunDir(d))
     assert config_hash(cfg) == prov["config_hash"]  # the typed config round-trips through config.json
@@ -224,8 +224,9 @@ def test_every_listed_preset_command_parses_and_names_a_known_preset(capsys) -> 
 
     from paramsym.attention import commands
     from paramsym.cli import build_parser
-    from paramsym.experiments.registry import KINDS, all_presets
     from paramsym.groups import cli as group_cli
+    from paramsym.kinds.catalog import all_presets
+    from paramsym.runs.kinds import KINDS
 
     builders = {"group": group_cli.describe_config, "attention": commands.table_config,
                 "attention-count": commands.count_config, "attention-clusterings": commands.clusterings_config}
@@ -337,7 +338,7 @@ def test_discovery_run_written_with_memory_gb_loads_and_resumes(tmp_path, capsys
     """An old run's config.json with ``train.memory_gb`` (GiB as a number) loads as
     ``train.max_memory`` (bytes): ``--resume`` of the finished run and ``paramsym report`` work."""
     from paramsym.discovery.files import load_config
-    from paramsym.runs import RunDir
+    from paramsym.runs.rundir import RunDir
 
     d = tmp_path / "run"
     _legacy_discovery_run(d)

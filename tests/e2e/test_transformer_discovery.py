@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from paramsym.discovery.transformer import ffn_unit_problem
-from paramsym.experiments.registry import get_kind, render
-from paramsym.experiments.transformer_discovery import TransformerDiscoveryConfig, run
-from paramsym.runs import RunDir
+from paramsym.experiments.discovery.transformer import TransformerDiscoveryConfig, run
+from paramsym.runs.kinds import get_kind
+from paramsym.runs.reports import render
+from paramsym.runs.rundir import RunDir
 
 #: the guard's motion bar: the paper's 0.069 % (protocol v3's β rule aims at twice it, and in the
 #: compensation span the field realises about that: 0.129 % measured at the guard's budget)

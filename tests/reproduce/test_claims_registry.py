@@ -3,7 +3,7 @@
 import pytest
 
 from paramsym.errors import UnknownClaimError
-from paramsym.experiments.reproduce import CLAIMS, RUNS, get_claims
+from paramsym.reproduce import CLAIMS, RUNS, get_claims
 
 #: Every numbered claim, read off the seed papers (shared/seeds) independently of the registry:
 #: [Discovery] §6.2/Table 1 (0.037 %, 0.306 %, their ratio, 12 %, fits), §6.3 (5.8×; Pythia-1B

@@ -1,7 +1,7 @@
 """Every claim's criterion flips: a synthetic result just inside it holds, just outside it does not.
 
 The bounds here are worked out by hand from the paper's printed number and the rule stated in
-``paramsym.experiments.reproduce.claims`` (half a unit of the last printed digit; for a measured
+``paramsym.reproduce.claims`` (half a unit of the last printed digit; for a measured
 value with ≥ 3 significant digits the larger of that and 2 %), not read from the code: e.g.
 Table 1's hybrid 0.037 % → at most 0.0375 %, the 8.3× ratio → at least 8.25, the wedge's 298 →
 292.04 … 303.96. A claim added to the registry without an entry in :data:`FLIPS` fails
@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from paramsym.experiments.reproduce import CLAIMS, RUNS
-from paramsym.experiments.reproduce.engine import _row, summary
+from paramsym.reproduce import CLAIMS, RUNS
+from paramsym.reproduce.engine import _row, summary
 
 # ------------------------------------------------------------------------------- builders
 

@@ -5,10 +5,10 @@ each claim's ``measure`` and the block renderers: the criteria flip where the st
 missed, and the rendered tables carry the numbers formatted from the values, nothing else.
 """
 
-from paramsym.experiments.reproduce.docs import BLOCKS
-from paramsym.experiments.reproduce.measurements import MEASUREMENT_CLAIMS, MEASUREMENT_RUNS
-from paramsym.experiments.reproduce.registry import CLAIMS, RUNS
-from paramsym.experiments.reproduce.scan import hand_numbers
+from paramsym.reproduce.docs import BLOCKS
+from paramsym.reproduce.measurements import MEASUREMENT_CLAIMS, MEASUREMENT_RUNS
+from paramsym.reproduce.registry import CLAIMS, RUNS
+from paramsym.reproduce.scan import hand_numbers
 
 BY_ID = {c.id: c for c in MEASUREMENT_CLAIMS}
 

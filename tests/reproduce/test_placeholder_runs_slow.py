@@ -7,8 +7,8 @@
 
 import pytest
 
-from paramsym.experiments.reproduce import reproduce
-from paramsym.experiments.reproduce.docs import BLOCKS
+from paramsym.reproduce import reproduce
+from paramsym.reproduce.docs import BLOCKS
 
 CLAIMS = ("align-modadd-transformer", "transformer-learned-objectives")
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from paramsym import provenance as pv
 from paramsym.cli import main
 from paramsym.config import to_dict
 from paramsym.errors import ForeignRunError, StaleRunError
-from paramsym.experiments.reproduce import RUNS, reproduce
-from paramsym.experiments.reproduce.engine import RECORD, run_config
+from paramsym.reproduce import RUNS, reproduce
+from paramsym.reproduce.engine import RECORD, run_config
+from paramsym.runs import provenance as pv
 
 CHEAP = "hamiltonian-reynolds"  # run `reynolds`: an exact check, well under a second
 
@@ -99,8 +99,8 @@ def _edit_finite_recipe(monkeypatch, lr=5e-3):
 
 def test_a_recipe_edit_makes_a_finished_subrun_stale(tmp_path, monkeypatch):
     """The discovery sub-runs of objectives/lifting/transformer: provenance of the resolved config, recipe included."""
-    from paramsym.experiments import objectives
-    from paramsym.experiments.reuse import PROVENANCE, plan_subrun
+    from paramsym.experiments.discovery import table1 as objectives
+    from paramsym.runs.reuse import PROVENANCE, plan_subrun
 
     cfg = objectives.ObjectivesConfig.quick()
     name, dcfg = "finite-seed0", objectives.subrun_configs(cfg)["finite-seed0"]
@@ -128,8 +128,8 @@ def test_a_recipe_edit_makes_a_finished_subrun_stale(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_recipe_edit_end_to_end_on_the_quick_objectives_run(tmp_path, monkeypatch):
     """Train the quick Table 1 run, edit a recipe value, rerun into the same --out: refused, then rerun."""
-    from paramsym.experiments import objectives
-    from paramsym.runs import RunDir
+    from paramsym.experiments.discovery import table1 as objectives
+    from paramsym.runs.rundir import RunDir
 
     rows = reproduce(["table1-fits"], quick=True, out=tmp_path)
     assert rows[0]["holds"] is None and rows[0]["error"] is None  # a trained claim at --quick: not evaluated
@@ -234,8 +234,8 @@ def test_a_wrapped_attribution_run_starts_in_a_directory_holding_only_the_record
     run's other-run check must treat that directory as empty (it refused every full annulus row),
     and still refuse one holding any other file."""
     from paramsym.errors import RunDirError
-    from paramsym.experiments.annulus import _check_resumable
-    from paramsym.runs import RunDir
+    from paramsym.experiments.attribution.annulus.run import _check_resumable
+    from paramsym.runs.rundir import RunDir
 
     d = tmp_path / "annulus-wedge"
     d.mkdir()

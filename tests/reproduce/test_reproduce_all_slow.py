@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paramsym.experiments.reproduce import CLAIMS
+from paramsym.reproduce import CLAIMS
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -26,7 +26,7 @@ def test_all_quick_lists_every_claim(tmp_path):
     # without it that row is the named InputFileError
     absent = set()
     try:
-        from paramsym.experiments.mergekit_compare import mergekit_files
+        from paramsym.census.mergekit_compare import mergekit_files
 
         mergekit_files()
     except Exception:  # noqa: BLE001 - InputFileError: the files are not here

@@ -5,7 +5,7 @@ wrapped run starts, so every run must accept a directory holding only that recor
 rows refused it (their other-run check saw the record) and no default-run test noticed: this
 module is that test, for every entry of ``RUNS`` (paper runs and measurement runs).
 
-Each run goes through the real engine (:func:`~paramsym.experiments.reproduce.engine.run_one`)
+Each run goes through the real engine (:func:`~paramsym.reproduce.engine.run_one`)
 from an empty ``--out`` at the quick budget:
 
 * runs that take about a second run to the end and must finish without error (:data:`REAL`;
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from paramsym.experiments.reproduce.engine import RECORD, run_one
-from paramsym.experiments.reproduce.registry import RUNS
-from paramsym.runs import RunDir
+from paramsym.reproduce.engine import RECORD, run_one
+from paramsym.reproduce.registry import RUNS
+from paramsym.runs.rundir import RunDir
 
 
 class Reached(Exception):  # noqa: N818 - a marker, not an error
@@ -65,7 +65,7 @@ def _cli_check(root: Path, calls: list[list[str]]):
 def _patch_run_cli(monkeypatch, fake) -> None:
     """Replace ``run_cli`` in every module that calls it by its own name: ``runs`` and each area
     module of the ``measurements`` package."""
-    from paramsym.experiments.reproduce import measurements, runs
+    from paramsym.reproduce import measurements, runs
 
     for mod in (runs, *(m for m in vars(measurements).values()
                         if isinstance(m, types.ModuleType) and hasattr(m, "run_cli"))):
@@ -80,18 +80,18 @@ def _stop(*_, **__):
 CUT = {
     "objectives": ("paramsym.discovery.run.run_discovery",),
     "lifting": ("paramsym.discovery.run.run_discovery",),
-    "transformer": ("paramsym.experiments.transformer_discovery.unit_problem",),
-    "annulus-wedge": ("paramsym.experiments.annulus.build_problem",),
-    "annulus-full": ("paramsym.experiments.annulus.build_problem",),
-    "annulus-init": ("paramsym.experiments.annulus.build_problem",),
-    "annulus-lifts": ("paramsym.experiments.annulus.build_problem",),
-    "hamiltonian": ("paramsym.experiments.hamiltonian_train.train_hamiltonian",),
-    "sanity-trainable": ("paramsym.experiments.sanity.lifting_sanity",),
-    "sanity-frozen": ("paramsym.experiments.sanity.lifting_sanity",),
-    "teleport-grad-norm": ("paramsym.experiments.teleport_mlp._train",),
-    "align-modadd": ("paramsym.experiments.align_presets.load_preset",),
-    "align-rebasin": ("paramsym.experiments.rebasin_compare.compare",),
-    "census-mergekit": ("paramsym.experiments.mergekit_compare.compare",),
+    "transformer": ("paramsym.experiments.discovery.transformer.unit_problem",),
+    "annulus-wedge": ("paramsym.experiments.attribution.annulus.run.build_problem",),
+    "annulus-full": ("paramsym.experiments.attribution.annulus.run.build_problem",),
+    "annulus-init": ("paramsym.experiments.attribution.annulus.run.build_problem",),
+    "annulus-lifts": ("paramsym.experiments.attribution.annulus.run.build_problem",),
+    "hamiltonian": ("paramsym.experiments.attribution.hamiltonian.train.train_hamiltonian",),
+    "sanity-trainable": ("paramsym.experiments.attribution.sanity.lifting_sanity",),
+    "sanity-frozen": ("paramsym.experiments.attribution.sanity.lifting_sanity",),
+    "teleport-grad-norm": ("paramsym.kinds.teleport_mlp.train_preset",),
+    "align-modadd": ("paramsym.kinds.align_presets.load_preset",),
+    "align-rebasin": ("paramsym.reproduce.peers.rebasin.compare",),
+    "census-mergekit": ("paramsym.census.mergekit_compare.compare",),
     # commands run in a subprocess (run_cli)
     "compensation": "cli", "affine": "cli", "census": "cli", "teleport-presets": "cli", "teleport-digits": "cli",
     "align-digits": "cli", "compensation-models": "cli", "teleport-learned": "cli", "groups": "cli", "attention": "cli",
@@ -127,7 +127,7 @@ def test_expensive_runs_pass_their_directory_checks_from_an_empty_out(name, tmp_
             monkeypatch.setattr(target, _stop)
     planned: list[Path] = []
     if name in ("objectives", "lifting"):  # their sub-run planning (the directory check) runs before the stop
-        from paramsym.experiments import reuse
+        from paramsym.runs import reuse
 
         real = reuse.plan_subrun
         monkeypatch.setattr(reuse, "plan_subrun", lambda path, *a, **k: planned.append(path) or real(path, *a, **k))
@@ -170,7 +170,7 @@ def test_command_runs_resume_an_interrupted_call_in_place(name, tmp_path, monkey
     command's ``--out`` directory left by that call must not be refused (``compensate --out`` was)."""
     import json
 
-    from paramsym.experiments.reproduce.engine import plan_run
+    from paramsym.reproduce.engine import plan_run
 
     calls: list[list[str]] = []
     _patch_run_cli(monkeypatch, _cli_check(tmp_path / name, calls))

@@ -7,10 +7,10 @@ numbers formatted from the values (nothing typed), with no hand number outside t
 
 import pytest
 
-from paramsym.experiments.reproduce.docs import BLOCKS, placeholder
-from paramsym.experiments.reproduce.measurements import MEASUREMENT_CLAIMS
-from paramsym.experiments.reproduce.registry import RUNS
-from paramsym.experiments.reproduce.scan import hand_numbers, strip_generated
+from paramsym.reproduce.docs import BLOCKS, placeholder
+from paramsym.reproduce.measurements import MEASUREMENT_CLAIMS
+from paramsym.reproduce.registry import RUNS
+from paramsym.reproduce.scan import hand_numbers, strip_generated
 
 BY_ID = {c.id: c for c in MEASUREMENT_CLAIMS}
 
@@ -156,7 +156,7 @@ def test_rebasin_comparison_without_the_package_is_a_named_error(monkeypatch):
     import sys
 
     from paramsym.errors import InputFileError
-    from paramsym.experiments.rebasin_compare import compare
+    from paramsym.reproduce.peers.rebasin import compare
 
     monkeypatch.setitem(sys.modules, "rebasin", None)  # as if not installed (import raises ImportError)
     with pytest.raises(InputFileError, match=r"rebasin 0\.0\.47.*pip install 'paramsym\[compare\]'"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from paramsym.experiments.reproduce.scan import NOTES, NOTES_LABEL, hand_numbers, unlabelled_notes
+from paramsym.reproduce.scan import NOTES, NOTES_LABEL, hand_numbers, unlabelled_notes
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))

@@ -12,7 +12,7 @@ TINY = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "tiny.yaml"
 
 @pytest.fixture(scope="session")
 def tiny_spec():
-    from paramsym.experiments.sweep import load_spec
+    from paramsym.sweep import load_spec
 
     return load_spec(str(TINY))
 
@@ -21,7 +21,7 @@ def tiny_spec():
 def pool():
     """One local backend (2 spawned workers) shared by the session's sweeps: workers import
     torch once."""
-    from paramsym.experiments.sweep.backends import LocalBackend
+    from paramsym.sweep.backends import LocalBackend
 
     backend = LocalBackend(workers=2)
     yield backend
@@ -31,7 +31,7 @@ def pool():
 @pytest.fixture(scope="session")
 def finished(tmp_path_factory, tiny_spec, pool) -> tuple[Path, dict]:
     """``(out, table)`` of the uninterrupted tiny sweep."""
-    from paramsym.experiments.sweep import run_sweep
+    from paramsym.sweep import run_sweep
 
     out = tmp_path_factory.mktemp("sweep") / "uninterrupted"
     table = run_sweep(tiny_spec, out, backend=pool, progress=False)

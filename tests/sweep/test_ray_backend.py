@@ -12,7 +12,7 @@ ray = pytest.importorskip("ray", reason="the ray extra (pip install 'paramsym[ra
 
 
 def test_ray_backend_matches_the_local_backend(tmp_path, tiny_spec, finished) -> None:
-    from paramsym.experiments.sweep import run_sweep
+    from paramsym.sweep import run_sweep
 
     local_out, local = finished
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from paramsym.errors import ConfigError, SweepSpecError
-from paramsym.experiments.sweep import (
+from paramsym.sweep import (
     load_spec,
     make_trial,
     plan_candidates,
@@ -139,7 +139,7 @@ def test_the_example_specs_load() -> None:
 
 def test_plan_counts_trials_and_steps(capsys) -> None:
     from paramsym.cli import main
-    from paramsym.experiments.sweep import budget
+    from paramsym.sweep import budget
 
     full = budget(load_spec(str(EXAMPLES / "hybrid-vs-finite.yaml")))
     # 17 candidates x 5,000; 2 x 2 continued by 10,000 each (from their checkpoints); 2 x 3 x 15,000

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from paramsym.errors import BackendUnavailableError, ConfigError, RunDirError, SweepSpecError
-from paramsym.experiments.sweep import METRICS, load_spec, run_sweep
+from paramsym.sweep import METRICS, load_spec, run_sweep
 
 TINY = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "tiny.yaml"
 
@@ -151,9 +151,9 @@ def test_cli_named_errors(tmp_path, capsys) -> None:
 
 def test_sweep_directory_is_a_run_of_kind_sweep(finished, tiny_spec, capsys) -> None:
     from paramsym.cli import main
-    from paramsym.experiments.registry import load_run_config
-    from paramsym.provenance import canonical
-    from paramsym.runs import RunDir
+    from paramsym.runs.execute import load_run_config
+    from paramsym.runs.provenance import canonical
+    from paramsym.runs.rundir import RunDir
 
     out, table = finished
     cfg = json.loads((out / "config.json").read_text())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from paramsym.experiments.sweep import SelectSpec
-from paramsym.experiments.sweep.table import aggregate, rank, render_table, score
+from paramsym.sweep import SelectSpec
+from paramsym.sweep.table import aggregate, rank, render_table, score
 
 
 def _row(seed: int, comp: float, out: float, fits: bool = True, **extra) -> dict:

@@ -35,8 +35,8 @@ def test_booth_teleport_reaches_the_closed_form_maximum_of_the_gradient_norm():
 
 
 def test_booth_gd_with_one_teleport_matches_the_anchor():
-    from paramsym.experiments.teleport_mlp import run
-    from paramsym.experiments.teleport_presets import TeleportConfig
+    from paramsym.kinds.teleport_mlp import run
+    from paramsym.kinds.teleport_presets import TeleportConfig
 
     out = run(TeleportConfig("booth"))
     assert out["loss_at_step_9"]["baseline"] == pytest.approx(3.1215, abs=1e-3)
@@ -45,8 +45,8 @@ def test_booth_gd_with_one_teleport_matches_the_anchor():
 
 
 def test_rosenbrock_five_seeds():
-    from paramsym.experiments.teleport_mlp import run
-    from paramsym.experiments.teleport_presets import TeleportConfig
+    from paramsym.kinds.teleport_mlp import run
+    from paramsym.kinds.teleport_presets import TeleportConfig
 
     out = run(TeleportConfig("rosenbrock", seeds=(0, 1, 2, 3, 4)))
     for r in out["runs"]:

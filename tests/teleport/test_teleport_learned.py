@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from paramsym.cli import main
-from paramsym.experiments.teleport_learned import LEARNED_TOL, learned_teleport
+from paramsym.kinds.teleport_learned import LEARNED_TOL, learned_teleport
 
 _TINY = {"train.steps": 3, "action.width": 16, "action.depth": 1, "verdict.samples": 20, "verdict.rhos": [0.5],
          "verdict.factors": [1], "verdict.curve_points": 2, "verdict.curve_times": 3}

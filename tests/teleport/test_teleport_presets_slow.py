@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from paramsym.experiments.teleport_mlp import run
-from paramsym.experiments.teleport_presets import TeleportConfig
+from paramsym.kinds.teleport_mlp import run
+from paramsym.kinds.teleport_presets import TeleportConfig
 
 pytestmark = pytest.mark.slow
 

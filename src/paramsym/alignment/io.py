@@ -21,7 +21,7 @@ from torch import Tensor
 
 from ..errors import ConfigError, InputFileError
 from ..models.datasets import Split, digits, modular_addition
-from ..runs import RunDir, save_tensors
+from ..runs.rundir import RunDir, save_tensors
 from .align import AlignmentResult
 from .arch import Architecture, check_same_architecture, hf_architecture, mlp_architecture
 
@@ -44,7 +44,7 @@ def load_side(path: str | os.PathLike):
         return "hf", load_model(p, head="auto", quiet=True, argument=f"model {str(p)!r}")
     if not p.exists():
         raise InputFileError(f"model file {str(p)!r} does not exist; give a .safetensors file or a save_pretrained directory.")
-    from ..runs import load_tensors
+    from ..runs.rundir import load_tensors
 
     params = load_tensors(p, user_file="a model's parameters (A or B)")
     if not params:

@@ -254,7 +254,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from ..errors import ShapeError
     from ..groups.finite import FiniteGroup
     from ..groups.reps import Representation
-    from ..runs import save_tensors
+    from ..runs.rundir import save_tensors
     from .clusterings import count_partial_clusterings, enumerate_partial_clusterings
     from .commands import _rep_name
     from .structure import build_equivariant_rmhsa

@@ -6,7 +6,7 @@ Each command is a configuration dataclass (with ``quick()`` and ``validate()``) 
 flags onto the configuration (:func:`paramsym.options.config_from_flags`, by
 :func:`count_config` etc.) and prints; the run kinds ``attention-count``,
 ``attention-clusterings`` and ``attention-classify``
-(:mod:`paramsym.experiments.kind_math`) run the same function into a run directory
+(:mod:`paramsym.kinds.math`) run the same function into a run directory
 (``paramsym attention count ... --out DIR``). The component table is
 :class:`~paramsym.attention.report.AttentionTableConfig` (:func:`table_outputs`).
 
@@ -347,7 +347,7 @@ def classify_outputs(cfg: ClassifyConfig, *, progress: bool = False) -> tuple[di
 
     from ..groups.finite import FiniteGroup
     from ..groups.reps import Representation
-    from ..runs import _jsonable  # tensors and non-finite floats
+    from ..runs.rundir import _jsonable  # tensors and non-finite floats
     from .equivariance import equivariance_errors
     from .loading import load_weights
     from .structure import default_rtol, recover_clustering

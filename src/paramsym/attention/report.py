@@ -3,7 +3,7 @@
 A run is configured by :class:`AttentionTableConfig` (group, representation, copies, heads,
 memory budget; :meth:`~AttentionTableConfig.quick` for smoke runs); :func:`table` computes its
 summary. ``paramsym attention table --out DIR`` runs it as a managed run kind
-(:func:`paramsym.experiments.registry.execute`, :mod:`paramsym.experiments.kind_math`): the
+(:func:`paramsym.runs.execute.execute`, :mod:`paramsym.kinds.math`): the
 directory holds ``config.json`` (the fields, ``"kind": "attention"``, provenance),
 ``metrics.json`` (the summary: group, rep, heads and one row per ``C`` with ``c``, the closed form
 where it applies and the exact Theorem 9 bound ``c^(2|H|)/|H|!``), ``env.json``, ``output.txt``,
@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..groups.memory import MemoryBudget
-from ..runs import RunDir
+from ..runs.rundir import RunDir
 
 __all__ = ["AttentionTableConfig", "KIND", "RUN", "render", "rows_markdown", "table"]
 

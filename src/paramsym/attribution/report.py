@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 
 from ..errors import RunDirError
-from ..runs import RunDir
+from ..runs.rundir import RunDir
 from .tables import markdown
 
 

@@ -6,7 +6,7 @@
                     [--seed S] [--threads N] [--max-memory 2GiB] [--quiet] [--out DIR | --resume DIR]
     paramsym affine --list
 
-``--json`` prints the run's metrics (:mod:`paramsym.experiments.kind_affine`: the solver's
+``--json`` prints the run's metrics (:mod:`paramsym.kinds.affine`: the solver's
 :meth:`~paramsym.exact.affine.AffineAlgebra.summary`, the preset's ``expected`` dimension and the
 algebra analysis ``commutativity``, ``closure_residual``) plus the wall-clock ``seconds``: at
 least ``dimension``, ``gap``, ``singular_values``. ``--out DIR`` keeps the run directory
@@ -67,7 +67,7 @@ def cmd_affine(args: argparse.Namespace) -> int:
     threads = threads_option(args.threads) if args.threads is not None else 1
     import dataclasses
 
-    from ..experiments.kind_affine import KIND, AffineConfig
+    from ..kinds.affine import KIND, AffineConfig
 
     flags = _flags()
     cfg = None  # read back from the run directory when resuming

@@ -7,16 +7,16 @@
                        [--weights FILE.safetensors] [--probes FILE.safetensors]
     paramsym attribute --list
 
-``--json`` prints the summary (see :mod:`paramsym.experiments.attribution_runs`): for each flow
+``--json`` prints the summary (see :mod:`paramsym.experiments.attribution.records`): for each flow
 the start, end and predicted ‖δ‖ (``delta_start``, ``delta_end``, ``delta_predicted``) and the
 residuals, and for each lift its residual, rank and liftability verdict. Without ``--json`` the
 verdicts and a flow table are printed. The run directory holds ``config.json`` (``"kind":
 "attribution"``), ``metrics.json``, ``env.json``, ``figures/`` and ``report.md``; an
 interrupted annulus run resumes its finished flows when rerun with the same ``--out``.
 
-The presets are those of :data:`paramsym.experiments.registry.ATTRIBUTION_PRESETS`; this
+The presets are those of :data:`paramsym.experiments.attribution.presets.ATTRIBUTION_PRESETS`; this
 module is the only place that turns the flags into a preset's typed configuration (through
-:func:`~paramsym.experiments.registry.resolve_attribution_config`) and sets torch's thread
+:func:`~paramsym.experiments.attribution.presets.resolve_attribution_config`) and sets torch's thread
 count (``--threads``).
 """
 
@@ -30,7 +30,7 @@ __all__ = ["register"]
 
 
 def register(subparsers) -> None:
-    from ..experiments.registry import ATTRIBUTION_PRESETS
+    from ..experiments.attribution.presets import ATTRIBUTION_PRESETS
     from .options import add_run_options
 
     lines = [f"  {name:16s} {p.help}" for name, p in ATTRIBUTION_PRESETS.items()]
@@ -64,7 +64,7 @@ def register(subparsers) -> None:
 
 def cmd_attribute(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
-    from ..experiments.registry import (
+    from ..experiments.attribution.presets import (
         ATTRIBUTION_PRESETS,
         resolve_attribution_config,
         run_attribution,
@@ -90,7 +90,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                                      weights=args.weights, probes=args.probes)
     import torch
 
-    from ..runs import RunDir, default_run_dir
+    from ..runs.rundir import RunDir, default_run_dir
 
     torch.set_num_threads(threads)
     stage = getattr(cfg, "stage", None)

@@ -7,7 +7,7 @@
                     [--layout auto|derived|adapter]
     paramsym census --resume DIR
 
-The run kind ``census`` (:mod:`paramsym.experiments.kind_census`). ``--model`` takes a directory
+The run kind ``census`` (:mod:`paramsym.kinds.census`). ``--model`` takes a directory
 written by ``save_pretrained`` (loaded with ``attn_implementation="eager"``, never downloading).
 ``--json`` prints ``symmetries`` (a list of ``{module, kind, dimension, verified_error, ...}``),
 ``total_dimension``, ``attention_dimension``, ``parameters``, ``symmetric_fraction``, how
@@ -70,7 +70,7 @@ def _flags() -> dict:
 def _run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from ..errors import ConfigError
-    from ..experiments.kind_census import KIND, CensusConfig, report_markdown
+    from ..kinds.census import KIND, CensusConfig, report_markdown
     from .options import config_from_flags, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1

@@ -6,7 +6,7 @@
         [--tokens K | --prefix TEXT] [--compensators K] [--motion 0.0015] [--seed N] [--json]
         [--out DIR | --resume DIR] [--learned [--objective hybrid|finite] [--action direct|flow] [--steps N] [--rho R]]
 
-The run is :mod:`paramsym.experiments.kind_compensate` (closed form, Corollary 4.6, or with
+The run is :mod:`paramsym.kinds.compensate` (closed form, Corollary 4.6, or with
 ``--learned`` the learned action of [Discovery] §5, trained into ``OUT/discovery-OBJECTIVE``).
 ``--json`` prints ``motion_median`` (entrywise: the median of ``|Δθ_i| / |θ0_i|`` over the block),
 ``drift_relative``, ``ratio_random``, ``ratio_uncompensated``, ``condition_number``,
@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the command line, not the library, sets the environment
     from ..errors import ConfigError
-    from ..experiments.kind_compensate import KIND, MODELS, CompensateConfig
+    from ..kinds.compensate import KIND, MODELS, CompensateConfig
     from .options import config_from_flags, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1

@@ -1,11 +1,11 @@
 """``paramsym discover``, ``paramsym list``, ``paramsym report`` and ``paramsym experiment``.
 
-``paramsym list [--json]`` prints every command's presets (:func:`paramsym.experiments.registry.all_presets`,
+``paramsym list [--json]`` prints every command's presets (:func:`paramsym.kinds.catalog.all_presets`,
 one :class:`~paramsym.presets.Preset` row each); ``paramsym report DIR`` re-renders the report of a
-run directory of any kind (:func:`paramsym.experiments.registry.regenerate`).
+run directory of any kind (:func:`paramsym.runs.reports.regenerate`).
 
 Only the standard library at the top level (see :mod:`paramsym.cli`); the configuration is
-resolved by :func:`paramsym.experiments.configs.resolve_discover_config` from plain values.
+resolved by :func:`paramsym.discovery.resolve.resolve_discover_config` from plain values.
 """
 
 from __future__ import annotations
@@ -119,9 +119,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from ..discovery.config import DiscoverOverrides
     from ..discovery.files import load_config
     from ..discovery.problems import PRESETS, resolve_problem
+    from ..discovery.resolve import resolve_discover_config
     from ..discovery.run import resume_run, start_run
-    from ..experiments.configs import resolve_discover_config
-    from ..runs import RunDir
+    from ..runs.rundir import RunDir
     if args.resume:
         if args.preset or args.objective or args.seed is not None or args.steps is not None or args.overrides:
             raise ConfigError("--resume continues a run with its saved configuration; do not pass --preset, "
@@ -179,7 +179,7 @@ def summary(metrics: dict, run) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..experiments.registry import all_presets
+    from ..kinds.catalog import all_presets
 
     rows = all_presets()
     if args.json:
@@ -198,12 +198,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..experiments.registry import regenerate
-    from ..runs import RunDir
+    from ..runs.reports import regenerate
+    from ..runs.rundir import RunDir
 
     run = RunDir.open_existing(args.run_dir)
     run.starts()  # a corrupt env.json is named (RunFileError), not skipped
-    from ..runs import load_tensors
+    from ..runs.rundir import load_tensors
 
     for tensors in sorted(run.path.glob("*.safetensors")):  # e.g. a truncated action.safetensors
         load_tensors(tensors)
@@ -225,7 +225,7 @@ def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,
     """
     import dataclasses
 
-    from ..experiments.configs import resolve_discover_config
+    from ..discovery.resolve import resolve_discover_config
     from .options import int_option, seeds_option
 
     seeds = seeds_option(args.seeds if args.seeds is not None else "0")
@@ -242,8 +242,8 @@ def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,
 
 
 def cmd_experiment_objectives(args: argparse.Namespace) -> int:
-    from ..experiments.objectives import ObjectivesConfig, run
-    from ..runs import RunDir, default_run_dir
+    from ..experiments.discovery.table1 import ObjectivesConfig, run
+    from ..runs.rundir import RunDir, default_run_dir
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     cfg = _experiment_config(ObjectivesConfig, args, lambda c: [c.preset], variants, preset=args.preset,
@@ -253,8 +253,8 @@ def cmd_experiment_objectives(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
-    from ..experiments.lifting import LiftingConfig, run
-    from ..runs import RunDir, default_run_dir
+    from ..experiments.discovery.lifting import LiftingConfig, run
+    from ..runs.rundir import RunDir, default_run_dir
 
     values = {} if args.unit_beta is None else {"unit_beta": args.unit_beta}
     cfg = _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"], **values)
@@ -263,13 +263,13 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.transformer_discovery import (
+    from ..experiments.discovery.transformer import (
         PRESET,
         TransformerDiscoveryConfig,
         run,
         subrun_configs,
     )
-    from ..runs import RunDir, default_run_dir
+    from ..runs.rundir import RunDir, default_run_dir
     from .options import int_option
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]

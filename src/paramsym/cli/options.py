@@ -86,7 +86,7 @@ def open_run(args: argparse.Namespace, *, kind: str, config_flags: Mapping[str, 
 
     Args:
         args: parsed arguments with ``out`` and ``resume``.
-        kind: the run kind of the command (a key of :data:`paramsym.experiments.registry.KINDS`).
+        kind: the run kind of the command (a key of :data:`paramsym.runs.kinds.KINDS`).
         config_flags: the command's configuration flags (refused with ``--resume``).
         default: the directory when neither ``--out`` nor ``--resume`` is given (``None``: a new
             temporary directory, removed at exit: the command prints its result and keeps no files).
@@ -97,8 +97,8 @@ def open_run(args: argparse.Namespace, *, kind: str, config_flags: Mapping[str, 
             (or the default) not empty.
     """
     from ..errors import ConfigError, RunDirError
-    from ..experiments.registry import KINDS
-    from ..runs import RunDir
+    from ..runs.kinds import KINDS
+    from ..runs.rundir import RunDir
 
     command = KINDS[kind].command
     resume, out = getattr(args, "resume", None), getattr(args, "out", None)
@@ -140,12 +140,12 @@ def run_kind(args: argparse.Namespace, *, kind: str, cfg: Any, config_flags: Map
 
     Opens the run directory by :func:`open_run` (the ``--out``/``--resume`` rule), reloads the
     stored configuration when resuming (``cfg`` is then ignored), sets the torch threads and calls
-    :func:`paramsym.experiments.registry.execute` with the command line, ``--json``/``--quiet``
+    :func:`paramsym.runs.execute.execute` with the command line, ``--json``/``--quiet``
     (no progress bars) and the config's ``seed`` where it has one. Returns ``(run, cfg, outcome)``
     (``cfg``: the configuration that ran, the stored one when resuming). ``threads=None``: a kind
     that never uses torch (``group``, ``attention ...``), which is then not imported.
     """
-    from ..experiments.registry import execute, load_run_config
+    from ..runs.execute import execute, load_run_config
 
     run, resuming = open_run(args, kind=kind, config_flags=config_flags)
     if resuming:

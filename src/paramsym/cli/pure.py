@@ -64,7 +64,7 @@ def _kind(parser: argparse.ArgumentParser, kind: str, build: Callable[[argparse.
     def func(args: argparse.Namespace) -> int:
         if args.out is None and args.resume is None:
             return plain(args)
-        from ..experiments.kind_math import OUTPUT
+        from ..kinds.math import OUTPUT
         from .options import run_kind
 
         cfg = None  # read back from the run directory when resuming

@@ -8,7 +8,7 @@
 Prints a markdown table (claim, kind, source, paper, ours, holds yes/no/—, budget, wall / CPU
 seconds, code version) and a summary line; ``--json`` prints ``{"rows": [...], "summary": {...}}``
 with ``summary`` = ``reproduced``, ``failing``, ``not_evaluated``, ``related``, ``measurements``,
-``stale`` (claim ids) and their ``counts`` (:mod:`paramsym.experiments.reproduce.engine`).
+``stale`` (claim ids) and their ``counts`` (:mod:`paramsym.reproduce.engine`).
 ``--quick`` runs the reduced budgets (CI): trained claims are then not evaluated (holds ``null``).
 ``--out DIR`` keeps the run directories and figures; a finished run there is reused only when its
 ``config_hash`` and ``code_version`` match, a stale one is refused (named error, exit 2) unless
@@ -58,8 +58,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.threads < 1:
         raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
-    from ..experiments.reproduce import CLAIMS, RUNS, get_claims, markdown, reproduce
-    from ..experiments.reproduce.engine import preflight, summary
+    from ..reproduce import CLAIMS, RUNS, get_claims, markdown, reproduce
+    from ..reproduce.engine import preflight, summary
 
     if args.list:
         given = [f for f, on in (("--quick", args.quick), ("--out", args.out), ("--write-docs", args.write_docs),
@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.write_docs:
         if not os.path.isdir(args.write_docs):
             raise ConfigError(f"--write-docs {args.write_docs!r} is not a directory; give the docs directory (e.g. docs).")
-        from ..experiments.reproduce.docs import read_store
+        from ..reproduce.docs import read_store
 
         read_store(args.write_docs)  # a corrupt store is refused before anything runs
     preflight(args.claims, args.out, args.quick, reuse)  # foreign, corrupt or stale runs: refused before anything runs
@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     log = None if (args.quiet or args.json) else (lambda s: print(s, file=sys.stderr, flush=True))
     rows = reproduce(args.claims, quick=args.quick, out=args.out, log=log, reuse=reuse)
     if args.write_docs:
-        from ..experiments.reproduce.docs import write_docs
+        from ..reproduce.docs import write_docs
 
         for path in write_docs(rows, args.write_docs):
             if log:

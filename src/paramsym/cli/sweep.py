@@ -5,14 +5,14 @@
     paramsym sweep SPEC.yaml [--out DIR] [--backend local|ray] [--workers N] [--json] [--quiet] [--plan]
     paramsym sweep [SPEC.yaml] --resume DIR      (or: SPEC.yaml --out DIR --resume)
 
-The output directory is a run of kind ``sweep`` (:mod:`paramsym.experiments.sweep.kind`):
+The output directory is a run of kind ``sweep`` (:mod:`paramsym.sweep.kind`):
 ``config.json`` (the spec), ``metrics.json`` (= ``table.json``), ``env.json``, ``report.md``,
 ``table.md``, ``stages.json`` and ``trials/`` (the checkpoints: one discovery run per trial);
 ``paramsym report DIR`` renders it. ``--resume DIR`` continues it with the spec it was started
 with; a SPEC given with ``--resume`` must be that spec (an edited one is refused).
 
 Only the standard library at the top level (see :mod:`paramsym.cli`); the sweep itself is
-:func:`paramsym.experiments.sweep.run_sweep`.
+:func:`paramsym.sweep.run_sweep`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import os
 
     from ..errors import ConfigError, SweepSpecError
-    from ..experiments.sweep import budget, load_spec, run_sweep
+    from ..sweep import budget, load_spec, run_sweep
     from .options import command_line, int_option
 
     workers = int_option(args.workers, "--workers", 1)
@@ -92,7 +92,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(table, indent=2))
     else:
-        from ..experiments.sweep.table import render_table
+        from ..sweep.table import render_table
 
         print(render_table(table))
     return 0

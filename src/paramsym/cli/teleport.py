@@ -12,15 +12,15 @@ orbit objective in the Lie algebra of an exact action, the loss checked to stay 
 :mod:`paramsym.teleport`), and reports ``step_ratio`` (median over seeds of steps to the target
 loss without teleports / with), ``max_loss_change`` (largest relative loss change of a teleport)
 and ``grad_norm_factor``. ``--seeds`` lists the seed values, as in every command (default: the
-preset's ``0 .. n−1``). ``--out DIR`` keeps the run directory (:mod:`paramsym.experiments.kind_teleport`:
+preset's ``0 .. n−1``). ``--out DIR`` keeps the run directory (:mod:`paramsym.kinds.teleport`:
 ``config.json``, ``metrics.json``, ``env.json``, ``report.md``, ``result.json`` with every loss
 curve, ``loss_<optimizer>.png`` and one checkpoint per finished (optimizer, seed)); ``--resume DIR``
 continues an interrupted run there. The presets are described in
-:mod:`paramsym.experiments.teleport_presets`.
+:mod:`paramsym.kinds.teleport_presets`.
 
 ``--action RUN_DIR`` teleports the target of a ``paramsym discover`` run with the run's learned
 action (level-set tolerance 1e-6 relative loss change, every step checked;
-:mod:`paramsym.experiments.teleport_learned`; run kind ``teleport-learned``) and reports the loss
+:mod:`paramsym.kinds.teleport_learned`; run kind ``teleport-learned``) and reports the loss
 change and whether it is within the tolerance.
 """
 
@@ -36,7 +36,7 @@ _PRESETS = ("booth", "rosenbrock", "regression-mlp", "digits-mlp")
 
 
 def register(subparsers) -> None:
-    from ..experiments.teleport_presets import PRESETS
+    from ..kinds.teleport_presets import PRESETS
     from .options import add_run_options
 
     p = subparsers.add_parser(
@@ -68,10 +68,10 @@ def _kind_of(args: argparse.Namespace) -> str:
     """The run kind: that of the ``--resume`` directory when it holds a teleport run, else by ``--action``."""
     import os
 
-    from ..experiments.kind_teleport import KIND, LEARNED_KIND
+    from ..kinds.teleport import KIND, LEARNED_KIND
 
     if args.resume is not None and os.path.isfile(os.path.join(args.resume, "config.json")):
-        from ..runs import RunDir
+        from ..runs.rundir import RunDir
 
         have = RunDir(args.resume).kind()
         if have in (KIND, LEARNED_KIND):
@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..errors import ConfigError
-    from ..experiments.kind_teleport import KIND, LearnedTeleportConfig, TeleportConfig
+    from ..kinds.teleport import KIND, LearnedTeleportConfig, TeleportConfig
     from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     run, cfg, outcome = run_kind(args, kind=kind, cfg=cfg, config_flags=flags, threads=threads, seed=None)
     if kind != KIND:
         return _print_learned(args, dict(outcome.metrics) | run.read_json("timing.json"))
-    from ..experiments.teleport_report import summary
+    from ..kinds.teleport_report import summary
 
     s = summary(run.read_json("result.json"))
     if args.json:

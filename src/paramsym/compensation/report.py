@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..plots import pyplot, save
-from ..runs import RunDir
+from ..runs.rundir import RunDir
 
 __all__ = ["report_markdown", "write_figures"]
 

@@ -2,7 +2,7 @@
 
 :func:`discover` (Python, one configuration), :func:`start_run`, :func:`resume_run` and
 :func:`run_discovery` (the run kind's ``run``). Files written into the run directory (see
-:mod:`paramsym.runs`): ``config.json`` and ``block.json`` (:mod:`.files`), ``env.json`` (one
+:mod:`paramsym.runs.rundir`): ``config.json`` and ``block.json`` (:mod:`.files`), ``env.json`` (one
 entry per start), ``checkpoint/`` (every ``train.checkpoint_every`` steps and every
 ``train.checkpoint_seconds`` seconds, atomic), ``action.safetensors`` (final weights),
 ``history.json`` (loss curves), ``curves.json`` (generated curves), ``metrics.json`` (verdict
@@ -30,7 +30,7 @@ import torch
 from ..actions.learned import LearnedAction
 from ..config import validate_tree
 from ..errors import ConfigError, RunDirError, RunFileError
-from ..runs import RunDir, default_run_dir, save_tensors
+from ..runs.rundir import RunDir, default_run_dir, save_tensors
 from ..targets import Target
 from .config import DiscoverConfig, DiscoverOverrides
 from .evaluation import evaluate_action

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..config import from_dict, to_dict
 from ..errors import BlockMismatchError, ConfigError, RunDirError, RunFileError
-from ..runs import RunDir
+from ..runs.rundir import RunDir
 from ..targets import Target
 from .config import DiscoverConfig
 from .problem import DiscoveryProblem

@@ -12,7 +12,7 @@ from ..actions.base import GroupAction
 from ..actions.learned import LearnedAction
 from ..errors import BlockMismatchError, ConfigError, RunDirError, RunFileError
 from ..groups.lie import MatrixLieGroup
-from ..runs import RunDir, load_tensors
+from ..runs.rundir import RunDir, load_tensors
 from ..targets import Target
 from .config import DiscoverConfig
 from .files import check_block, load_config, read_block

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import plots
 from ..errors import RunFileError
-from ..runs import RunDir
+from ..runs.rundir import RunDir
 from ..verdict import METRICS, declared_cell
 
 #: What the report reads from each file: the JSON type and the keys it needs.

@@ -9,7 +9,7 @@
 The command is a typed configuration, :class:`DescribeConfig` (flags mapped by
 :func:`paramsym.options.config_from_flags`), and one computation, :func:`describe_outputs`
 (``--json`` data and the printed text); the run kind ``group``
-(:mod:`paramsym.experiments.kind_math`, ``paramsym group ... --out DIR``) runs the same.
+(:mod:`paramsym.kinds.math`, ``paramsym group ... --out DIR``) runs the same.
 """
 
 from __future__ import annotations

@@ -1,0 +1,68 @@
+"""What every attribution preset writes: ``config.json``, ``env.json``, ``metrics.json``.
+
+An attribution preset is ``run(cfg, out, *, progress=True) -> summary`` (registered in
+:mod:`paramsym.kinds.catalog`). It writes into the run directory ``out``:
+
+* ``config.json`` with ``"kind": "attribution"``, ``"preset": <name>`` and ``"config"`` (its
+  resolved configuration);
+* figures under ``out.figures``;
+* ``metrics.json`` holding at least ``{"summary": <the returned dict>}``;
+* ``env.json`` (``out.write_env(seed)``);
+
+and returns the **summary** (JSON-able), which ``paramsym attribute --json`` prints::
+
+    {"preset": str, "stage": str | None,
+     "lifts": [LiftRecord.to_json(), ...],   # c*, b* at the start (residual, rank, verdict)
+     "flows": [FlowRecord.to_json(), ...],   # one per (flow mode, direction)
+     "paper": {...} | None}                  # the source's numbers, for side-by-side
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...attribution.flows import LiftRecord
+from ...config import to_dict
+from ...runs.rundir import RunDir
+
+__all__ = ["finish_run", "lift_records"]
+
+
+def lift_records(att) -> list[LiftRecord]:
+    """The two summary rows of an :class:`~paramsym.attribution.problem.Attribution`: ``c*`` and ``b*``."""
+    return [
+        LiftRecord("c*", "eta", att.c.residual, att.c.rank, att.c.target_norm, float(att.c.direction.norm()),
+                   att.c.liftable(), att.c.verdict("symmetry direction η (c* = J⁺η)")),
+        LiftRecord("b*", "-delta", att.b.residual, att.b.rank, att.b.target_norm, float(att.b.direction.norm()),
+                   att.b.liftable(), att.b.verdict("equivariance direction −δ (b* = J⁺(−δ))")),
+    ]
+
+
+def finish_run(
+    out: RunDir,
+    *,
+    preset: str,
+    config: Any,
+    summary: Mapping[str, Any],
+    metrics: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    **config_extra: Any,
+) -> None:
+    """Write ``config.json`` (``kind = "attribution"``), ``env.json`` and ``metrics.json``.
+
+    Args:
+        out: the run directory.
+        preset: preset name.
+        config: the resolved configuration (a dataclass or a mapping).
+        summary: the ``--json`` summary (stored as ``metrics["summary"]``).
+        metrics: further metrics for the report (merged beside ``summary``).
+        seed: recorded in ``env.json``.
+        config_extra: extra top-level config keys (e.g. ``stage``).
+    """
+    cfg = to_dict(config) if not isinstance(config, Mapping) else dict(config)
+    out.write_json("config.json", {"kind": "attribution", "preset": preset, **config_extra, "config": cfg})
+    out.write_env(seed)
+    full = dict(metrics or {})
+    full["summary"] = dict(summary)
+    out.write_json("metrics.json", full)

@@ -1,0 +1,132 @@
+"""The ``align`` run kind: two models aligned modulo their symmetries and merged (``paramsym align``).
+
+:class:`AlignConfig` names two model files (``models``: safetensors MLP chains or
+``save_pretrained`` directories) or a preset (``preset``: two models trained here from seeds 0
+and 1, :mod:`paramsym.kinds.align_presets`). :func:`run` aligns B to A
+(:func:`paramsym.alignment.align.align`: weight matching, then the continuous symmetries that
+apply) and writes ``merged.safetensors`` (the midpoint of A and the aligned B), ``path_loss.png``
+and ``result.json`` (the summary and the path curves, with wall times). Metrics: the summary
+(``barrier_before``, ``barrier_permutation``, ``barrier_full`` (+ ``_train``), ``function_error``,
+distances, ...) plus ``points`` and ``model``, without the wall-clock ``seconds`` (in
+``timing.json``).
+
+Checkpoint: a preset's two trained models are cached as safetensors as each finishes (under
+``cache_dir``, keyed by every training setting), so ``--resume`` of a run interrupted while
+training reuses the finished model and trains only the other; the training and the alignment
+are seeded, so the resumed run's ``metrics.json`` equals an uninterrupted one's byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from ..presets import Preset, PresetTable
+
+__all__ = ["ALIGN_PRESETS", "KIND", "AlignConfig", "render", "run"]
+
+KIND = "align"
+
+
+def _preset(name: str, summary: str) -> Preset:
+    return Preset(name, KIND, "paramsym align --preset " + name, summary)
+
+
+#: the ``paramsym align --preset`` entries (listed by ``paramsym list``; built by
+#: :func:`paramsym.kinds.align_presets.load_preset`)
+ALIGN_PRESETS: PresetTable = PresetTable("alignment preset", [
+    _preset("digits-mlp", "two MLPs 64→32→32→10 trained on digits from seeds 0 and 1 (cached), aligned and merged"),
+    _preset("modadd-transformer", "two 2-layer GPT-2s trained on addition mod 23 from seeds 0 and 1 (cached), "
+            "aligned and merged"),
+])
+
+
+@dataclass(frozen=True)
+class AlignConfig:
+    """One ``paramsym align`` run.
+
+    Attributes:
+        models: the two models A, B (files or directories); empty with ``preset``.
+        preset: a key of :data:`ALIGN_PRESETS` (``None`` with ``models``).
+        symmetries: subset of ``permutation``, ``rescaling``, ``attention`` (``None``: all that apply).
+        data: evaluation data of model files: ``auto``, ``digits``, ``modadd:P``.
+        activation: activation of an MLP given as safetensors.
+        width: the preset's hidden width (digits-mlp) / ``n_embd`` (modadd); ``None``: the preset's.
+        cache_dir: where presets cache their trained models (``None``: ``$PARAMSYM_CACHE`` or
+            ``~/.cache/paramsym``; the command records the resolved directory).
+        points: points on the path, both ends included.
+        seed: seed of the coordinate-descent order.
+        max_memory: memory budget of the path curves, in bytes (checked before any work).
+    """
+
+    models: tuple[str, ...] = ()
+    preset: str | None = None
+    symmetries: tuple[str, ...] | None = None
+    data: str = "auto"
+    activation: str = "relu"
+    width: int | None = None
+    cache_dir: str | None = None
+    points: int = 25
+    seed: int = 0
+    max_memory: int = 2 * 2**30
+
+    @classmethod
+    def quick(cls) -> AlignConfig:
+        """The digits MLP preset at width 8, 5 path points (seconds once its models are cached)."""
+        return cls(preset="digits-mlp", width=8, points=5)
+
+    def validate(self) -> None:
+        """Check the fields (a named :class:`ConfigError` for the first bad one)."""
+        if (self.preset is None) == (not self.models):
+            raise ConfigError("give either two models A B or --preset NAME (not both, not neither).")
+        if self.models and len(self.models) != 2:
+            raise ConfigError(f"give exactly two models A B; received {len(self.models)}: {list(self.models)}.")
+        if self.preset is not None:
+            ALIGN_PRESETS.get_preset(self.preset)
+        if self.width is not None and self.width < 2:
+            raise ConfigError(f"--width must be an integer >= 2 (the hidden width / n_embd of the preset); received "
+                              f"{self.width}.")
+        from ..alignment.align import check_points
+
+        check_points(self.points, self.max_memory)
+
+
+def _title(cfg: dict[str, Any]) -> str:
+    return f"Alignment: preset {cfg['preset']}" if cfg.get("preset") else "Alignment"
+
+
+def run(cfg: AlignConfig, out, *, progress: bool = False) -> dict[str, Any]:
+    """Align, merge and write the run's files (module docstring); return the metrics."""
+    import torch
+
+    from ..alignment.align import align
+    from ..alignment.io import data_for, load_pair, write_outputs
+
+    cfg.validate()
+    syms = None if cfg.symmetries is None else list(cfg.symmetries)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    if cfg.preset:
+        from .align_presets import load_preset
+
+        arch, a, b, data, info = load_preset(cfg.preset, cache_dir=cfg.cache_dir, width=cfg.width)
+    else:
+        arch, a, b, info = load_pair(cfg.models[0], cfg.models[1], cfg.activation)
+        data, name = data_for(arch, cfg.data, info)
+        if arch.kind == "hf":
+            arch.info["n_classes"] = data.num_classes
+        info = dict(info) | {"A": cfg.models[0], "B": cfg.models[1], "data": name}
+    result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen, max_memory=cfg.max_memory)
+    summary = result.summary() | {"points": cfg.points, "model": info}
+    write_outputs(out, result, a, summary, _title({"preset": cfg.preset}))
+    out.write_json("timing.json", {"seconds": summary.pop("seconds")})
+    return summary
+
+
+def render(run_dir) -> str:
+    """``report.md`` of an align run, from its ``metrics.json`` and ``timing.json``."""
+    from ..alignment.io import render_report
+
+    m = run_dir.read_json("metrics.json")
+    seconds = run_dir.read_json("timing.json")["seconds"] if run_dir.has("timing.json") else None
+    return render_report(m | {"seconds": seconds}, _title(run_dir.read_json("config.json")))

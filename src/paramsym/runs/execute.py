@@ -1,0 +1,164 @@
+"""The run verb: :func:`execute` (the one place a run directory's common files are written, fresh
+or resumed) and :func:`load_run_config` (the typed configuration of a run, back from its
+``config.json``, with :func:`config_from_json`).
+
+It imports :mod:`.kinds` and :mod:`.reports`, neither of which imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ParamsymError, RunDirError, RunFileError
+from .kinds import checked_config, get_kind
+from .reports import render
+
+__all__ = ["Outcome", "config_from_json", "execute", "load_run_config"]
+
+
+# ------------------------------------------------------------------------------- the runner
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What :func:`execute` returns: the metrics, the run directory, and whether the run had
+    already finished before this call (``--resume`` of a finished run)."""
+
+    metrics: dict[str, Any]
+    run: Any
+    already_finished: bool = False
+
+
+def _field_value(tp: Any, value: Any) -> Any:
+    """``value`` (read from JSON) as the type hint ``tp`` of a config field: lists become tuples
+    where the field is a tuple, nested dataclasses are rebuilt."""
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        return config_from_json(tp, value)
+    if (tp is tuple or origin is tuple) and isinstance(value, list):
+        return tuple(value)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", typing.Union)):
+        for arg in typing.get_args(tp):
+            if arg is not type(None):
+                converted = _field_value(arg, value)
+                if converted is not value:
+                    return converted
+    return value
+
+
+def config_from_json(cls: type, data: dict[str, Any]) -> Any:
+    """The dataclass ``cls`` from the JSON object of its fields (other keys, e.g. ``kind``, ignored).
+
+    Raises:
+        RunFileError: ``data`` is not an object or lacks a field without a default.
+    """
+    if not isinstance(data, dict):
+        raise RunFileError(f"a {cls.__name__} is stored as a JSON object; found {type(data).__name__}. Restore "
+                           "config.json, or start the run again.")
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    values = {f.name: _field_value(hints.get(f.name), data[f.name]) for f in dataclasses.fields(cls) if f.name in data}
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise RunFileError(f"config.json does not hold a {cls.__name__} ({exc}); restore it, or start the run "
+                           "again.") from None
+
+
+def load_run_config(run) -> Any:
+    """The typed configuration of run directory ``run`` (by the kind in its ``config.json``).
+
+    Raises:
+        RunDirError: unknown kind, or a kind without a configuration class.
+        RunFileError: ``config.json`` corrupt, or edited since the run started (its ``config_hash``
+            no longer matches the configuration).
+    """
+    from .provenance import config_hash
+
+    data = checked_config(run)
+    kind = get_kind(data.get("kind"))
+    spec = kind.load()
+    if spec.config is None:
+        raise RunDirError(f"{str(run.path)!r} is a {kind.name} run, whose configuration is its preset's; rerun it "
+                          f"with `{kind.command}`.")
+    cfg = config_from_json(spec.config, data)
+    stored = (data.get("provenance") or {}).get("config_hash") if isinstance(data.get("provenance"), dict) else None
+    if stored is not None and stored != config_hash(cfg):
+        raise RunFileError(f"{str(run.file('config.json'))!r} was edited after the run started (its config_hash "
+                           f"{stored!r} no longer matches the configuration); restore it, or start a fresh run with "
+                           "--out NEWDIR.")
+    return cfg
+
+
+def _discard(out) -> None:
+    """Remove the files :func:`execute` wrote into a fresh run directory (and it, when left empty)."""
+    import os
+
+    for name in ("config.json", "env.json", "timing.json"):
+        try:
+            os.unlink(out.file(name))
+        except OSError:
+            pass
+    try:
+        os.rmdir(out.path)
+    except OSError:  # not empty (the kind's own files) or already gone
+        pass
+
+
+def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | None = None, progress: bool = True,
+            seed: int | None = None, options: dict[str, Any] | None = None, env: dict[str, Any] | None = None
+            ) -> Outcome:
+    """Run a managed kind: the one place its run directory's common files are written.
+
+    A fresh run writes ``config.json`` = ``{"kind": kind, <fields of cfg>, "provenance": {...}}``
+    (:func:`paramsym.runs.provenance.provenance` of ``cfg`` and ``command``), appends a start to
+    ``env.json``, calls the kind's ``run(cfg, out, progress=...)`` and writes its metrics to
+    ``metrics.json`` and the rendered ``report.md``. With ``resume=True`` the run in ``out``
+    continues: a finished run (``metrics.json`` present) is returned unchanged; otherwise the
+    start is recorded (``resumed: true``) and ``run`` runs again with ``cfg`` (which must be the
+    run's saved configuration, :func:`load_run_config`), continuing from its checkpoint if it
+    keeps one.
+
+    Args:
+        kind: a key of :data:`KINDS` registered with ``managed=True``.
+        cfg: its configuration (an instance of the kind's config class).
+        out: the :class:`~paramsym.runs.rundir.RunDir` (empty for a fresh run).
+        resume: continue the run in ``out``.
+        command: the command line, recorded in the provenance.
+        progress: show progress bars.
+        seed: the seed recorded in ``env.json``.
+        options: run-time options passed on to ``run`` that are not configuration (they do not
+            change the metrics: e.g. the sweep's backend and worker count).
+        env: extra entries of this start in ``env.json`` (e.g. those options).
+
+    Raises:
+        RunDirError: ``kind`` is not a managed kind, or ``out`` holds another kind's run.
+    """
+    from .provenance import canonical, provenance
+
+    spec = get_kind(kind).load()
+    if not spec.managed or spec.config is None or not isinstance(cfg, spec.config):
+        raise RunDirError(f"run kind {kind!r} is not run through execute() with a {type(cfg).__name__}.")
+    if resume:
+        have = out.kind()
+        if have != kind:
+            raise RunDirError(f"{str(out.path)!r} holds a {have} run, not a {kind} run; resume it with "
+                              f"`{get_kind(have).command} --resume {out.path}`.")
+        if out.has("metrics.json"):
+            return Outcome(out.read_json("metrics.json"), out, already_finished=True)
+    else:
+        out.write_json("config.json", {"kind": kind, **canonical(cfg), "provenance": provenance(cfg, command=command)})
+    out.write_env(seed, **{"resumed": resume, **(env or {})})
+    try:
+        metrics = spec.run(cfg, out, progress=progress, **(options or {}))
+    except ParamsymError:
+        if not resume:  # bad input found late (e.g. a layer the model lacks): leave no half-made run behind
+            _discard(out)
+        raise
+    out.write_json("metrics.json", metrics)
+    out.write_text("report.md", render(out))
+    return Outcome(out.read_json("metrics.json"), out)
+
