@@ -83,6 +83,9 @@ def write_checkpoint(shape: str, directory: Path, seed: int = 0) -> int:
 
 
 def _child(what: str, directory: str, dtype: str) -> None:
+    if what == "write":
+        write_checkpoint(dtype, Path(directory))  # dtype carries the shape name here
+        return
     t0 = time.perf_counter()
     out: dict = {}
     if what == "spec":
@@ -146,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for shape in args.shapes.split(","):
         d = Path(args.dir) / shape
-        if not d.exists():
+        if not d.exists():  # written by a child: a forked child's peak RSS counts its parent's pages before exec
             t0 = time.perf_counter()
-            n = write_checkpoint(shape, d)
+            subprocess.run([sys.executable, __file__, "--child", "write", str(d), shape], check=True)
+            n = json.loads((d / "model.safetensors.index.json").read_text())["metadata"]["total_size"] // 2
             print(f"wrote {d}: {n:,} parameters, bf16, {len(list(d.glob('*.safetensors')))} shards, "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
         n = json.loads((d / "model.safetensors.index.json").read_text())["metadata"]["total_size"] // 2
