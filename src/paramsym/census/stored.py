@@ -243,8 +243,8 @@ def rename_architecture(arch: Mapping[str, object], rename: Mapping[str, str]) -
 def _matches(template: str, name: str) -> bool:
     import re
 
-    head, _, tail = template.partition("${layer_index}")
-    return bool(re.fullmatch(re.escape(head) + r"\d+" + re.escape(tail), name)) if _ else template == name
+    head, sep, tail = template.partition("${layer_index}")
+    return bool(re.fullmatch(re.escape(head) + r"\d+" + re.escape(tail), name)) if sep else template == name
 
 
 def loading_estimate(stored: Mapping[str, StoredTensor], copies: int = 3) -> int:

@@ -105,6 +105,9 @@ def report_markdown(result: dict, seconds: float | None = None) -> str:
     for e in result["symmetries"]:
         lines.append(f"| {e['module']} | {e['kind']} | {e['dimension']:,} | {e['discrete_order'] or ''} | "
                      f"{e['verified_error']:.2e} | {e['motion']:.3f} | {'yes' if e['verified'] else '**NO**'} |")
+    if result.get("refused"):  # issue 34: entries refused per layer, with their reasons (not counted)
+        lines += ["", "Refused (not claimed, not counted): "
+                  + "; ".join(f"{r['module']} {r['kind']}: {r['reason']}" for r in result["refused"])]
     if result["unrecognised_modules"]:
         lines += ["", "Modules with parameters that no listed symmetry moves: "
                   + ", ".join(f"{u['module']} ({u['type']})" for u in result["unrecognised_modules"])]
