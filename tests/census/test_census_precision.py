@@ -27,7 +27,9 @@ def test_float64_throughout_removes_float32_islands_and_nothing_else():
         assert y.dtype == torch.float64 and x.float().dtype == torch.float64
         assert x.to(torch.float32).dtype == torch.float64 and x.to(dtype=torch.float32).dtype == torch.float64
         assert torch.zeros(2, dtype=torch.float32).dtype == torch.float64
-        assert x.to(torch.int64).dtype == torch.int64  # other casts untouched
+        assert x.type(torch.float32).dtype == torch.float64
+        assert x.type_as(torch.ones(1, dtype=torch.float32)).dtype == torch.float64
+        assert x.to(torch.int64).dtype == torch.int64 and x.type_as(torch.ones(1, dtype=torch.int32)).dtype == torch.int32
     ref = torch.exp(x - x.max(-1, keepdim=True).values)
     ref = ref / ref.sum(-1, keepdim=True)
     assert float((y - ref).abs().max()) < 1e-15 < float((island - ref).abs().max())

@@ -32,13 +32,14 @@ __all__ = ["Float64Throughout", "PrecisionFloor", "float64_throughout"]
 
 Params = Mapping[str, Tensor]
 
-_CASTS = {torch.Tensor.to, torch.Tensor.type, torch.Tensor.type_as}
+_CASTS = {torch.Tensor.to, torch.Tensor.type}
 
 
 class Float64Throughout(TorchFunctionMode):
     """Inside this mode a float64 forward pass stays in float64: a ``dtype=torch.float32``
     argument (softmax, factories, ``.to``) becomes ``torch.float64``, ``Tensor.float()`` becomes
-    ``Tensor.double()``, and ``.to(torch.float32)`` / ``.type(torch.float32)`` become float64.
+    ``Tensor.double()``, and ``.to(torch.float32)`` / ``.type(torch.float32)`` /
+    ``.type_as(<a float32 tensor>)`` become float64.
     Nothing else is changed, so the result is the same computation without float32 rounding."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -47,8 +48,11 @@ class Float64Throughout(TorchFunctionMode):
             kwargs["dtype"] = torch.float64
         if func is torch.Tensor.float:
             func = torch.Tensor.double
+        elif func is torch.Tensor.type_as and len(args) == 2 and getattr(args[1], "dtype", None) == torch.float32:
+            func, args = torch.Tensor.double, args[:1]
         elif func in _CASTS:
-            args = tuple(torch.float64 if a is torch.float32 or a == "torch.FloatTensor" else a for a in args)
+            args = tuple(torch.float64 if a is torch.float32 or (isinstance(a, str) and a == "torch.FloatTensor") else a
+                         for a in args)
         return func(*args, **kwargs)
 
 
