@@ -75,9 +75,13 @@ def _small_config(cfg: Any) -> tuple[Any, str, int]:
 
 
 def _random_weights(model: nn.Module, gen: torch.Generator, std: float = 0.2) -> None:
+    """Seeded random weights: matrices ``N(0, 1/fan)`` (``fan`` = their last axis, so activations
+    stay O(1) at real widths and the softmax does not saturate — a saturated softmax hides the
+    keys' reach to later tokens from the tracer), vectors ``N(0, std²)``, norm scales ``1 + N(0, std²)``."""
     with torch.no_grad():
         for p in model.parameters():
-            noise = std * torch.randn(p.shape, generator=gen, dtype=p.dtype)
+            scale = std if p.dim() < 2 else p.shape[-1] ** -0.5
+            noise = scale * torch.randn(p.shape, generator=gen, dtype=p.dtype)
             p.copy_(1 + noise if p.dim() == 1 and bool((p == 1).all()) else noise)
 
 
