@@ -154,7 +154,7 @@ def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: in
     if max_memory is not None:
         check_memory(4 * n_small * itemsize, f"tracing a {TRACE_LAYERS}-layer copy of {type(full).__name__} "
                      f"({n_small:,} parameters in {str(dtype).removeprefix('torch.')}, ×4 for the tracer)", max_memory,
-                     "Give the export more memory, or run it where the two layers fit.")
+                     "Pass --dtype float32 to halve it.")
     del shell
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
