@@ -242,7 +242,7 @@ def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,
 
 
 def cmd_experiment_objectives(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.table1 import ObjectivesConfig, run
+    from ..experiments.discovery.table1.run import ObjectivesConfig, run
     from ..runs.rundir import RunDir, default_run_dir
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -253,7 +253,7 @@ def cmd_experiment_objectives(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.lifting import LiftingConfig, run
+    from ..experiments.discovery.lifting.run import LiftingConfig, run
     from ..runs.rundir import RunDir, default_run_dir
 
     values = {} if args.unit_beta is None else {"unit_beta": args.unit_beta}
@@ -263,7 +263,7 @@ def cmd_experiment_lifting(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.transformer import (
+    from ..experiments.discovery.transformer.run import (
         PRESET,
         TransformerDiscoveryConfig,
         run,

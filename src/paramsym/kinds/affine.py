@@ -69,16 +69,15 @@ def run(cfg: AffineConfig, out, *, progress: bool = False) -> dict[str, Any]:
     """Solve and analyse the affine algebra of ``cfg.preset``; return the metrics (module docstring)."""
     import torch
 
-    from ..exact.affine import solve_affine
+    from ..exact.affine import AffineSolverConfig, solve_affine
     from ..exact.presets import build_preset, expected_dimension
     from ..groups.algebra import structure_constants
     from ..groups.brackets import commutativity
 
     cfg.validate()
     target, ansatz = build_preset(cfg.preset, cfg.seed)
-    res = solve_affine(target, ansatz, samples=cfg.samples, tol=cfg.tol, rule=cfg.rule,
-                       generator=torch.Generator().manual_seed(cfg.seed + 1), progress=progress,
-                       max_memory=cfg.max_memory)
+    solver = AffineSolverConfig(samples=cfg.samples, tol=cfg.tol, rule=cfg.rule, max_memory=cfg.max_memory)
+    res = solve_affine(target, ansatz, solver, generator=torch.Generator().manual_seed(cfg.seed + 1), progress=progress)
     metrics = res.summary()
     out.write_json("timing.json", {"seconds": metrics.pop("seconds")})
     metrics["preset"], metrics["expected"] = cfg.preset, expected_dimension(cfg.preset)

@@ -17,19 +17,19 @@ def discovery() -> KindSpec:
 
 
 def objectives() -> KindSpec:
-    from ..experiments.discovery import table1 as objectives
+    from ..experiments.discovery.table1 import run as objectives
 
     return KindSpec(objectives.ObjectivesConfig, objectives.run, objectives.render)
 
 
 def lifting() -> KindSpec:
-    from ..experiments.discovery import lifting
+    from ..experiments.discovery.lifting import run as lifting
 
     return KindSpec(lifting.LiftingConfig, lifting.run, lifting.render)
 
 
 def transformer() -> KindSpec:
-    from ..experiments.discovery import transformer as transformer_discovery
+    from ..experiments.discovery.transformer import run as transformer_discovery
 
     return KindSpec(transformer_discovery.TransformerDiscoveryConfig, transformer_discovery.run,
                     transformer_discovery.render)

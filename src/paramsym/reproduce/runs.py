@@ -141,20 +141,20 @@ TRANSFORMER_FLOW_SEEDS = [6, 7, 8]
 
 
 def _objectives_cfg(quick: bool):
-    from ..experiments.discovery import table1 as objectives
+    from ..experiments.discovery.table1 import run as objectives
 
     return objectives.ObjectivesConfig.quick() if quick else objectives.ObjectivesConfig(seeds=list(OBJECTIVES_SEEDS))
 
 
 def _lifting_cfg(quick: bool):
-    from ..experiments.discovery import lifting
+    from ..experiments.discovery.lifting import run as lifting
 
     return lifting.LiftingConfig.quick() if quick else lifting.LiftingConfig(
         seeds=list(LIFTING_SEEDS), unit_beta=lifting.EQUAL_FIELD)
 
 
 def _transformer_cfg(quick: bool):
-    from ..experiments.discovery import transformer as td
+    from ..experiments.discovery.transformer import run as td
 
     if quick:
         return td.TransformerDiscoveryConfig.quick()
@@ -191,9 +191,9 @@ def _experiment(module: str, make_cfg: Callable[[bool], Any]) -> Callable[[bool]
     return make
 
 
-_objectives = _experiment("discovery.table1", _objectives_cfg)
-_lifting = _experiment("discovery.lifting", _lifting_cfg)
-_transformer = _experiment("discovery.transformer", _transformer_cfg)
+_objectives = _experiment("discovery.table1.run", _objectives_cfg)
+_lifting = _experiment("discovery.lifting.run", _lifting_cfg)
+_transformer = _experiment("discovery.transformer.run", _transformer_cfg)
 
 
 def _attribution_cfg(preset: str, stage: str | None, overrides: tuple[str, ...] = (),
@@ -310,14 +310,14 @@ RUNS: dict[str, RunSpec] = {
     for r in (
         _spec("objectives", "paramsym experiment objectives --seeds 1,2,3,4,5", _objectives,
               "≈ 30 min (10 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
-              "took ≈ 5 min at low load)", config=_experiment_config("discovery.table1", _objectives_cfg)),
+              "took ≈ 5 min at low load)", config=_experiment_config("discovery.table1.run", _objectives_cfg)),
         _spec("lifting", "paramsym experiment lifting --seeds 5,6,7,8,9 --unit-beta equal-field", _lifting,
               "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; protocol v2: 1,184 s wall, 1,067 CPU s for all ten on one thread, code 60559f4)",
-              config=_experiment_config("discovery.lifting", _lifting_cfg)),
+              config=_experiment_config("discovery.lifting.run", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
               "27 sub-runs (3 units × hybrid, finite, flow × 3 seeds), 164–249 CPU s each (≈ 93 CPU min; protocol v3: "
               "5,660 s wall on two one-thread processes, code d30b7d3; docs/discovery.md)",
-              config=_experiment_config("discovery.transformer", _transformer_cfg)),
+              config=_experiment_config("discovery.transformer.run", _transformer_cfg)),
         _spec("compensation", "paramsym compensate --model minilm --layer 3 --unit 7 --tokens 16 --json",
               _compensation, "≈ 15 s (closed form)", exact=True),
         _spec("annulus-wedge", "paramsym attribute --preset annulus-wedge --set protocol=paper --set gauge=paper",

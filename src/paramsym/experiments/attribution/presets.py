@@ -38,7 +38,7 @@ def _annulus() -> PresetSpec:
 
 
 def _sanity() -> PresetSpec:
-    from . import sanity
+    from .sanity import run as sanity
 
     return PresetSpec(sanity.SanityConfig, sanity.run)
 

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ...config import to_dict
-from ...discovery.config import DiscoverOverrides
-from ...discovery.resolve import (
+from ....config import to_dict
+from ....discovery.config import DiscoverOverrides
+from ....discovery.resolve import (
     QUICK_DISCOVER_STEPS,
     quick_discover_overrides,
     resolve_discover_config,
 )
-from ...errors import ConfigError
-from ...runs.rundir import RunDir, default_run_dir
+from ....errors import ConfigError
+from ....runs.rundir import RunDir, default_run_dir
 
 KIND = "discovery-objectives"
 PAPER = {"sigmoid-scalar": {"finite": 0.306e-2, "hybrid": 0.037e-2, "motion": 0.12}}
@@ -72,8 +72,8 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`): ``"refuse"``
     (StaleRunError before anything is written), ``"rerun"`` or ``"stale"``.
     """
-    from ...discovery.run import run_discovery
-    from ...runs.reuse import plan_subrun, run_subrun, write_subruns
+    from ....discovery.run import run_discovery
+    from ....runs.reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
     configs = subrun_configs(cfg)

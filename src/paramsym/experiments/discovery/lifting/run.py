@@ -25,17 +25,18 @@ import numpy as np
 import torch
 from torch.func import vmap
 
-from ... import plots
-from ...config import to_dict
-from ...discovery.config import DiscoverOverrides
-from ...discovery.resolve import (
+from .... import plots
+from ....actions.base import float64_copy
+from ....config import to_dict
+from ....discovery.config import DiscoverOverrides
+from ....discovery.resolve import (
     QUICK_DISCOVER_STEPS,
     quick_discover_overrides,
     resolve_discover_config,
 )
-from ...options import float_option
-from ...runs.rundir import RunDir
-from ...verdict import median, output_scale, p95
+from ....options import float_option
+from ....runs.rundir import RunDir
+from ....verdict import median, output_scale, p95
 
 KIND = "discovery-lifting"
 PAPER_RATIO = 5.8
@@ -80,9 +81,7 @@ class LiftingConfig:
 
 def host_curve(action, problem, rhos, samples: int, host_std: float, seed: int, s_F: float) -> dict[str, list[float]]:
     """Displacement medians and full-network error p95 of one action, per ρ (one factor)."""
-    import copy
-
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     host = problem.host.to(torch.float64)
     idx = problem.host_index
     gen = torch.Generator().manual_seed(seed)
@@ -113,9 +112,7 @@ def rescaling_alignment(action, problem, host_std: float, seed: int, n: int = 25
         ``{"cos_median", "sin_p95"}``: the median cosine and the 95th percentile of
         ``sin = ‖w − (⟨w, t̂⟩) t̂‖ / ‖w‖`` (computed from the projection, not as ``√(1 − cos²)``).
     """
-    import copy
-
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     n_in = problem.target.block.entries[0].size  # the incoming row comes first in the block
     gen = torch.Generator().manual_seed(seed)
     base = problem.host.theta0.to(torch.float64)[problem.host_index]
@@ -168,7 +165,7 @@ def equal_field_beta(unit_cfg, all_cfg) -> float:
     computed from both resolved configurations before any training (rounded to 6 significant
     digits, so config.json holds the exact value used).
     """
-    from ...discovery.problems import problem_scales, resolve_problem
+    from ....discovery.problems import problem_scales, resolve_problem
 
     s_unit = problem_scales(resolve_problem(unit_cfg), unit_cfg).s_theta
     s_all = problem_scales(resolve_problem(all_cfg), all_cfg).s_theta
@@ -194,8 +191,8 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`).
     """
-    from ...discovery.run import load_trained, run_discovery
-    from ...runs.reuse import plan_subrun, run_subrun, write_subruns
+    from ....discovery.run import load_trained, run_discovery
+    from ....runs.reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
     configs = subrun_configs(cfg)

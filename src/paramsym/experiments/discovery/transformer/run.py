@@ -29,7 +29,6 @@ Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -39,7 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...actions.ffn_unit import (
+from ....actions.base import float64_copy
+from ....actions.ffn_unit import (
     BETA_RULES,
     EVAL_KEYS,
     Installer,
@@ -48,11 +48,11 @@ from ...actions.ffn_unit import (
     incoming_range,
     motion_beta,
 )
-from ...config import to_dict
-from ...discovery.config import DiscoverOverrides
-from ...discovery.resolve import resolve_discover_config
-from ...errors import ConfigError
-from ...runs.rundir import RunDir
+from ....config import to_dict
+from ....discovery.config import DiscoverOverrides
+from ....discovery.resolve import resolve_discover_config
+from ....errors import ConfigError
+from ....runs.rundir import RunDir
 
 __all__ = ["KIND", "PRESET", "PAPER", "TransformerDiscoveryConfig", "unit_beta", "whole_model_evaluation",
            "train_learned", "learned_edit", "subrun_config", "subrun_configs", "run", "render"]
@@ -195,8 +195,8 @@ def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int 
     ``{"steps", "train_seconds", "cpu_seconds", "wall_seconds", "verdict", "reused", "stale", ...}``
     (``cpu_seconds`` / ``wall_seconds``: of the run that trained it — the recorded ones when reused).
     """
-    from ...discovery.run import load_learned_action, train_run
-    from ...runs.reuse import run_subrun
+    from ....discovery.run import load_learned_action, train_run
+    from ....runs.reuse import run_subrun
 
     dcfg = subrun_config(objective, seed, steps, overrides, problem.name)
     trained: dict[str, Any] = {}
@@ -221,10 +221,10 @@ def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generato
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(θ', θ_unc)``: ``θ' = a(g, θ0)`` for one group element ``g = exp(t h)`` (one factor, ``|t| ≤ rho``)
     in float64, and the same incoming update without compensation (compensators left at θ0)."""
-    from ...actions.ffn_unit import uncompensated_theta
+    from ....actions.ffn_unit import uncompensated_theta
 
     rho = check_rho(rho)
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     grp = act.group
     th0 = problem.target.theta0.double()
     with torch.no_grad():
@@ -280,7 +280,7 @@ def subrun_config(objective: str, seed: int, steps: int | None, overrides, name:
 def unit_problem(cfg: TransformerDiscoveryConfig, layer: int, unit: int | None):
     """The FFN-unit problem of ``[layer, unit]`` on the real all-MiniLM-L6-v2 (``cfg.tokens``-token prefix,
     ``cfg.compensators`` compensators; :func:`paramsym.discovery.transformer.minilm_ffn_unit`)."""
-    from ...discovery.transformer import minilm_ffn_unit
+    from ....discovery.transformer import minilm_ffn_unit
 
     return minilm_ffn_unit(layer=int(layer), unit=unit, tokens=cfg.tokens, compensators=cfg.compensators)
 
@@ -303,7 +303,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     ``problem``: one FFN-unit problem of your own (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
     e.g. on your own BERT-type model) instead of ``cfg.units``, trained with the ``minilm-ffn-unit`` recipe.
     """
-    from ...runs.reuse import plan_subrun, write_subruns
+    from ....runs.reuse import plan_subrun, write_subruns
 
     cfg.validate()
     if problem is not None:
