@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.memory import MemoryBudget
 
 __all__ = ["AffineConfig", "KIND", "render", "run"]
 
@@ -45,7 +46,7 @@ class AffineConfig:
     rule: str = "gap"
     samples: int | None = None
     seed: int = 0
-    max_memory: int = 2 * 2**30
+    max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
 
     @classmethod
     def quick(cls) -> AffineConfig:
