@@ -126,6 +126,9 @@ def test_permutation_spec_export_verified_through_the_file_alone(tmp_path, name)
     spec = json.loads(out.read_text())
     assert set(spec) == {"perms", "axes"}
     state = {k: v.detach() for k, v in model.named_parameters()}
+    # the file names the stored tensors: GPT-NeoX checkpoints store the LM head as embed_out.weight
+    stored = {"embed_out.weight": "lm_head.weight"} if name == "gpt_neox" else {}
+    spec["axes"] = {stored.get(k, k): v for k, v in spec["axes"].items()}
     assert set(spec["axes"]) == set(state)
     D = model.get_input_embeddings().embedding_dim
     assert spec["perms"]["P_res"] == D
@@ -160,6 +163,9 @@ def test_mergekit_export_fields_and_residual_space_through_the_file(tmp_path, na
     assert {"model_type", "architectures", "pre_weights", "num_layers_config_key", "layer_templates", "post_weights"} <= set(arch)
     L = getattr(model.config, arch["num_layers_config_key"])
     state = {k: v.detach() for k, v in model.named_parameters()}
+    stored = {"embed_out.weight": "lm_head.weight"} if name == "gpt_neox" else {}  # the file names stored tensors
+    for e in arch["pre_weights"] + arch["post_weights"]:
+        e["name"] = stored.get(e["name"], e["name"])
     names = [e["name"] for e in arch["pre_weights"] + arch["post_weights"]] + [
         w["name"].replace("${layer_index}", str(i)) for i in range(L) for w in arch["layer_templates"]["weights"]]
     assert sorted(names) == sorted(state)

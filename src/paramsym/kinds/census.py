@@ -134,6 +134,9 @@ def report_markdown(result: dict, seconds: float | None = None) -> str:
         how = (f"{'verified' if rot['verified'] else '**NOT verified**'} on the canonical form (error "
                f"{rot['verified_error']:.1e}, motion {rot['motion']:.2f})" if "verified_error" in rot else rot.get("note", "").rstrip("."))
         lines += ["", f"Residual stream: {rot['group']}, dimension {rot['dimension']:,} — {how}."]
+    if result.get("refused"):  # issue 34: entries refused per layer, with their reasons (not counted)
+        lines += ["", "Refused (not claimed, not counted): "
+                  + "; ".join(f"{r['module']} {r['kind']}: {r['reason']}" for r in result["refused"])]
     if result["unrecognised_modules"]:
         lines += ["", "Modules with parameters that no listed symmetry moves: "
                   + ", ".join(f"{u['module']} ({u['type']})" for u in result["unrecognised_modules"])]
