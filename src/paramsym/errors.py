@@ -241,8 +241,21 @@ class ForeignRunError(RunDirError):
     or deleted."""
 
 
+# -- checkpoints (issue 34) ------------------------------------------------------------------------
+class CheckpointError(InputFileError):
+    """A safetensors checkpoint whose index and shards disagree (a shard missing from the index or
+    from the directory, an index naming a tensor no shard holds), a truncated shard, or a model
+    tensor the checkpoint stores under no name an export can state; raised from the headers, before
+    any tensor is allocated (the message names the file and the tensor)."""
+
+
+class MergekitVersionError(ConfigError):
+    """A MergeKit architecture file of another MergeKit version than the one asked for (0.1.5's
+    ``vocabulary_axis`` versus 0.1.4's ``is_embed``): the other version would drop the field silently."""
+
+
 # -- checkpoints (issue 36) -------------------------------------------------------------------
-class IncompleteCheckpointError(InputFileError):
+class IncompleteCheckpointError(CheckpointError):
     """A saved model whose weights do not match its architecture: a parameter or buffer the
     architecture needs is not stored, a stored tensor the architecture has no place for, a tensor
     of another shape, or a non-floating dtype where a weight belongs (the message names them).
