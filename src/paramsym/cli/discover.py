@@ -44,8 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ex = sub.add_parser("experiment", help="paper comparisons built on discovery runs")
     exs = ex.add_subparsers(dest="experiment", metavar="NAME")
     eo = exs.add_parser("objectives", help="hybrid vs finite (vs infinitesimal) objectives at the same step budget")
-    eo.add_argument("--preset", default="sigmoid-scalar")
-    eo.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
+    eo.add_argument("--preset", default=None, help="discovery preset (default sigmoid-scalar)")
+    eo.add_argument("--variants", default=None, help="comma-separated objective variants (default hybrid,finite)")
     _experiment_arguments(eo, cmd_experiment_objectives)
     el = exs.add_parser("lifting", help="ReLU (2,8,8,1): one unit (boundary output) vs all weights, full-network error")
     el.add_argument("--unit-beta", default=None, help="field magnitude β of the unit action: a number > 0, or "
@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _experiment_arguments(el, cmd_experiment_lifting)
     et = exs.add_parser("transformer", help="all-MiniLM-L6-v2: one FFN unit + 16 compensators, learned (hybrid vs "
                         "finite), installed in the full model; drift vs random and uncompensated edits")
-    et.add_argument("--variants", default="hybrid,finite", help="comma-separated sub-run variants: objectives of the "
+    et.add_argument("--variants", default=None, help="comma-separated sub-run variants (default hybrid,finite): objectives of the "
                     "direct-map action (hybrid, finite, infinitesimal) and flow (the flow action: a group action by "
                     "construction, hybrid objective)")
     et.add_argument("--units", default=None, metavar="L[:U],...", help="the FFN units, e.g. 1,3,5 (in each layer the "
@@ -78,8 +78,9 @@ def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="config override applied to every training run (repeatable)")
     parser.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
-    add_run_options(parser, seed=False, seeds=True, threads=False, resume=False, json="print the comparison metrics as "
-                    "JSON", out="output directory (finished sub-runs in it are reused)")
+    add_run_options(parser, seed=False, seeds=True, threads=False, json="print the comparison metrics as JSON",
+                    out="the run directory (new or empty; default runs/<experiment>-<preset>-<time>); --resume DIR "
+                    "continues it (finished sub-runs reused, interrupted ones resumed from their checkpoints)")
     parser.set_defaults(func=func)
 
 
@@ -111,7 +112,7 @@ def _check_device(device: str, flag: str = "--device") -> None:
 
 def cmd_discover(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
-    from .options import MAX_SEED, device_option, int_option
+    from .options import MAX_SEED, command_line, device_option, int_option
 
     steps = None if args.steps is None else int_option(args.steps, "--steps", 1)
     seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
@@ -137,7 +138,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
         problem = None if run.has("metrics.json") or cfg.problem.preset not in PRESETS else resolve_problem(cfg)
         if problem is not None:
             _set_threads(cfg, problem)
-        res = resume_run(args.resume, device=device, progress=not args.quiet, problem=problem)
+        res = resume_run(args.resume, device=device, progress=not args.quiet, problem=problem,
+                         command=command_line(args))
         if res.already_finished:
             print(f"{res.run.path} is already finished; `paramsym report {res.run.path}` regenerates its report.",
                   file=sys.stderr)
@@ -149,7 +151,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         _check_device(cfg.device, "--device" if device else "device (--set device=...)")
         problem = resolve_problem(cfg)  # built once: the thread count and the run use the same problem
         _set_threads(cfg, problem)
-        res = start_run(cfg, args.out, progress=not args.quiet, problem=problem)
+        res = start_run(cfg, args.out, progress=not args.quiet, problem=problem, command=command_line(args))
     if args.json:
         print(json.dumps(res.metrics, indent=2))
     else:
@@ -241,49 +243,82 @@ def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,
     return cfg
 
 
-def cmd_experiment_objectives(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.table1 import ObjectivesConfig, run
-    from ..runs.rundir import RunDir, default_run_dir
+#: the flags of ``paramsym experiment ...`` that set the configuration (refused beside --resume)
+_EXPERIMENT_FLAGS = ("preset", "variants", "steps", "seeds", "quick", "unit_beta", "units", "compensators", "tokens")
 
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    cfg = _experiment_config(ObjectivesConfig, args, lambda c: [c.preset], variants, preset=args.preset,
-                             variants=variants)
-    out = RunDir(args.out or default_run_dir("objectives", cfg.preset))
-    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+
+def _run_experiment(args: argparse.Namespace, kind: str, module: str, build, prefix: str, name) -> int:
+    """Run ``paramsym experiment ...`` by the one rule of a run (:func:`paramsym.cli.options.open_run`):
+    a fresh run in ``--out`` (default ``runs/<prefix>-<name(cfg)>-<time>``) with the configuration ``build()``
+    (resolved before the directory is created), or ``--resume DIR`` with the run's saved one;
+    through :func:`paramsym.runs.execute.execute` (``module.run``)."""
+    import importlib
+
+    from ..errors import ConfigError
+    from ..runs.execute import load_run_config
+    from ..runs.rundir import default_run_dir
+    from .options import command_line, open_run
+
+    if args.resume is not None:
+        if args.overrides:
+            raise ConfigError("--resume continues a run with its saved configuration; do not pass --set with it (or "
+                              "start a fresh run with --out NEWDIR).")
+        run_dir, resuming = open_run(args, kind=kind, config_flags=dict.fromkeys(_EXPERIMENT_FLAGS))
+        cfg = load_run_config(run_dir)
+    else:
+        cfg = build()
+        run_dir, resuming = open_run(args, kind=kind, default=str(default_run_dir(prefix, name(cfg))))
+    mod = importlib.import_module(f"paramsym.experiments.discovery.{module}")
+    metrics = mod.run(cfg, run_dir, progress=not args.quiet and not args.json, resume=resuming,
+                      command=command_line(args))
+    metrics.pop("timing", None)  # the transformer's timing.json, not part of the metrics
+    return _print_experiment(args, run_dir, metrics)
+
+
+def _variants(args: argparse.Namespace) -> list[str]:
+    return [v.strip() for v in (args.variants or "hybrid,finite").split(",") if v.strip()]
+
+
+def cmd_experiment_objectives(args: argparse.Namespace) -> int:
+    def build():
+        from ..experiments.discovery.table1 import ObjectivesConfig
+
+        variants = _variants(args)
+        return _experiment_config(ObjectivesConfig, args, lambda c: [c.preset], variants,
+                                  preset=args.preset or "sigmoid-scalar", variants=variants)
+
+    return _run_experiment(args, "discovery-objectives", "table1", build, "objectives", lambda cfg: cfg.preset)
 
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.lifting import LiftingConfig, run
-    from ..runs.rundir import RunDir, default_run_dir
+    def build():
+        from ..experiments.discovery.lifting import LiftingConfig
 
-    values = {} if args.unit_beta is None else {"unit_beta": args.unit_beta}
-    cfg = _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"], **values)
-    out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
-    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+        values = {} if args.unit_beta is None else {"unit_beta": args.unit_beta}
+        return _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"], **values)
+
+    return _run_experiment(args, "discovery-lifting", "lifting", build, "lifting", lambda cfg: "relu2881")
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.transformer import (
-        PRESET,
-        TransformerDiscoveryConfig,
-        run,
-        subrun_configs,
-    )
-    from ..runs.rundir import RunDir, default_run_dir
-    from .options import int_option
+    def build():
+        from ..experiments.discovery.transformer import TransformerDiscoveryConfig, subrun_configs
+        from .options import int_option
 
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    values: dict = {"variants": variants}
-    if args.units is not None:
-        values["units"] = _units_option(args.units)
-    if args.compensators is not None:
-        values["compensators"] = int_option(args.compensators, "--compensators", 1)
-    if args.tokens is not None:
-        values["tokens"] = int_option(args.tokens, "--tokens", 1)
-    cfg = _experiment_config(TransformerDiscoveryConfig, args, lambda c: [], (), **values)
-    subrun_configs(cfg)  # every sub-run's configuration resolves before the output directory exists
-    out = RunDir(args.out or default_run_dir("transformer", PRESET))
-    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+        values: dict = {"variants": _variants(args)}
+        if args.units is not None:
+            values["units"] = _units_option(args.units)
+        if args.compensators is not None:
+            values["compensators"] = int_option(args.compensators, "--compensators", 1)
+        if args.tokens is not None:
+            values["tokens"] = int_option(args.tokens, "--tokens", 1)
+        cfg = _experiment_config(TransformerDiscoveryConfig, args, lambda c: [], (), **values)
+        subrun_configs(cfg)  # every sub-run's configuration resolves before the output directory exists
+        return cfg
+
+    from ..experiments.discovery.transformer import PRESET
+
+    return _run_experiment(args, "transformer-discovery", "transformer", build, "transformer", lambda cfg: PRESET)
 
 
 def _units_option(text: str) -> list[list[int | None]]:

@@ -23,10 +23,13 @@ __all__ = ["KIND", "check_block", "describe_block", "load_config", "read_block",
 KIND = "discovery"
 
 
-def save_config(run: RunDir, cfg: DiscoverConfig) -> None:
-    """Write the resolved configuration to ``config.json`` (with ``kind = "discovery"``)."""
-    data = {"kind": KIND, **to_dict(cfg)}
-    run.write_json("config.json", data)
+def save_config(run: RunDir, cfg: DiscoverConfig, command: str | None = None) -> None:
+    """Write the resolved configuration to ``config.json`` in the one shape of every run
+    (``{"kind": "discovery", <fields>, "provenance": {...}}``, as :func:`paramsym.runs.execute.execute`
+    writes it)."""
+    from ..runs.provenance import provenance
+
+    run.write_json("config.json", {"kind": KIND, **to_dict(cfg), "provenance": provenance(cfg, command=command)})
 
 
 def load_config(run: RunDir) -> DiscoverConfig:
@@ -37,10 +40,20 @@ def load_config(run: RunDir) -> DiscoverConfig:
                           "pass a directory written by `paramsym discover`.")
     data = dict(data)
     data.pop("kind")
+    prov = data.pop("provenance", None)
     try:
-        return from_dict(DiscoverConfig, data)
+        cfg = from_dict(DiscoverConfig, data)
     except ConfigError as exc:
         raise ConfigError(f"{str(run.file('config.json'))!r}: {exc} Restore the file or start a new run.") from None
+    stored = prov.get("config_hash") if isinstance(prov, dict) else None
+    if stored is not None:
+        from ..runs.provenance import config_hash
+
+        if stored != config_hash(cfg):
+            raise RunFileError(f"{str(run.file('config.json'))!r} was edited after the run started (its config_hash "
+                               f"{stored!r} no longer matches the configuration); restore it, or start a fresh run "
+                               "with --out NEWDIR.")
+    return cfg
 
 
 def describe_block(problem: DiscoveryProblem) -> dict[str, Any]:

@@ -10,29 +10,29 @@ from ..runs.kinds import KindSpec
 
 def discovery() -> KindSpec:
     from ..discovery.config import DiscoverConfig
+    from ..discovery.entry import train
     from ..discovery.report import render as render_discovery
-    from ..discovery.run import run_discovery
 
-    return KindSpec(DiscoverConfig, run_discovery, render_discovery)
+    return KindSpec(DiscoverConfig, train, render_discovery, managed=True)
 
 
 def objectives() -> KindSpec:
     from ..experiments.discovery import table1 as objectives
 
-    return KindSpec(objectives.ObjectivesConfig, objectives.run, objectives.render)
+    return KindSpec(objectives.ObjectivesConfig, objectives.compute, objectives.render, managed=True)
 
 
 def lifting() -> KindSpec:
     from ..experiments.discovery import lifting
 
-    return KindSpec(lifting.LiftingConfig, lifting.run, lifting.render)
+    return KindSpec(lifting.LiftingConfig, lifting.compute, lifting.render, managed=True)
 
 
 def transformer() -> KindSpec:
     from ..experiments.discovery import transformer as transformer_discovery
 
-    return KindSpec(transformer_discovery.TransformerDiscoveryConfig, transformer_discovery.run,
-                    transformer_discovery.render)
+    return KindSpec(transformer_discovery.TransformerDiscoveryConfig, transformer_discovery.compute,
+                    transformer_discovery.render, managed=True)
 
 
 def attribution() -> KindSpec:

@@ -26,7 +26,6 @@ import torch
 from torch.func import vmap
 
 from ... import plots
-from ...config import to_dict
 from ...discovery.config import DiscoverOverrides
 from ...discovery.resolve import (
     QUICK_DISCOVER_STEPS,
@@ -189,7 +188,19 @@ def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
     return {name: out[name] for name in (f"{p}-seed{s}" for p in PRESETS for s in cfg.seeds)}
 
 
-def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
+def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse", *, resume: bool = False,
+        command: str | None = None) -> dict:
+    """Run the comparison through the run verb (:func:`paramsym.runs.execute.execute`: ``config.json``
+    with its provenance, ``env.json``, ``metrics.json``, ``report.md``) around :func:`compute`;
+    return the metrics. ``resume``: continue the run in ``out`` (finished sub-runs reused,
+    interrupted ones resumed from their checkpoints)."""
+    from ...runs.execute import execute
+
+    return execute(KIND, cfg, out, resume=resume, command=command, progress=progress, seed=cfg.seeds[0],
+                   options={"reuse": reuse}).metrics
+
+
+def compute(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
     """Train (or reuse, when their provenance matches) both actions per seed; compare them on the host.
 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`).
@@ -200,8 +211,6 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     cfg.validate()
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
-    out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
-    out.write_env(cfg.seeds[0])
     results: dict[str, list] = {p: [] for p in PRESETS}
     infos: dict[str, dict] = {}
     s_F = None
@@ -230,8 +239,6 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
                "paper_ratio": PAPER_RATIO,
                "unit_beta": [configs[f"relu2881-unit-seed{seed}"].objective.beta for seed in cfg.seeds],
                "all_beta": [configs[f"relu2881-all-seed{seed}"].objective.beta for seed in cfg.seeds]}
-    out.write_json("metrics.json", metrics)
-    out.write_text("report.md", render(out))
     return metrics
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ...config import to_dict
 from ...discovery.config import DiscoverOverrides
 from ...discovery.resolve import (
     QUICK_DISCOVER_STEPS,
@@ -66,7 +65,19 @@ def subrun_configs(cfg: ObjectivesConfig) -> dict[str, object]:
             for variant in cfg.variants for seed in cfg.seeds}
 
 
-def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
+def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse", *, resume: bool = False,
+        command: str | None = None) -> dict:
+    """Run the comparison through the run verb (:func:`paramsym.runs.execute.execute`: ``config.json``
+    with its provenance, ``env.json``, ``metrics.json``, ``report.md``) around :func:`compute`;
+    return the metrics. ``resume``: continue the run in ``out`` (finished sub-runs reused,
+    interrupted ones resumed from their checkpoints)."""
+    from ...runs.execute import execute
+
+    return execute(KIND, cfg, out, resume=resume, command=command, progress=progress, seed=cfg.seeds[0],
+                   options={"reuse": reuse}).metrics
+
+
+def compute(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
     """Train every (variant, seed), reusing finished sub-runs whose provenance matches; write the comparison.
 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`): ``"refuse"``
@@ -78,8 +89,6 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = 
     cfg.validate()
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
-    out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
-    out.write_env(cfg.seeds[0])
     per: dict[str, list[dict]] = {v: [] for v in cfg.variants}
     infos: dict[str, dict] = {}
     for variant in cfg.variants:
@@ -96,8 +105,6 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = 
     if "hybrid" in summary and "finite" in summary:
         metrics["composition_ratio_finite_over_hybrid"] = summary["finite"]["composition_err_p95"] / max(summary["hybrid"]["composition_err_p95"], 1e-300)
         metrics["motion_ratio_finite_over_hybrid"] = summary["finite"]["motion_median"] / max(summary["hybrid"]["motion_median"], 1e-300)
-    out.write_json("metrics.json", metrics)
-    out.write_text("report.md", render(out))
     return metrics
 
 
