@@ -36,9 +36,9 @@ def transformer() -> KindSpec:
 
 
 def attribution() -> KindSpec:
-    from ..experiments.attribution.presets import render_run
+    from ..experiments.attribution.presets import AttributionConfig, render_run, run_kind
 
-    return KindSpec(None, None, render_run)
+    return KindSpec(AttributionConfig, run_kind, render_run, managed=True)
 
 
 def attention() -> KindSpec:

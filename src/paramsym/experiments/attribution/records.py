@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...attribution.flows import LiftRecord
-from ...config import to_dict
 from ...runs.rundir import RunDir
 
 __all__ = ["finish_run", "lift_records"]
@@ -49,7 +48,8 @@ def finish_run(
     seed: int | None = None,
     **config_extra: Any,
 ) -> None:
-    """Write ``config.json`` (``kind = "attribution"``), ``env.json`` and ``metrics.json``.
+    """Write ``metrics.json`` (``config.json`` and ``env.json`` are the run verb's,
+    :func:`paramsym.runs.execute.execute`).
 
     Args:
         out: the run directory.
@@ -60,9 +60,6 @@ def finish_run(
         seed: recorded in ``env.json``.
         config_extra: extra top-level config keys (e.g. ``stage``).
     """
-    cfg = to_dict(config) if not isinstance(config, Mapping) else dict(config)
-    out.write_json("config.json", {"kind": "attribution", "preset": preset, **config_extra, "config": cfg})
-    out.write_env(seed)
     full = dict(metrics or {})
     full["summary"] = dict(summary)
     out.write_json("metrics.json", full)
