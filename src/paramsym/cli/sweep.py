@@ -88,7 +88,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"  {'total':10s} {plan['trials']:5d} trials {plan['steps']:>12,} steps")
         return 0
     table = run_sweep(spec, out, backend=args.backend, workers=workers, address=args.address,
-                      resume=resume, progress=not args.quiet, command=command_line())
+                      resume=resume, progress=not args.quiet, command=command_line(args))
     if args.json:
         print(json.dumps(table, indent=2))
     else:
