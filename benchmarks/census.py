@@ -13,7 +13,7 @@ whole child: imports and model load included), each case in a fresh process (``o
 plus the tracer) in float32, and (b) the scramble-alignment — a random element of the whole
 exported permutation group and a random per-head GL(d_k)/GL(d_v) element applied, then aligned
 back by weight matching and per-head GL (:func:`paramsym.alignment.checkpoints.align_to`; the
-plan traced by :func:`paramsym.cli.align.census_plan`) — on the real all-MiniLM-L6-v2 and on a
+plan traced by :func:`paramsym.kinds.census_plan.census_plan`) — on the real all-MiniLM-L6-v2 and on a
 GPT-2-small-sized model from ``GPT2Config()`` (random init, 124M parameters):
 
     OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/census.py --part traced [--cases minilm,gpt2-small]
@@ -62,7 +62,7 @@ def _one(case: str, what: str) -> None:
         from paramsym.actions.attention import QueryKeyAction, ValueOutputAction
         from paramsym.alignment.checkpoints import align_to
         from paramsym.census.permspec import apply_spec, random_perms
-        from paramsym.cli.align import census_plan
+        from paramsym.kinds.census_plan import census_plan
 
         rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         plan = census_plan(model)  # permutation, attention (the rotation needs RMS norms: neither model has them)

@@ -24,7 +24,7 @@ from paramsym.census.rotation import random_orthogonal, rotate_residual
 from paramsym.census.walk import _output, default_inputs
 from paramsym.census.zoo import TINY, tiny_model
 from paramsym.cli import main
-from paramsym.cli.align import census_plan
+from paramsym.kinds.census_plan import census_plan
 from paramsym.models.adapters import adapt
 
 transformers = pytest.importorskip("transformers")

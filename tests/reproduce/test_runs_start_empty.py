@@ -88,7 +88,7 @@ CUT = {
     "hamiltonian": ("paramsym.experiments.attribution.hamiltonian.train.train_hamiltonian",),
     "sanity-trainable": ("paramsym.experiments.attribution.sanity.lifting_sanity",),
     "sanity-frozen": ("paramsym.experiments.attribution.sanity.lifting_sanity",),
-    "teleport-grad-norm": ("paramsym.kinds.teleport_mlp._train",),
+    "teleport-grad-norm": ("paramsym.kinds.teleport_mlp.train_preset",),
     "align-modadd": ("paramsym.kinds.align_presets.load_preset",),
     "align-rebasin": ("paramsym.reproduce.peers.rebasin.compare",),
     "census-mergekit": ("paramsym.census.mergekit_compare.compare",),

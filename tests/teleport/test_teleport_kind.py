@@ -24,7 +24,7 @@ def test_interrupted_run_resumes_to_the_same_metrics(tmp_path, monkeypatch, caps
     metrics = json.loads((ref / "metrics.json").read_text())
     assert "seconds" not in metrics and "wall_time_overhead" not in metrics["optimizers"]["gd"]
 
-    real, calls = tm._train, []
+    real, calls = tm.train_preset, []
 
     def interrupt_third(*a, **k):  # 2 trainings per job: the 3rd call is the 2nd job's baseline
         calls.append(a)
@@ -32,7 +32,7 @@ def test_interrupted_run_resumes_to_the_same_metrics(tmp_path, monkeypatch, caps
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(tm, "_train", interrupt_third)
+    monkeypatch.setattr(tm, "train_preset", interrupt_third)
     assert main([*ARGS, "--out", str(cut)]) == 130  # interrupted (the CLI's Ctrl-C status)
     assert not (cut / "metrics.json").exists()
     assert sorted(p.name for p in (cut / "checkpoint").iterdir()) == ["gd-seed0.json"]
@@ -44,7 +44,7 @@ def test_interrupted_run_resumes_to_the_same_metrics(tmp_path, monkeypatch, caps
     assert "do not pass --steps" in capsys.readouterr().err
 
     calls.clear()
-    monkeypatch.setattr(tm, "_train", lambda *a, **k: (calls.append(a), real(*a, **k))[1])
+    monkeypatch.setattr(tm, "train_preset", lambda *a, **k: (calls.append(a), real(*a, **k))[1])
     assert main(["teleport", "--resume", str(cut), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(calls) == 6  # 4 jobs of 2 trainings, the finished first job not rerun

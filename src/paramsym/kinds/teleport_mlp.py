@@ -44,7 +44,7 @@ from .teleport_presets import (
     aggregate,
 )
 
-__all__ = ["regression_problem", "run", "run_mlp_preset"]
+__all__ = ["regression_problem", "run", "run_mlp_preset", "train_preset"]
 
 
 def regression_problem(seed: int) -> tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
@@ -71,14 +71,14 @@ def _optimizer(name: str, model: nn.Module, lr: float) -> torch.optim.Optimizer:
     return torch.optim.Adam(model.parameters(), lr=lr)
 
 
-def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: bool,
+def train_preset(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: bool,
            objective: str = "lookahead") -> dict:
     """One training run of ``cfg.preset`` (with teleports when ``teleport``; the tuning values from ``cfg``).
 
     ``objective="grad-norm"`` teleports ``regression-mlp`` by the paper's ``‖∇L‖²``
     (:func:`~paramsym.teleport.core.grad_norm_objective`) instead of the lookahead (the measurement
     ``teleport-grad-norm`` of docs/teleport.md: why the preset uses the lookahead)."""
-    from ..teleport import Teleporter, descent_objective, mlp_rescaling
+    from ..teleport import Teleporter, descent_objective, mlp_rescaling, train_with_teleports
     from ..teleport.objectives import LinearizedLookahead
 
     preset, every, lr = cfg.preset, cfg.every if teleport else None, cfg.lr[opt_name]
@@ -128,54 +128,49 @@ def _train(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, teleport: 
             tele = Teleporter(model, opt, action, block, every=every or cfg.every_per_optimizer[opt_name],
                               steps=cfg.ascent_steps, step_size=0.5, tol=1e-10, max_factor=cfg.max_factor,
                               radius=cfg.radius)
-    losses, acc_at_target = [], None
+    acc_at_target = None
     target = cfg.targets.get(opt_name) if data is not None else None
-    t0 = time.perf_counter()
-    for k in range(steps + 1):
-        if tele is not None and k < steps and tele.due(k):
-            t_obj = time.perf_counter()  # building the objective counts as teleport time
-            base = {n: p.detach() for n, p in model.named_parameters()}
-            theta = tele.block.gather(base)
-            if preset == "regression-mlp" and objective == "grad-norm":
-                tele.kwargs.pop("objective", None)  # the teleport's default: ‖∇L‖² of the loss
-                tele.teleport(loss_params)
-            elif preset == "regression-mlp":
-                sm = None
-                if opt_name == "adagrad":
-                    sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
-                tele.kwargs["objective"] = LinearizedLookahead(
-                    tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x), y,
-                    lr, 100, sm)
-                tele.seconds += time.perf_counter() - t_obj
-                tele.teleport(loss_params)
-            else:
-                # the teleport's batch: cfg.teleport_batch training examples drawn for this teleport
-                n = len(y) if cfg.teleport_batch is None else min(cfg.teleport_batch, len(y))
-                pick = torch.randperm(len(y), generator=torch.Generator().manual_seed(1000 * seed + k))[:n]
 
-                def sub_loss(params, pick=pick):
-                    return F.cross_entropy(forward(params, x[pick]), y[pick])
+    def prepare(k: int):
+        """The teleport at step ``k``: its objective set, the loss it keeps returned."""
+        base = {n: p.detach() for n, p in model.named_parameters()}
+        theta = tele.block.gather(base)
+        if preset == "regression-mlp" and objective == "grad-norm":
+            tele.kwargs.pop("objective", None)  # the teleport's default: ‖∇L‖² of the loss
+            return loss_params
+        if preset == "regression-mlp":
+            sm = None
+            if opt_name == "adagrad":
+                sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
+            tele.kwargs["objective"] = LinearizedLookahead(
+                tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x), y,
+                lr, 100, sm)
+            return loss_params
+        # the teleport's batch: cfg.teleport_batch training examples drawn for this teleport
+        n = len(y) if cfg.teleport_batch is None else min(cfg.teleport_batch, len(y))
+        pick = torch.randperm(len(y), generator=torch.Generator().manual_seed(1000 * seed + k))[:n]
 
-                obj = descent_objective(lambda th, b=base: sub_loss(tele.block.scatter(th, b)), cfg.lookahead_lr,
-                                         cfg.lookahead_steps)
-                if cfg.norm_penalty:
-                    sq0 = float(theta.pow(2).sum())
+        def sub_loss(params, pick=pick):
+            return F.cross_entropy(forward(params, x[pick]), y[pick])
 
-                    def obj(th, _d=obj, _s=sq0, _lam=cfg.norm_penalty):
-                        return _d(th) - _lam * (th.pow(2).sum() / _s - 1)
-                tele.kwargs["objective"] = obj
-                tele.seconds += time.perf_counter() - t_obj
-                tele.teleport(sub_loss)
-        opt.zero_grad()
-        loss = loss_of(model(x))
-        losses.append(float(loss.detach()))
-        if target is not None and acc_at_target is None and losses[-1] <= target:
+        obj = descent_objective(lambda th, b=base: sub_loss(tele.block.scatter(th, b)), cfg.lookahead_lr,
+                                 cfg.lookahead_steps)
+        if cfg.norm_penalty:
+            sq0 = float(theta.pow(2).sum())
+
+            def obj(th, _d=obj, _s=sq0, _lam=cfg.norm_penalty):
+                return _d(th) - _lam * (th.pow(2).sum() / _s - 1)
+        tele.kwargs["objective"] = obj
+        return sub_loss
+
+    def on_loss(k: int, value: float) -> None:
+        nonlocal acc_at_target
+        if target is not None and acc_at_target is None and value <= target:
             with torch.no_grad():
                 acc_at_target = float((model(data.x_test).argmax(1) == data.y_test).double().mean())
-        if k == steps:
-            break
-        loss.backward()
-        opt.step()
+
+    t0 = time.perf_counter()
+    losses = train_with_teleports(opt, lambda: loss_of(model(x)), steps, tele, prepare, on_loss)
     seconds = time.perf_counter() - t0
     out = {"losses": losses, "seconds": seconds, "teleport_seconds": tele.seconds if tele else 0.0,
            "teleports": [{"step": None, **r.summary()} for r in (tele.results if tele else [])]}
@@ -202,8 +197,8 @@ def run_mlp_preset(cfg: TeleportConfig, optimizers: list[str], seeds: list[int],
 
 def _job(cfg: TeleportConfig, opt_name: str, seed: int, steps: int) -> dict:
     """One (optimizer, seed) pair: the baseline and the teleport run from the same initialisation."""
-    base = _train(cfg, opt_name, seed, steps, False)
-    tele = _train(cfg, opt_name, seed, steps, True)
+    base = train_preset(cfg, opt_name, seed, steps, False)
+    tele = train_preset(cfg, opt_name, seed, steps, True)
     rec = {"seed": seed, "optimizer": opt_name, "baseline": base, "teleport": tele}
     if cfg.preset == "regression-mlp":
         rec["target"] = base["losses"][-1]

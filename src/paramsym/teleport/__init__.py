@@ -5,8 +5,9 @@ state transformed (:mod:`.optim`); products of commuting actions and MLP rescali
 
 from .core import TeleportResult, descent_objective, grad_norm_objective, teleport
 from .objectives import LinearizedLookahead
-from .optim import Teleporter, covector_map, transform_state
+from .optim import Teleporter, covector_map, train_with_teleports, transform_state
 from .product import ProductAction, mlp_rescaling
 
 __all__ = ["TeleportResult", "teleport", "grad_norm_objective", "descent_objective", "Teleporter", "transform_state",
-           "covector_map", "ProductAction", "mlp_rescaling", "LinearizedLookahead"]
+           "covector_map", "ProductAction", "mlp_rescaling", "LinearizedLookahead",
+           "train_with_teleports"]

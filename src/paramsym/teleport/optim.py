@@ -26,6 +26,8 @@ optimizers:
 :class:`Teleporter` wraps a model, any ``torch.optim`` optimizer and an action on a block of the
 model's parameters; :meth:`Teleporter.maybe_teleport` teleports on the scheduled steps (every
 ``k`` steps, or a given list), writes ``θ'`` into the parameters in place and transforms the state.
+:func:`train_with_teleports` is the training loop around it (full-batch steps, a teleport on every
+due step, the loss recorded at every step).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..errors import ActionError, ConfigError, ShapeError, TooLargeError
 from ..params import ParameterBlock
 from .core import TeleportResult, teleport
 
-__all__ = ["covector_map", "transform_state", "Teleporter", "FIRST_MOMENTS", "SECOND_MOMENTS"]
+__all__ = ["covector_map", "transform_state", "Teleporter", "train_with_teleports", "FIRST_MOMENTS", "SECOND_MOMENTS"]
 
 FIRST_MOMENTS = ("momentum_buffer", "exp_avg")
 SECOND_MOMENTS = ("exp_avg_sq", "max_exp_avg_sq", "sum", "square_avg")
@@ -216,3 +218,46 @@ def check_applies(action, block: ParameterBlock, named: Mapping[str, Tensor]) ->
         raise ShapeError(f"{type(action).__name__} acts on p = {p} parameters but the block {block!r} has {block.size}.")
     if not hasattr(action, "act"):
         raise ActionError(f"expected a GroupAction (with act(g, θ) and a group); received {type(action).__name__}.")
+
+
+def train_with_teleports(optimizer: torch.optim.Optimizer, loss: Callable[[], Tensor], steps: int,
+                         teleporter: Teleporter | None = None,
+                         prepare: Callable[[int], Callable[[dict[str, Tensor]], Tensor]] | None = None,
+                         on_loss: Callable[[int, float], None] | None = None) -> list[float]:
+    """Full-batch training with teleports: the losses ``L_0, …, L_steps``.
+
+    At each step ``k = 0, …, steps``: when ``teleporter.due(k)`` (and ``k < steps``), ``prepare(k)``
+    returns the loss ``L(params)`` the teleport keeps invariant (it may set the teleport's objective
+    in ``teleporter.kwargs``; its time counts as teleport time) and the model teleports along it;
+    then the training loss ``L_k = loss()`` is recorded (``on_loss(k, L_k)``) and, for ``k < steps``,
+    one optimizer step is taken on it. ``steps`` optimizer steps in all, ``steps + 1`` losses.
+
+    Args:
+        optimizer: the model's ``torch.optim`` optimizer (its state is moved by each teleport).
+        loss: the training loss of the model's current parameters (a scalar with a graph).
+        steps: optimizer steps, ``>= 0``.
+        teleporter: the :class:`Teleporter` (``None``: plain training).
+        prepare: ``k -> loss_fn`` for a due step (required with a teleporter).
+        on_loss: called with ``(k, L_k)`` after each loss is recorded.
+    """
+    import time
+
+    if teleporter is not None and prepare is None:
+        raise ConfigError("train_with_teleports: a teleporter needs prepare(k) -> the loss the teleport keeps.")
+    losses: list[float] = []
+    for k in range(steps + 1):
+        if teleporter is not None and k < steps and teleporter.due(k):
+            t_obj = time.perf_counter()  # building the objective counts as teleport time
+            loss_fn = prepare(k)
+            teleporter.seconds += time.perf_counter() - t_obj
+            teleporter.teleport(loss_fn)
+        optimizer.zero_grad()
+        value = loss()
+        losses.append(float(value.detach()))
+        if on_loss is not None:
+            on_loss(k, losses[-1])
+        if k == steps:
+            break
+        value.backward()
+        optimizer.step()
+    return losses

@@ -41,7 +41,7 @@ def _teleport_digits(quick: bool, out: Path) -> dict[str, Any]:
 def _teleport_grad_norm(quick: bool, out: Path) -> dict[str, Any]:
     import math
 
-    from ...kinds.teleport_mlp import _train
+    from ...kinds.teleport_mlp import train_preset
     from ...kinds.teleport_presets import DEFAULT_STEPS, TeleportConfig
 
     def fin(x: float) -> float | None:
@@ -52,8 +52,8 @@ def _teleport_grad_norm(quick: bool, out: Path) -> dict[str, Any]:
         rows = []
         for seed in range(GRAD_NORM_SEEDS):
             cfg, steps = TeleportConfig("regression-mlp"), DEFAULT_STEPS["regression-mlp"]
-            r = _train(cfg, opt, seed, steps, True, objective="grad-norm")
-            base = _train(cfg, opt, seed, steps, False)
+            r = train_preset(cfg, opt, seed, steps, True, objective="grad-norm")
+            base = train_preset(cfg, opt, seed, steps, False)
             tp = r["teleports"][0] if r["teleports"] else {}
             final = r["losses"][-1]
             rows.append({"seed": seed, "loss_start": r["losses"][0], "loss_final": fin(final),
@@ -210,7 +210,7 @@ RUNS: tuple[RunSpec, ...] = (
     RunSpec("teleport-digits", "paramsym teleport --preset digits-mlp --json", _teleport_digits(False),
             _teleport_digits(True), "≈ 2 min (10 seeds × 2 optimizers × 600 steps, with and without teleports); "
             "--quick: 2 seeds"),
-    RunSpec("teleport-grad-norm", "python -c 'from paramsym.kinds.teleport_mlp import _train; ...' "
+    RunSpec("teleport-grad-norm", "python -c 'from paramsym.kinds.teleport_mlp import train_preset; ...' "
             "(regression-mlp, GD and AdaGrad, 5 seeds, objective ‖∇L‖²; paramsym reproduce teleport-grad-norm)",
             _teleport_grad_norm(False), _teleport_grad_norm(True), GRAD_NORM_TIME, exact=True),
     RunSpec("teleport-learned", "paramsym discover --preset relu242 --steps 3000 --out RUN; paramsym teleport --action "
