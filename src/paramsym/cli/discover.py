@@ -271,7 +271,6 @@ def _run_experiment(args: argparse.Namespace, kind: str, module: str, build, pre
     mod = importlib.import_module(f"paramsym.experiments.discovery.{module}")
     metrics = mod.run(cfg, run_dir, progress=not args.quiet and not args.json, resume=resuming,
                       command=command_line(args))
-    metrics.pop("timing", None)  # the transformer's timing.json, not part of the metrics
     return _print_experiment(args, run_dir, metrics)
 
 
