@@ -34,7 +34,7 @@ DISCOVER = ["discover", "--preset", "sigmoid-scalar", "--steps", "40", "--set", 
             "--set", "action.width=16", "--set", "verdict.samples=32", "--set", "verdict.rhos=[0.5]",
             "--set", "verdict.factors=[1,2]", "--set", "verdict.curve_points=2", "--set", "verdict.curve_times=5"]
 
-#: computing command → (run kind, its quick argv; LAYER, CACHE and ACTION are filled in by the fixture)
+#: computing command → (run kind, its quick argv; LAYER, CACHE, ACTION, HF_A and HF_B are filled in by the fixture)
 RUNS: dict[str, tuple[str, list[str]]] = {
     "discover": ("discovery", DISCOVER),
     "experiment objectives": ("discovery-objectives", ["experiment", "objectives", "--quick"]),
@@ -48,6 +48,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "teleport": ("teleport", ["teleport", "--preset", "regression-mlp", "--seeds", "0", "--steps", "12"]),
     "teleport --action": ("teleport-learned", ["teleport", "--action", "ACTION"]),
     "align": ("align", ["align", "--preset", "digits-mlp", "--width", "4", "--points", "3", "--cache-dir", "CACHE"]),
+    "align --census-groups": ("align-census", ["align", "HF_A", "HF_B", "--census-groups"]),
     "sweep": ("sweep", ["sweep", TINY_SWEEP]),
     "group": ("group", ["group", "S3", "--rep", "perm"]),
     "attention table": ("attention", ["attention", "table", "--group", "C4", "--copies", "1..3", "--heads", "2"]),
@@ -66,7 +67,7 @@ NOT_RUNS = {
     "reproduce": "an orchestrator: each of its rows is a sub-run that is a run directory of a kind above, with its "
                  "own provenance record (docs/DESIGN.md)",
     "attention build": "writes an equivariant layer's weights file (--out FILE), not a run directory: not yet "
-                       "converted (issue 32, item 2)",
+                       "converted (issue 32, item 2); so does `census --export` (a flag of the census command)",
 }
 
 
@@ -97,13 +98,19 @@ def test_every_command_is_classified() -> None:
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> dict[str, str]:
     """What some commands read: an equivariant layer (``attention classify``), a model cache
-    (``align``), a finished discovery run (``teleport --action``)."""
+    (``align``), a finished discovery run (``teleport --action``), two tiny GPT-2 checkpoints
+    (``align --census-groups``)."""
+    from paramsym.census.zoo import tiny_model
+
     root = tmp_path_factory.mktemp("inputs")
+    for seed, name in enumerate("AB"):
+        tiny_model("gpt2", seed=seed, causal_lm=True).save_pretrained(root / name)
     layer = root / "layer.safetensors"
     assert main(["attention", "build", "--group", "D4", "--heads", "3", "--index", "2", "--out", str(layer)]) == 0
     action = root / "action"
     assert main([*DISCOVER, "--quiet", "--out", str(action)]) == 0
-    return {"LAYER": str(layer), "CACHE": str(root / "cache"), "ACTION": str(action)}
+    return {"LAYER": str(layer), "CACHE": str(root / "cache"), "ACTION": str(action), "HF_A": str(root / "A"),
+            "HF_B": str(root / "B")}
 
 
 def _argv(name: str, inputs: dict[str, str]) -> list[str]:

@@ -107,6 +107,12 @@ def teleport_learned() -> KindSpec:
                     managed=True)
 
 
+def align_census() -> KindSpec:
+    from . import align_census
+
+    return KindSpec(align_census.AlignCensusConfig, align_census.run, align_census.render, managed=True)
+
+
 def align() -> KindSpec:
     from . import align as kind_align
 

@@ -91,6 +91,8 @@ KINDS: dict[str, RunKind] = {
                 "paramsym teleport", "paramsym.kinds.loaders:teleport_learned", True),
         RunKind("align", "two models aligned modulo their symmetries and merged (loss barriers)", "paramsym align",
                 "paramsym.kinds.loaders:align", True),
+        RunKind("align-census", "two HF checkpoints of any traced architecture aligned over the census's groups "
+                "and merged", "paramsym align", "paramsym.kinds.loaders:align_census", True),
         RunKind("sweep", "recipe search: candidates, the best continued, replication on fresh seeds",
                 "paramsym sweep", "paramsym.sweep.kind:kind_spec", True),
     )
