@@ -1,13 +1,14 @@
-"""What every attribution preset writes: ``config.json``, ``env.json``, ``metrics.json``.
+"""What every attribution preset writes beside the run verb's files: ``metrics.json``.
 
 An attribution preset is ``run(cfg, out, *, progress=True) -> summary`` (registered in
-:mod:`paramsym.kinds.catalog`). It writes into the run directory ``out``:
+:mod:`paramsym.experiments.attribution.presets`), called by the ``attribution`` kind through
+:func:`paramsym.runs.execute.execute`, which writes ``config.json`` (``"kind": "attribution"``,
+``"preset"``, ``"config"``: the resolved configuration, ``"provenance"``), ``env.json`` and
+``report.md``. The preset writes into the run directory ``out``:
 
-* ``config.json`` with ``"kind": "attribution"``, ``"preset": <name>`` and ``"config"`` (its
-  resolved configuration);
-* figures under ``out.figures``;
-* ``metrics.json`` holding at least ``{"summary": <the returned dict>}``;
-* ``env.json`` (``out.write_env(seed)``);
+* figures under ``out.figures`` and its own files (flows, trained model, checkpoints);
+* ``metrics.json`` holding at least ``{"summary": <the returned dict>}`` (:func:`finish_run`;
+  the kind returns it to ``execute``, which writes the same bytes again);
 
 and returns the **summary** (JSON-able), which ``paramsym attribute --json`` prints::
 

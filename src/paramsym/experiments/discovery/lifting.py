@@ -190,14 +190,10 @@ def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
 
 def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse", *, resume: bool = False,
         command: str | None = None) -> dict:
-    """Run the comparison through the run verb (:func:`paramsym.runs.execute.execute`: ``config.json``
-    with its provenance, ``env.json``, ``metrics.json``, ``report.md``) around :func:`compute`;
-    return the metrics. ``resume``: continue the run in ``out`` (finished sub-runs reused,
-    interrupted ones resumed from their checkpoints)."""
-    from ...runs.execute import execute
+    """:func:`compute` through the run verb (:func:`paramsym.experiments.discovery.run_experiment`)."""
+    from . import run_experiment
 
-    return execute(KIND, cfg, out, resume=resume, command=command, progress=progress, seed=cfg.seeds[0],
-                   options={"reuse": reuse}).metrics
+    return run_experiment(KIND, cfg, out, progress=progress, resume=resume, command=command, reuse=reuse)
 
 
 def compute(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:

@@ -294,12 +294,12 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     with its provenance, ``env.json``, ``metrics.json``, ``report.md``) around :func:`compute`;
     returns the metrics with ``"timing"`` added (``timing.json``). ``resume``: continue the run in
     ``out`` (finished sub-runs reused, interrupted ones resumed from their checkpoints)."""
-    from ...runs.execute import execute
+    from . import run_experiment
 
     if problem is not None:  # the run's configuration names the problem's unit (as compute() sets it)
         cfg = dataclasses.replace(cfg, units=[[int(problem.info.get("layer", 0)), problem.info.get("unit")]])
-    metrics = execute(KIND, cfg, out, resume=resume, command=command, progress=progress, seed=cfg.seeds[0],
-                      options={"problem": problem, "reuse": reuse}).metrics
+    metrics = run_experiment(KIND, cfg, out, progress=progress, resume=resume, command=command, problem=problem,
+                             reuse=reuse)
     return {**metrics, "timing": out.read_json("timing.json") if out.has("timing.json") else {}}
 
 
