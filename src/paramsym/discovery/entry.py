@@ -1,9 +1,11 @@
 """The entry points of a discovery run: problem → scales → training (checkpointed) → verdict → files.
 
 :func:`discover` (Python, one configuration), :func:`start_run`, :func:`resume_run` and
-:func:`run_discovery` (the run kind's ``run``). Files written into the run directory (see
-:mod:`paramsym.runs.rundir`): ``config.json`` and ``block.json`` (:mod:`.files`), ``env.json`` (one
-entry per start), ``checkpoint/`` (every ``train.checkpoint_every`` steps and every
+:func:`run_discovery` all go through the run verb, :func:`paramsym.runs.execute.execute` (which
+writes ``config.json`` with its provenance, ``env.json``, ``metrics.json`` and ``report.md``),
+around :func:`train`, the ``discovery`` kind's ``run``; :func:`prepare_run` validates first. Files
+written into the run directory (see :mod:`paramsym.runs.rundir`): ``config.json``, ``block.json``
+(:mod:`.files`), ``env.json`` (one entry per start), ``checkpoint/`` (every ``train.checkpoint_every`` steps and every
 ``train.checkpoint_seconds`` seconds, atomic), ``action.safetensors`` (final weights),
 ``history.json`` (loss curves), ``curves.json`` (generated curves), ``metrics.json`` (verdict
 and analyses; written last), ``timing.json``, ``figures/*.png`` and ``report.md``.
