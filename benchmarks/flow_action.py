@@ -82,7 +82,7 @@ def transformer_part(args: argparse.Namespace, root: Path) -> None:
 
     from paramsym.discovery.config import DiscoverOverrides
     from paramsym.discovery.transformer import ffn_unit_problem
-    from paramsym.experiments.discovery.transformer import TransformerDiscoveryConfig, run
+    from paramsym.experiments.discovery.transformer.run import TransformerDiscoveryConfig, run
     from paramsym.runs.rundir import RunDir
 
     bcfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,

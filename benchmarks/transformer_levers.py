@@ -223,7 +223,7 @@ class WhitenedCoordinates(ReducedCoordinates):
 
 
 def main() -> None:
-    from paramsym.experiments.discovery.transformer import (
+    from paramsym.experiments.discovery.transformer.run import (
         TransformerDiscoveryConfig,
         train_learned,
         unit_beta,

@@ -112,6 +112,12 @@ class RunFileError(RunDirError):
     writable directory, or a truncated / corrupt ``*.json`` or ``*.safetensors`` file."""
 
 
+class ConfigFileError(RunFileError, ConfigError):
+    """A run's ``config.json`` whose configuration does not read back: not an object, an unknown
+    field, or a value of the wrong type (:func:`paramsym.config.from_document`; both a corrupt run
+    file and a configuration error)."""
+
+
 class BlockMismatchError(RunDirError):
     """A target whose parameter block (names, shapes, selected entries) differs from the block
     a run was trained on."""

@@ -20,7 +20,7 @@ from paramsym.attribution import (
     stack_rows,
 )
 from paramsym.errors import ShapeError
-from paramsym.experiments.attribution.sanity import lifting_sanity
+from paramsym.experiments.attribution.sanity.run import lifting_sanity
 from paramsym.models.mlp import mlp
 
 

@@ -192,7 +192,7 @@ def test_bad_rho_is_refused_by_the_library() -> None:
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ConfigError, match="rho must be a finite number > 0"):
             check_rho(bad)
-    from paramsym.experiments.discovery.transformer import TransformerDiscoveryConfig
+    from paramsym.experiments.discovery.transformer.run import TransformerDiscoveryConfig
 
     with pytest.raises(ConfigError, match="rho"):
         TransformerDiscoveryConfig(rho=float("nan")).validate()

@@ -22,9 +22,9 @@ from paramsym.config import to_dict
 from paramsym.discovery.config import DiscoverConfig, DiscoverOverrides
 from paramsym.discovery.problems import PRESETS
 from paramsym.discovery.resolve import resolve_discover_config
-from paramsym.experiments.discovery.lifting import LiftingConfig
-from paramsym.experiments.discovery.table1 import ObjectivesConfig
-from paramsym.experiments.discovery.transformer import PRESET, TransformerDiscoveryConfig
+from paramsym.experiments.discovery.lifting.run import LiftingConfig
+from paramsym.experiments.discovery.table1.run import ObjectivesConfig
+from paramsym.experiments.discovery.transformer.run import PRESET, TransformerDiscoveryConfig
 from paramsym.sweep.trials import make_trial, trial_config
 
 OLD = json.loads((Path(__file__).parents[1] / "fixtures" / "configs" / "resolved_configs.json").read_text())

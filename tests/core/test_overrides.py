@@ -7,7 +7,7 @@ import pytest
 from paramsym.config import from_dict, to_dict
 from paramsym.discovery.config import DiscoverConfig, DiscoverOverrides
 from paramsym.errors import ConfigError
-from paramsym.experiments.discovery.table1 import ObjectivesConfig
+from paramsym.experiments.discovery.table1.run import ObjectivesConfig
 
 
 def test_set_strings_are_parsed_once_into_the_fields_types() -> None:

@@ -68,7 +68,7 @@ def test_every_s_F_is_output_scale():
     assert sc.s_F == V.output_scale(F)
     s_F, _ = T.estimate_scales(problem.target.to(DT), pts)
     assert s_F == V.output_scale(F)
-    from paramsym.experiments.discovery.lifting import host_scale
+    from paramsym.experiments.discovery.lifting.run import host_scale
 
     host = build_problem("relu2881-unit")
     gen = torch.Generator().manual_seed(5)

@@ -12,10 +12,14 @@ import torch
 from paramsym.actions.base import GroupAction
 from paramsym.discovery.config import DiscoverConfig, DiscoverOverrides
 from paramsym.discovery.problems import resolve_problem
-from paramsym.experiments.discovery.lifting import LiftingConfig, matched_ratio, rescaling_alignment
-from paramsym.experiments.discovery.lifting import run as run_lifting
-from paramsym.experiments.discovery.table1 import ObjectivesConfig
-from paramsym.experiments.discovery.table1 import run as run_objectives
+from paramsym.experiments.discovery.lifting.run import (
+    LiftingConfig,
+    matched_ratio,
+    rescaling_alignment,
+)
+from paramsym.experiments.discovery.lifting.run import run as run_lifting
+from paramsym.experiments.discovery.table1.run import ObjectivesConfig
+from paramsym.experiments.discovery.table1.run import run as run_objectives
 from paramsym.groups.lie import MatrixLieGroup
 from paramsym.runs.reports import regenerate
 from paramsym.runs.rundir import RunDir
@@ -98,7 +102,7 @@ def test_rescaling_alignment_is_one_for_rescaling_and_zero_for_a_field_orthogona
 def test_lifting_unit_beta_sets_only_the_unit_action_s_field_magnitude(tmp_path: Path, capsys) -> None:
     from cli_checks import refused
 
-    from paramsym.experiments.discovery.lifting import subrun_configs
+    from paramsym.experiments.discovery.lifting.run import subrun_configs
 
     cfgs = subrun_configs(LiftingConfig(seeds=[0], unit_beta=0.55))
     assert cfgs["relu2881-unit-seed0"].objective.beta == 0.55
@@ -113,7 +117,7 @@ def test_lifting_equal_field_rule_gives_both_fields_the_same_raw_norm() -> None:
     has E‖θ‖² = ‖θ0‖² + p σ² in closed form; the runs estimate it from 512 draws, whose relative
     standard error here is below 1 %, so 3 % is five standard errors."""
     from paramsym.discovery.problems import build_problem
-    from paramsym.experiments.discovery.lifting import EQUAL_FIELD, subrun_configs
+    from paramsym.experiments.discovery.lifting.run import EQUAL_FIELD, subrun_configs
 
     cfgs = subrun_configs(LiftingConfig(seeds=[5], unit_beta=EQUAL_FIELD))
     b_unit, b_all = cfgs["relu2881-unit-seed5"].objective.beta, cfgs["relu2881-all-seed5"].objective.beta

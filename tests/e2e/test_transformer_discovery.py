@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from paramsym.discovery.transformer import ffn_unit_problem
-from paramsym.experiments.discovery.transformer import TransformerDiscoveryConfig, run
+from paramsym.experiments.discovery.transformer.run import TransformerDiscoveryConfig, run
 from paramsym.runs.kinds import get_kind
 from paramsym.runs.reports import render
 from paramsym.runs.rundir import RunDir

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from paramsym.reproduce.claims.base import floor_bound
+from paramsym.claims import floor_bound
 
 
 @pytest.mark.parametrize("n", [1, 2, 8, 128, 5000])

@@ -99,7 +99,7 @@ def _edit_finite_recipe(monkeypatch, lr=5e-3):
 
 def test_a_recipe_edit_makes_a_finished_subrun_stale(tmp_path, monkeypatch):
     """The discovery sub-runs of objectives/lifting/transformer: provenance of the resolved config, recipe included."""
-    from paramsym.experiments.discovery import table1 as objectives
+    from paramsym.experiments.discovery.table1 import run as objectives
     from paramsym.runs.reuse import PROVENANCE, plan_subrun
 
     cfg = objectives.ObjectivesConfig.quick()
@@ -128,7 +128,7 @@ def test_a_recipe_edit_makes_a_finished_subrun_stale(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_recipe_edit_end_to_end_on_the_quick_objectives_run(tmp_path, monkeypatch):
     """Train the quick Table 1 run, edit a recipe value, rerun into the same --out: refused, then rerun."""
-    from paramsym.experiments.discovery import table1 as objectives
+    from paramsym.experiments.discovery.table1 import run as objectives
     from paramsym.runs.rundir import RunDir
 
     rows = reproduce(["table1-fits"], quick=True, out=tmp_path)

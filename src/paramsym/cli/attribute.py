@@ -51,27 +51,44 @@ def register(subparsers) -> None:
                    "(default: the preset's first stage)")
     p.add_argument("--flow", choices=["resolved", "fixed"], action="append", default=None,
                    help="flow mode(s) to run (repeatable; default both)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key of the preset (repeatable), e.g. --set dt=0.01")
     p.add_argument("--quick", action="store_true", help="small fast version (tests, smoke runs)")
     add_run_options(p, out="run directory, new or empty (default runs/attribute-<preset>-<time>)",
-                    json="print the summary as JSON on stdout")
+                    json="print the summary as JSON on stdout",
+                    set_help="set a config key of the preset (repeatable), e.g. --set dt=0.01 (--seed and --flow are "
+                    "sugar for --set seed= and flows=)")
     p.add_argument("--weights", default=None, metavar="FILE",
                    help="attribute your own trained network: a safetensors state dict of the preset's "
                    "architecture (paramsym 'fc1.weight', or an nn.Sequential's '0.weight' / 'net.0.weight')")
     p.add_argument("--probes", default=None, metavar="FILE",
                    help="safetensors file with 'probes' [N, d] (and optionally task data 'x', 'y')")
     p.add_argument("--list", action="store_true", help="list presets and exit")
-    p.set_defaults(func=cmd_attribute)
+    p.set_defaults(func=cmd_attribute, config=attribute_config)
+
+
+def _flags() -> dict:
+    """The flags of ``paramsym attribute`` that write config keys (``--preset``/``--stage``/``--quick`` choose the value)."""
+    from .options import MAX_SEED, Flag, int_option
+
+    return {"seed": lambda raw, flag: int_option(raw, flag, 0, MAX_SEED),
+            "flow": Flag("flows", lambda raw, flag: tuple(dict.fromkeys(raw)))}
+
+
+def attribute_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the preset's value at its stage (``--quick``: the quick budget;
+    ``--weights``/``--probes``: your network), then the flags and ``--set``."""
+    from ..errors import ConfigError
+    from ..experiments.attribution.presets import ATTRIBUTION_PRESETS, resolve_attribution_config
+    from .options import config_from_flags
+
+    if not args.preset:
+        raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
+    base = resolve_attribution_config(args.preset, stage=args.stage, quick=args.quick, weights=args.weights,
+                                      probes=args.probes)
+    return config_from_flags(base, args, _flags())
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..experiments.attribution.presets import (
-        ATTRIBUTION_PRESETS,
-        resolve_attribution_config,
-        run_attribution,
-    )
+    from ..experiments.attribution.presets import ATTRIBUTION_PRESETS, run_attribution
 
     if args.list:
         if args.json:
@@ -82,7 +99,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                 st = f" [stages: {', '.join(p.stages)}]" if p.stages else ""
                 print(f"{n:16s} {p.help}{st}")
         return 0
-    from .options import MAX_SEED, int_option
+    from .options import int_option
 
     threads = int_option(args.threads, "--threads", 1, 4096) if args.threads is not None else 1
     from ..experiments.attribution.presets import AttributionConfig
@@ -91,19 +108,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from .options import command_line, open_run
 
     if args.resume is not None:
-        if args.overrides:
-            raise ConfigError("--resume continues a run with its saved configuration; do not pass --set with it (or "
-                              "start a fresh run with --out NEWDIR).")
         out, resuming = open_run(args, kind="attribution", config_flags=dict.fromkeys(
             ("preset", "stage", "flow", "quick", "seed", "weights", "probes")))
         cfg = load_run_config(out)
     else:
-        seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
-        if not args.preset:
-            raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
-        cfg = AttributionConfig(args.preset, resolve_attribution_config(
-            args.preset, stage=args.stage, seed=seed, quick=args.quick, flows=args.flow, overrides=args.overrides,
-            weights=args.weights, probes=args.probes))
+        cfg = AttributionConfig(args.preset, attribute_config(args))
         stage = getattr(cfg.config, "stage", None)
         name = args.preset + (f"-{stage}" if stage else "")
         out, resuming = open_run(args, kind="attribution", default=str(default_run_dir("attribute", name)))

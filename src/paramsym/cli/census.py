@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 __all__ = ["register"]
@@ -51,7 +50,7 @@ def register(subparsers) -> None:
                    "(the permutation group, every tensor's axes), mergekit (an architecture file current MergeKit 0.1.x "
                    "loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), "
                    "mergekit-0.0 (MergeKit <= 0.0.6's format with input_space/output_space; 0.1.x rejects it)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, config=census_config)
 
 
 def _flags() -> dict:
@@ -61,24 +60,27 @@ def _flags() -> dict:
             "tokens": lambda raw, flag: int_option(raw, flag, 2), "layout": None}
 
 
-def _run(args: argparse.Namespace) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def census_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the flags and ``--set`` over ``CensusConfig(preset=None)``."""
     from ..errors import ConfigError
-    from ..kinds.census import KIND, CensusConfig, report_markdown
-    from .options import config_from_flags, run_kind, threads_option
+    from ..kinds.census import CensusConfig
+    from .options import config_from_flags
+
+    if args.preset is None and args.model is None:
+        raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
+                          "--resume DIR.")
+    return config_from_flags(CensusConfig(preset=None), args, _flags())
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..kinds.census import KIND, report_markdown
+    from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     if getattr(args, "export", None):
         return _export(args, threads)
-    flags = _flags()
-    cfg = None  # read back from the run directory when resuming
-    if args.resume is None:
-        if args.preset is None and args.model is None:
-            raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
-                              "--resume DIR.")
-        cfg = config_from_flags(CensusConfig(preset=None), args, flags)
-        cfg.validate()
-    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
+    cfg = census_config(args) if args.resume is None else None  # read back from the run directory when resuming
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_flags(), threads=threads)
     result = dict(outcome.metrics)
     timing = run.read_json("timing.json") if run.has("timing.json") else {}
     if args.json:
@@ -131,6 +133,9 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     tokens = int_option(args.tokens, "--tokens", 2) if args.tokens is not None else 8
     if args.preset is None and args.model is None:
         raise ConfigError("--export needs --model DIR (or --preset NAME).")
+    if args.overrides:
+        raise ConfigError("--export writes a file from --model/--preset, --seed, --tokens, --dtype and --layout; it takes "
+                          "no --set (drop it, or run the census without --export).")
     if not args.out:
         raise ConfigError("--export needs --out FILE (the JSON file to write; it must not exist).")
     if args.layout == "adapter":

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import from_dict, to_dict
-from ..errors import BlockMismatchError, ConfigError, RunDirError, RunFileError
+from ..config import from_document, to_document
+from ..errors import BlockMismatchError, RunDirError, RunFileError
 from ..runs.rundir import RunDir
 from ..targets import Target
 from .config import DiscoverConfig
@@ -25,26 +25,22 @@ KIND = "discovery"
 
 def save_config(run: RunDir, cfg: DiscoverConfig, command: str | None = None) -> None:
     """Write the resolved configuration to ``config.json`` in the one shape of every run
-    (``{"kind": "discovery", <fields>, "provenance": {...}}``, as :func:`paramsym.runs.execute.execute`
-    writes it)."""
+    (:func:`to_document`: ``{"kind": "discovery", <fields>, "provenance": {...}}``, as
+    :func:`paramsym.runs.execute.execute` writes it)."""
     from ..runs.provenance import provenance
 
-    run.write_json("config.json", {"kind": KIND, **to_dict(cfg), "provenance": provenance(cfg, command=command)})
+    run.write_json("config.json", to_document(KIND, cfg, provenance(cfg, command=command)))
 
 
 def load_config(run: RunDir) -> DiscoverConfig:
-    """The configuration saved in ``run`` (named errors for a missing, corrupt or foreign file)."""
+    """The configuration saved in ``run`` (named errors for a missing, corrupt or foreign file;
+    :func:`from_document`: validated, former keys renamed)."""
     data = run.read_json("config.json")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise RunDirError(f"{str(run.path)!r} is not a discovery run directory (config.json kind is not {KIND!r}); "
                           "pass a directory written by `paramsym discover`.")
-    data = dict(data)
-    data.pop("kind")
-    prov = data.pop("provenance", None)
-    try:
-        cfg = from_dict(DiscoverConfig, data)
-    except ConfigError as exc:
-        raise ConfigError(f"{str(run.file('config.json'))!r}: {exc} Restore the file or start a new run.") from None
+    cfg = from_document(DiscoverConfig, data, str(run.file("config.json")))
+    prov = data.get("provenance")
     stored = prov.get("config_hash") if isinstance(prov, dict) else None
     if stored is not None:
         from ..runs.provenance import config_hash

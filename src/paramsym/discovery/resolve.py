@@ -1,7 +1,7 @@
 """Resolution of a discovery run's configuration from plain values (no argparse).
 
-``paramsym discover`` and the comparison experiments (:mod:`paramsym.experiments.discovery.table1`,
-:mod:`paramsym.experiments.discovery.lifting`, :mod:`paramsym.experiments.discovery.transformer`) build
+``paramsym discover`` and the comparison experiments (:mod:`paramsym.experiments.discovery.table1.run`,
+:mod:`paramsym.experiments.discovery.lifting.run`, :mod:`paramsym.experiments.discovery.transformer.run`) build
 their :class:`~paramsym.discovery.config.DiscoverConfig` in one order: the preset's recipe (for
 the objective variant) ← the explicit values (seed, steps, device) ← typed overrides
 (:class:`~paramsym.discovery.config.DiscoverOverrides`, parsed once from ``--set`` strings).

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.memory import MemoryBudget
 from ..presets import Preset, PresetTable
 
 __all__ = ["KIND", "MODELS", "CompensateConfig", "render", "run"]
@@ -78,7 +79,7 @@ class CompensateConfig:
     compensators: int | None = None
     motion: float = 1.5e-3
     seed: int = 0
-    max_memory: int = 2 * 2**30
+    max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
     learned: bool = False
     objective: str = "hybrid"
     action: str = "direct"
@@ -139,7 +140,7 @@ def _prefix(cfg: CompensateConfig, model):
 
 def _learned(cfg: CompensateConfig, setup, out, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """The learned compensating action by the paper's protocol: β set for the unit before training
-    (:func:`paramsym.experiments.discovery.transformer.unit_beta`), trained on ``setup.target`` into
+    (:func:`paramsym.experiments.discovery.transformer.run.unit_beta`), trained on ``setup.target`` into
     ``out/discovery-OBJECTIVE`` (a finished training is reused, an interrupted one resumes from its
     checkpoint), judged by :func:`paramsym.actions.ffn_unit.evaluate_action` (32 group elements at
     radius ``cfg.rho``, default the recipe's 0.5; float32 installation; stored-weight composition).
@@ -150,7 +151,7 @@ def _learned(cfg: CompensateConfig, setup, out, progress: bool) -> tuple[dict[st
 
     from ..actions.ffn_unit import evaluate_action
     from ..discovery.transformer import boundary_problem
-    from ..experiments.discovery.transformer import (
+    from ..experiments.discovery.transformer.run import (
         TransformerDiscoveryConfig,
         train_learned,
         unit_beta,

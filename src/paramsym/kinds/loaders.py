@@ -17,19 +17,19 @@ def discovery() -> KindSpec:
 
 
 def objectives() -> KindSpec:
-    from ..experiments.discovery import table1 as objectives
+    from ..experiments.discovery.table1 import run as objectives
 
     return KindSpec(objectives.ObjectivesConfig, objectives.compute, objectives.render, managed=True)
 
 
 def lifting() -> KindSpec:
-    from ..experiments.discovery import lifting
+    from ..experiments.discovery.lifting import run as lifting
 
     return KindSpec(lifting.LiftingConfig, lifting.compute, lifting.render, managed=True)
 
 
 def transformer() -> KindSpec:
-    from ..experiments.discovery import transformer as transformer_discovery
+    from ..experiments.discovery.transformer import run as transformer_discovery
 
     return KindSpec(transformer_discovery.TransformerDiscoveryConfig, transformer_discovery.compute,
                     transformer_discovery.render, managed=True)

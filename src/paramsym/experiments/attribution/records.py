@@ -26,7 +26,7 @@ from typing import Any
 from ...attribution.flows import LiftRecord
 from ...runs.rundir import RunDir
 
-__all__ = ["finish_run", "lift_records"]
+__all__ = ["finish_run", "flow_record", "lift_records"]
 
 
 def lift_records(att) -> list[LiftRecord]:
@@ -64,3 +64,11 @@ def finish_run(
     full = dict(metrics or {})
     full["summary"] = dict(summary)
     out.write_json("metrics.json", full)
+
+
+def flow_record(r: dict[str, Any], mode: str, direction: str) -> dict[str, Any]:
+    """The flow record ``mode`` (``resolved``/``fixed``) along ``direction`` of a run's summary ``r["flows"]``."""
+    for f in r["flows"]:
+        if f["flow"] == mode and f["direction"] == direction:
+            return f
+    raise KeyError(f"no {mode} {direction} flow in the run")

@@ -10,9 +10,9 @@ and :mod:`.census` (the census's known answers).
 
 from __future__ import annotations
 
+from ...claims import KINDS, Claim, Measured, Printed
 from .attention import CLAIMS as ATTENTION_CLAIMS
 from .attribution import CLAIMS as ATTRIBUTION_CLAIMS
-from .base import KINDS, Claim, Measured, Printed
 from .census import CLAIMS as CENSUS_CLAIMS
 from .discovery import CLAIMS as DISCOVERY_CLAIMS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Claim, Measured, Printed, T
+from ...claims import Claim, Measured, Printed, T
 
 __all__ = ["CLAIMS"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Claim, D, Measured
+from ...claims import Claim, D, Measured
 
 __all__ = ["CLAIMS"]
 

@@ -17,21 +17,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..claims.base import Claim
+from ...claims import Claim
+from ...experiments.discovery.transformer import claims as transformer
 from ..runs import RunSpec
-from . import actions, alignment, census, compensation, teleport, transformer
+from . import actions, alignment, census, compensation, teleport
 from .actions import render_actions
 from .alignment import render_align, render_align_modadd, render_align_rebasin
 from .census import render_census_mergekit
 from .compensation import render_compensation
 from .teleport import render_teleport, render_teleport_grad_norm, render_teleport_learned
-from .transformer import render_transformer_learned, render_transformer_objectives
 
 __all__ = ["MEASUREMENT_CLAIMS", "MEASUREMENT_RUNS", "render_actions", "render_align", "render_align_modadd",
            "render_align_rebasin", "render_census_mergekit", "render_compensation", "render_teleport", "render_teleport_grad_norm",
-           "render_teleport_learned", "render_transformer_learned", "render_transformer_objectives"]
+           "render_teleport_learned"]
 
-_AREAS = (actions, teleport, alignment, census, compensation, transformer)
+_AREAS = (actions, teleport, alignment, census, compensation)
 #: the order of docs/reproductions.md (runs and claims were listed in it before the split by area)
 _RUN_ORDER = ("action-checks", "teleport-presets", "teleport-digits", "align-digits", "compensation-models",
     "teleport-grad-norm", "align-modadd", "teleport-learned", "census-mergekit", "align-rebasin")
@@ -39,7 +39,7 @@ _CLAIM_ORDER = ("actions-verdict", "teleport-booth", "teleport-rosenbrock", "tel
     "teleport-digits-mlp", "align-digits-mlp", "compensation-models", "teleport-grad-norm",
     "align-modadd-transformer", "teleport-learned", "census-mergekit", "align-rebasin", "transformer-learned-objectives")
 _RUNS = {r.name: r for area in _AREAS for r in getattr(area, "RUNS", ())}
-_CLAIMS = {c.id: c for area in _AREAS for c in area.CLAIMS}
+_CLAIMS = {c.id: c for area in _AREAS for c in area.CLAIMS} | {c.id: c for c in transformer.MEASUREMENT_CLAIMS}
 
 MEASUREMENT_RUNS: tuple[RunSpec, ...] = tuple(_RUNS[name] for name in _RUN_ORDER)
 MEASUREMENT_CLAIMS: tuple[Claim, ...] = tuple(replace(_CLAIMS[cid], kind="measurement") for cid in _CLAIM_ORDER)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..claims.base import Claim, Measured
+from ...claims import Claim, Measured
 from ..runs import RunSpec, kept
 
 __all__ = ["CLAIMS", "RUNS", "render_actions"]

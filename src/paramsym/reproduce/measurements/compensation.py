@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..claims.base import Claim, Measured, missing_note
+from ...claims import Claim, Measured, missing_note
 from ..runs import RunSpec, budgeted, run_cli
 
 __all__ = ["CLAIMS", "RUNS", "render_compensation"]

@@ -122,6 +122,15 @@ class AnnulusConfig:
         """A small, fast version for tests and smoke runs (60 epochs, flows to t = 0.04)."""
         return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31, sweep_rtols=(), sparse_iters=0)
 
+    @classmethod
+    def paper(cls, quick: bool = False) -> AnnulusConfig:
+        """The paper's protocol of the annulus flows (``paramsym reproduce annulus-wedge|annulus-full|annulus-init``):
+        ``protocol="paper"`` and ``gauge="paper"`` (the same as ``--set protocol=paper --set gauge=paper``),
+        at the default budget, or at the quick one with ``quick``."""
+        import dataclasses
+
+        return dataclasses.replace(cls.quick() if quick else cls(), protocol="paper", gauge="paper")
+
     @property
     def preset(self) -> str:
         """The preset name: ``annulus-wedge`` or ``annulus-full``."""

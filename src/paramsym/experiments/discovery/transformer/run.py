@@ -29,7 +29,6 @@ Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -39,7 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...actions.ffn_unit import (
+from ....actions.base import float64_copy
+from ....actions.ffn_unit import (
     BETA_RULES,
     EVAL_KEYS,
     Installer,
@@ -48,10 +48,10 @@ from ...actions.ffn_unit import (
     incoming_range,
     motion_beta,
 )
-from ...discovery.config import DiscoverOverrides
-from ...discovery.resolve import resolve_discover_config
-from ...errors import ConfigError
-from ...runs.rundir import RunDir
+from ....discovery.config import DiscoverOverrides
+from ....discovery.resolve import resolve_discover_config
+from ....errors import ConfigError
+from ....runs.rundir import RunDir
 
 __all__ = ["KIND", "PRESET", "PAPER", "TransformerDiscoveryConfig", "unit_beta", "whole_model_evaluation",
            "train_learned", "learned_edit", "subrun_config", "subrun_configs", "run", "render"]
@@ -121,6 +121,17 @@ class TransformerDiscoveryConfig:
         return cls(steps=3, samples=4, overrides=DiscoverOverrides({
             "action": {"width": 16}, "train": {"batch": 4, "log_every": 1},
             "verdict": {"samples": 20, "rhos": [0.5], "factors": [1], "curve_points": 2, "curve_times": 3}}))
+
+    @classmethod
+    def paper(cls) -> TransformerDiscoveryConfig:
+        """The paper's run of the learned transformer rows (``paramsym reproduce transformer``; ``paramsym
+        experiment transformer --paper``), protocol v3 (fixed 2026-12-03 before its runs): the units fixed
+        before any result (issue 17) — every other layer of the six, 1, 3 and 5, in each the unit of largest
+        feature RMS on the 16-token prefix; three fresh seeds 6–8 (seeds 0–2 served protocol v1, 3–5
+        protocol v2; seed 0 of each unit served v2's and v3's development); the direct map's two objectives
+        and the flow action, the flow on the same seeds (its 2,000 steps cost about the direct map's 6,000)."""
+        return cls(units=[[1, None], [3, None], [5, None]], seeds=[6, 7, 8], variants=["hybrid", "finite", "flow"],
+                   flow_seeds=[6, 7, 8])
 
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in VARIANTS]
@@ -194,8 +205,8 @@ def train_learned(problem, objective: str = "hybrid", *, out: RunDir, seed: int 
     ``{"steps", "train_seconds", "cpu_seconds", "wall_seconds", "verdict", "reused", "stale", ...}``
     (``cpu_seconds`` / ``wall_seconds``: of the run that trained it — the recorded ones when reused).
     """
-    from ...discovery.run import load_learned_action, train_run
-    from ...runs.reuse import run_subrun
+    from ....discovery.run import load_learned_action, train_run
+    from ....runs.reuse import run_subrun
 
     dcfg = subrun_config(objective, seed, steps, overrides, problem.name)
     trained: dict[str, Any] = {}
@@ -220,10 +231,10 @@ def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generato
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(θ', θ_unc)``: ``θ' = a(g, θ0)`` for one group element ``g = exp(t h)`` (one factor, ``|t| ≤ rho``)
     in float64, and the same incoming update without compensation (compensators left at θ0)."""
-    from ...actions.ffn_unit import uncompensated_theta
+    from ....actions.ffn_unit import uncompensated_theta
 
     rho = check_rho(rho)
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     grp = act.group
     th0 = problem.target.theta0.double()
     with torch.no_grad():
@@ -279,7 +290,7 @@ def subrun_config(objective: str, seed: int, steps: int | None, overrides, name:
 def unit_problem(cfg: TransformerDiscoveryConfig, layer: int, unit: int | None):
     """The FFN-unit problem of ``[layer, unit]`` on the real all-MiniLM-L6-v2 (``cfg.tokens``-token prefix,
     ``cfg.compensators`` compensators; :func:`paramsym.discovery.transformer.minilm_ffn_unit`)."""
-    from ...discovery.transformer import minilm_ffn_unit
+    from ....discovery.transformer import minilm_ffn_unit
 
     return minilm_ffn_unit(layer=int(layer), unit=unit, tokens=cfg.tokens, compensators=cfg.compensators)
 
@@ -294,7 +305,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     with its provenance, ``env.json``, ``metrics.json``, ``report.md``) around :func:`compute`;
     returns the metrics with ``"timing"`` added (``timing.json``). ``resume``: continue the run in
     ``out`` (finished sub-runs reused, interrupted ones resumed from their checkpoints)."""
-    from . import run_experiment
+    from .. import run_experiment
 
     if problem is not None:  # the run's configuration names the problem's unit (as compute() sets it)
         cfg = dataclasses.replace(cfg, units=[[int(problem.info.get("layer", 0)), problem.info.get("unit")]])
@@ -317,7 +328,7 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
     ``problem``: one FFN-unit problem of your own (:func:`paramsym.discovery.transformer.ffn_unit_problem`,
     e.g. on your own BERT-type model) instead of ``cfg.units``, trained with the ``minilm-ffn-unit`` recipe.
     """
-    from ...runs.reuse import plan_subrun, write_subruns
+    from ....runs.reuse import plan_subrun, write_subruns
 
     cfg.validate()
     if problem is not None:

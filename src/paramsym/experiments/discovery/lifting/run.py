@@ -25,16 +25,17 @@ import numpy as np
 import torch
 from torch.func import vmap
 
-from ... import plots
-from ...discovery.config import DiscoverOverrides
-from ...discovery.resolve import (
+from .... import plots
+from ....actions.base import float64_copy
+from ....discovery.config import DiscoverOverrides
+from ....discovery.resolve import (
     QUICK_DISCOVER_STEPS,
     quick_discover_overrides,
     resolve_discover_config,
 )
-from ...options import float_option
-from ...runs.rundir import RunDir
-from ...verdict import median, output_scale, p95
+from ....options import float_option
+from ....runs.rundir import RunDir
+from ....verdict import median, output_scale, p95
 
 KIND = "discovery-lifting"
 PAPER_RATIO = 5.8
@@ -76,12 +77,18 @@ class LiftingConfig:
         """A small, fast version (tests, smoke runs): 20 steps, three radii, 32 host samples."""
         return cls(steps=QUICK_DISCOVER_STEPS, rhos=[0.1, 0.5, 1.2], samples=32, overrides=quick_discover_overrides())
 
+    @classmethod
+    def paper(cls) -> LiftingConfig:
+        """The paper's run of Fig. 2(c) (``paramsym reproduce lifting``; ``paramsym experiment lifting --paper``),
+        protocol v2 (fixed 2026-12-02 before its runs): five fresh training seeds 5–9 (seeds 0–4 served
+        protocol v1, equal β, which failed at 3.6×, and the β development) and the unit's β by the
+        equal-field-norm rule (:data:`EQUAL_FIELD`), so both actions move alike at each ρ."""
+        return cls(seeds=[5, 6, 7, 8, 9], unit_beta=EQUAL_FIELD)
+
 
 def host_curve(action, problem, rhos, samples: int, host_std: float, seed: int, s_F: float) -> dict[str, list[float]]:
     """Displacement medians and full-network error p95 of one action, per ρ (one factor)."""
-    import copy
-
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     host = problem.host.to(torch.float64)
     idx = problem.host_index
     gen = torch.Generator().manual_seed(seed)
@@ -112,9 +119,7 @@ def rescaling_alignment(action, problem, host_std: float, seed: int, n: int = 25
         ``{"cos_median", "sin_p95"}``: the median cosine and the 95th percentile of
         ``sin = ‖w − (⟨w, t̂⟩) t̂‖ / ‖w‖`` (computed from the projection, not as ``√(1 − cos²)``).
     """
-    import copy
-
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     n_in = problem.target.block.entries[0].size  # the incoming row comes first in the block
     gen = torch.Generator().manual_seed(seed)
     base = problem.host.theta0.to(torch.float64)[problem.host_index]
@@ -167,7 +172,7 @@ def equal_field_beta(unit_cfg, all_cfg) -> float:
     computed from both resolved configurations before any training (rounded to 6 significant
     digits, so config.json holds the exact value used).
     """
-    from ...discovery.problems import problem_scales, resolve_problem
+    from ....discovery.problems import problem_scales, resolve_problem
 
     s_unit = problem_scales(resolve_problem(unit_cfg), unit_cfg).s_theta
     s_all = problem_scales(resolve_problem(all_cfg), all_cfg).s_theta
@@ -191,7 +196,7 @@ def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
 def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse", *, resume: bool = False,
         command: str | None = None) -> dict:
     """:func:`compute` through the run verb (:func:`paramsym.experiments.discovery.run_experiment`)."""
-    from . import run_experiment
+    from .. import run_experiment
 
     return run_experiment(KIND, cfg, out, progress=progress, resume=resume, command=command, reuse=reuse)
 
@@ -201,8 +206,8 @@ def compute(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str =
 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`).
     """
-    from ...discovery.run import load_trained, run_discovery
-    from ...runs.reuse import plan_subrun, run_subrun, write_subruns
+    from ....discovery.run import load_trained, run_discovery
+    from ....runs.reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
     configs = subrun_configs(cfg)

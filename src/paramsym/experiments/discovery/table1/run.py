@@ -18,14 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ...discovery.config import DiscoverOverrides
-from ...discovery.resolve import (
+from ....discovery.config import DiscoverOverrides
+from ....discovery.resolve import (
     QUICK_DISCOVER_STEPS,
     quick_discover_overrides,
     resolve_discover_config,
 )
-from ...errors import ConfigError
-from ...runs.rundir import RunDir, default_run_dir
+from ....errors import ConfigError
+from ....runs.rundir import RunDir, default_run_dir
 
 KIND = "discovery-objectives"
 PAPER = {"sigmoid-scalar": {"finite": 0.306e-2, "hybrid": 0.037e-2, "motion": 0.12}}
@@ -51,6 +51,12 @@ class ObjectivesConfig:
         """A small, fast version (tests, smoke runs): 20 steps, a narrow network, a tiny verdict."""
         return cls(steps=QUICK_DISCOVER_STEPS, overrides=quick_discover_overrides())
 
+    @classmethod
+    def paper(cls) -> ObjectivesConfig:
+        """The paper's run of Table 1 (``paramsym reproduce objectives``; ``paramsym experiment objectives
+        --paper``): five seeds per objective, 1–5 (Table 1 reports 5/5 fits), at the recipes' step budgets."""
+        return cls(seeds=[1, 2, 3, 4, 5])
+
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
         if bad or not self.variants:
@@ -68,7 +74,7 @@ def subrun_configs(cfg: ObjectivesConfig) -> dict[str, object]:
 def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse", *, resume: bool = False,
         command: str | None = None) -> dict:
     """:func:`compute` through the run verb (:func:`paramsym.experiments.discovery.run_experiment`)."""
-    from . import run_experiment
+    from .. import run_experiment
 
     return run_experiment(KIND, cfg, out, progress=progress, resume=resume, command=command, reuse=reuse)
 
@@ -79,8 +85,8 @@ def compute(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: st
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`): ``"refuse"``
     (StaleRunError before anything is written), ``"rerun"`` or ``"stale"``.
     """
-    from ...discovery.run import run_discovery
-    from ...runs.reuse import plan_subrun, run_subrun, write_subruns
+    from ....discovery.run import run_discovery
+    from ....runs.reuse import plan_subrun, run_subrun, write_subruns
 
     cfg.validate()
     configs = subrun_configs(cfg)

@@ -24,16 +24,16 @@ from typing import Any
 
 import torch
 
-from ...attribution.flows import LiftRecord
-from ...attribution.jacobian import function_from_module
-from ...attribution.lift import LIFT_TOL, RTOL, DenseLift
-from ...attribution.problem import Attribution, SymmetryProblem
-from ...attribution.symmetry import polar_grid, so2
-from ...attribution.tables import tensor_table
-from ...errors import ConfigError
-from ...models.mlp import layer_names, mlp
-from ...runs.rundir import RunDir
-from .records import finish_run
+from ....attribution.flows import LiftRecord
+from ....attribution.jacobian import function_from_module
+from ....attribution.lift import LIFT_TOL, RTOL, DenseLift
+from ....attribution.problem import Attribution, SymmetryProblem
+from ....attribution.symmetry import polar_grid, so2
+from ....attribution.tables import tensor_table
+from ....errors import ConfigError
+from ....models.mlp import layer_names, mlp
+from ....runs.rundir import RunDir
+from ..records import finish_run
 
 #: τ of the image-membership check (see module doc)
 SANITY_RTOL = 1e-8
