@@ -215,6 +215,7 @@ def test_attribute_out_holding_another_run_is_refused(fx, capsys) -> None:
     """A seed-42 annulus run (its config.json and flows) is never mixed with a seed-5 run: --out must be
     empty, --resume takes the saved configuration only, and re-entering the directory from Python
     (as `paramsym reproduce` does) names the differing key."""
+    from paramsym.config import to_dict
     from paramsym.errors import RunDirError
     from paramsym.experiments.attribution.presets import (
         AttributionConfig,
@@ -222,13 +223,12 @@ def test_attribute_out_holding_another_run_is_refused(fx, capsys) -> None:
         resolve_attribution_config,
         run_attribution,
     )
-    from paramsym.runs.provenance import canonical
     from paramsym.runs.rundir import RunDir
 
     out = fx / "att"
     cfg = AttributionConfig("annulus-wedge", resolve_attribution_config(
         "annulus-wedge", stage=None, seed=42, quick=True, flows=None, overrides=[], weights=None, probes=None))
-    RunDir(out).write_json("config.json", {"kind": "attribution", **canonical(cfg)})
+    RunDir(out).write_json("config.json", {"kind": "attribution", **to_dict(cfg)})
     (out / "flows").mkdir()
     (out / "flows" / "resolved_c.json").write_text('{"record": {}}')
     before = _files(out)

@@ -186,8 +186,8 @@ def check_resumable(out, cfg: AttributionConfig) -> bool:
         RunDirError: ``out`` holds files without a ``config.json``, or the run of another
             configuration (the differing keys are named); nothing is touched.
     """
+    from ...config import to_dict
     from ...errors import RunDirError
-    from ...runs.provenance import canonical
     from ...runs.reuse import RECORD
 
     if not out.path.is_dir() or not any(p.name != RECORD for p in out.path.iterdir()):
@@ -197,7 +197,7 @@ def check_resumable(out, cfg: AttributionConfig) -> bool:
                           "its files would be mixed with this run's. Choose a new or empty --out.")
     old = out.read_json("config.json")
     old = {k: v for k, v in old.items() if k != "provenance"} if isinstance(old, dict) else old
-    diff = (_differences(canonical(old), {"kind": "attribution", **canonical(cfg)}) if isinstance(old, dict)
+    diff = (_differences(to_dict(old), {"kind": "attribution", **to_dict(cfg)}) if isinstance(old, dict)
             else ["(not a configuration)"])
     if diff:
         shown = ", ".join(diff[:6]) + (f" (+{len(diff) - 6} more)" if len(diff) > 6 else "")
