@@ -237,7 +237,7 @@ class StaleRunError(RunDirError):
 class ForeignRunError(RunDirError):
     """A run directory holding files this command did not make: another kind's run, the same kind
     with another configuration, files of no run, a corrupt ``config.json`` or ``reproduce.json``
-    (:func:`paramsym.runs.rundir.claim_run_dir`, ``paramsym reproduce --out``): nothing is overwritten
+    (the run verb's ``--out`` rule, ``paramsym reproduce --out``): nothing is overwritten
     or deleted."""
 
 

@@ -58,33 +58,29 @@ def load_run_config(run) -> Any:
     return from_document(spec.config, data, str(run.file("config.json")))
 
 
-def _discard(out, before: set[str]) -> None:
-    """Remove what :func:`execute` and the kind wrote into a fresh run directory — every entry not
-    in ``before`` (sub-run directories included) — and the directory itself when it is then empty
-    and held nothing before (``before`` empty)."""
+_COMMON = ("config.json", "env.json", "timing.json")
+
+
+def _discard(out) -> None:
+    """Remove the files :func:`execute` wrote into a fresh run directory (and it, when left empty)
+    — only while the run made nothing else: a run that had begun its own files (a checkpoint, a
+    sub-run) keeps its ``config.json``, so it can be resumed or inspected."""
     import os
-    import shutil
 
     try:
-        entries = os.listdir(out.path)
+        if any(entry.name not in _COMMON for entry in os.scandir(out.path)):
+            return
     except OSError:
         return
-    for name in entries:
-        if name in before:
-            continue
-        path = os.path.join(out.path, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-    if not before:
+    for name in _COMMON:
         try:
-            os.rmdir(out.path)
-        except OSError:  # not empty, or already gone
+            os.unlink(out.file(name))
+        except OSError:
             pass
+    try:
+        os.rmdir(out.path)
+    except OSError:  # not empty or already gone
+        pass
 
 
 def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | None = None, progress: bool = True,
@@ -130,16 +126,13 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
         if out.has("metrics.json"):
             return Outcome(out.read_json("metrics.json"), out, already_finished=True)
     else:
-        import os
-
-        before = set(os.listdir(out.path)) if out.path.is_dir() else set()
         out.write_json("config.json", to_document(kind, cfg, provenance(cfg, command=command)))
     out.write_env(seed, **{"resumed": resume, **(env or {})})
     try:
         metrics = spec.run(cfg, out, progress=progress, **(options or {}))
     except ParamsymError:
         if not resume:  # bad input found late (e.g. a layer the model lacks): leave no half-made run behind
-            _discard(out, before)
+            _discard(out)
         raise
     out.write_json("metrics.json", metrics)
     out.write_text("report.md", render(out))

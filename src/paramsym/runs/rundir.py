@@ -504,64 +504,6 @@ def stored_run_kind(path: str | os.PathLike) -> str | None:
     return None
 
 
-def _same(a: Any, b: Any) -> bool:
-    return json.dumps(_jsonable(a), sort_keys=True) == json.dumps(_jsonable(b), sort_keys=True)
-
-
-def claim_run_dir(path: str | os.PathLike, kind: str, expected: Mapping[str, Any] | None = None, *,
-                  command: str, flag: str = "--out") -> RunDir:
-    """The one check that a run directory belongs to one kind and one configuration (issue 36).
-
-    Every run kind that may continue in an existing ``--out`` (the experiments that reuse their
-    finished sub-runs, ``attribute``) calls this before any work: ``path`` must be missing or
-    empty, or hold a run of ``kind`` whose ``config.json`` agrees with ``expected`` on every key
-    of ``expected`` (the whole configuration, or the keys that name it). Anything else — another
-    kind's run, the same kind with another configuration, a corrupt ``config.json``, files of no
-    paramsym run — is refused and nothing is touched. A directory holding only the record of the
-    ``paramsym reproduce`` run that wraps this one counts as empty. (The managed kinds are stricter:
-    :meth:`RunDir.fresh` refuses every non-empty ``--out``; they continue with ``--resume``.)
-
-    Args:
-        path: the directory.
-        kind: the run kind about to be written (``config.json``'s ``kind``).
-        expected: ``config.json`` entries the run must have (``None``: the kind only).
-        command: the command that writes this kind, for the message (``"paramsym attribute"``).
-        flag: how the user named ``path``.
-
-    Raises:
-        ForeignRunError: ``path`` is non-empty and not a run of ``kind`` with this configuration.
-        RunFileError: ``path`` is a file, cannot be listed, or its ``config.json`` is corrupt.
-    """
-    from ..errors import ForeignRunError
-
-    run = RunDir(path)
-    try:
-        # a `paramsym reproduce` run directory holds its record before the run it wraps starts
-        empty = not run.path.exists() or all(e.name == REPRODUCE_RECORD for e in os.scandir(run.path))
-    except OSError as exc:
-        raise RunFileError(f"cannot list {str(run.path)!r} ({_why(exc)}); expected a readable directory. "
-                           "Choose another output directory.") from None
-    if empty:
-        return run
-    where = f"{flag} {str(run.path)!r}"
-    todo = f"choose a new or empty {flag} for `{command}` (nothing was touched)"
-    try:
-        have = stored_run_kind(run.path)
-    except RunFileError as exc:
-        raise ForeignRunError(f"{where} is not empty and its config.json is unreadable ({exc}); {todo}.") from None
-    if have is None:
-        raise ForeignRunError(f"{where} is not empty and holds no paramsym run (no config.json); {todo}.")
-    if have != kind:
-        raise ForeignRunError(f"{where} holds a {have!r} run, not a {kind!r} run; its files would be mixed with this "
-                              f"run's: {todo}.")
-    stored = run.read_json("config.json")
-    differ = sorted(k for k in (expected or {}) if k not in stored or not _same(stored[k], expected[k]))
-    if differ:
-        shown = ", ".join(differ[:6]) + (f" and {len(differ) - 6} more" if len(differ) > 6 else "")
-        raise ForeignRunError(f"{where} holds a {kind!r} run of another configuration (it differs in {shown}); {todo}.")
-    return run
-
-
 def default_run_dir(kind: str, name: str, root: str | os.PathLike = "runs") -> Path:
     """``runs/<kind>-<name>-<UTC timestamp>``; a numeric suffix avoids collisions."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
