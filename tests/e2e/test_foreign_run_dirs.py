@@ -139,12 +139,13 @@ def test_every_command_refuses_every_other_kinds_run(finished, label, capsys, mo
 
 
 def test_same_kind_other_config_is_refused(finished, capsys):
-    """The experiments continue in an --out of their own kind only with the same configuration."""
+    """A finished run of the same kind with another configuration is not continued by --out (the run
+    verb's rule: a non-empty --out is refused, continuing is --resume DIR with the saved configuration)."""
     d = finished["targets"]["experiment objectives"][1]
     before = _snapshot(d)
     rc = main(["experiment", "objectives", "--quick", "--steps", "6", "--quiet", "--out", str(d)])
     err = capsys.readouterr().err
-    assert rc == 2 and "ForeignRunError" in err and "differs in steps" in err, err
+    assert rc == 2 and "RunDirError" in err and "is not empty" in err and "--resume" in err, err
     assert _snapshot(d) == before
 
 
