@@ -6,8 +6,9 @@ afterwards (every file, every sub-directory). (``reproduce --out`` keeps a user'
 its run directories by design, so only that pair is not refused.)
 
 The finished runs are real: each is made once through :func:`paramsym.cli.main` on its smallest
-budget (about a minute for all). ``experiment transformer`` (the real all-MiniLM-L6-v2, 20 s at
-two steps) is pointed at the others but not made a target.
+budget (about a minute for all, plus ``experiment transformer``'s 20 s on the real all-MiniLM-L6-v2
+at two steps). ``align --census-groups`` (kind ``align-census``) needs two Hugging Face
+checkpoints: it is pointed at every other kind's run, not made a target.
 """
 
 from __future__ import annotations
@@ -64,15 +65,15 @@ def _commands(out: str, inputs: dict[str, Path]) -> dict[str, tuple[str | None, 
         "align": ("align", ["align", a, b, q, "--out", out]),
         "sweep": ("sweep", ["sweep", str(ROOT / "examples" / "sweeps" / "tiny.yaml"), q, "--out", out]),
         "reproduce": ("reproduce", ["reproduce", "groups-d4-regular", "--quick", q, "--out", out]),
+        "align --census-groups": ("align-census", ["align", a, b, "--census-groups", "--out", out]),
         # not run kinds, but they write to --out too
         "census --export": (None, ["census", "--preset", "mlp-relu", "--export", "permutation-spec", "--out", out]),
-        "align --census-groups": (None, ["align", a, b, "--census-groups", "--out", out]),
         "attention build": (None, ["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out", out]),
     }
 
 
 #: the commands made into finished targets (label -> the kind stored)
-TARGETS = ["discover", "experiment objectives", "experiment lifting", "attribute", "attention table", "attention count",
+TARGETS = ["discover", "experiment objectives", "experiment lifting", "experiment transformer", "attribute", "attention table", "attention count",
            "attention clusterings", "attention classify", "group", "census", "affine", "compensate", "teleport",
            "teleport --action", "align", "sweep", "reproduce"]
 
