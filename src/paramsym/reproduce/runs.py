@@ -126,7 +126,9 @@ OBJECTIVES_SEEDS = [1, 2, 3, 4, 5]  # five seeds per objective, as Table 1 (5/5 
 #: protocol v2 of the lifting row (fixed 2026-12-02 before its runs): five fresh training seeds, as
 #: Fig. 2(c) (seeds 0–4 served protocol v1, equal β, which failed at 3.6×, and the β development),
 #: and the unit's β by the equal-field-norm rule, so both actions move alike at each ρ
-LIFTING_SEEDS = [5, 6, 7, 8, 9]
+#: protocol v3 (fixed 2026-12-04 before its run, issue 33): the statistic is the geometric mean of the matched
+#: ratios (:mod:`paramsym.paper_stats`), on fresh seeds 10–14 (v2's 5–9 were seen under the v2 statistic)
+LIFTING_SEEDS = [10, 11, 12, 13, 14]
 #: the learned transformer's units, fixed before any result (issue 17): every other layer of the six,
 #: 1, 3 and 5, and in each the unit of largest feature RMS on the 16-token prefix; three seeds; the
 #: direct map's two objectives and the flow action
@@ -311,12 +313,13 @@ RUNS: dict[str, RunSpec] = {
         _spec("objectives", "paramsym experiment objectives --seeds 1,2,3,4,5", _objectives,
               "≈ 30 min (10 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
               "took ≈ 5 min at low load)", config=_experiment_config("discovery.table1.run", _objectives_cfg)),
-        _spec("lifting", "paramsym experiment lifting --seeds 5,6,7,8,9 --unit-beta equal-field", _lifting,
+        _spec("lifting", "paramsym experiment lifting --seeds 10,11,12,13,14 --unit-beta equal-field", _lifting,
               "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; protocol v2: 1,184 s wall, 1,067 CPU s for all ten on one thread, code 60559f4)",
               config=_experiment_config("discovery.lifting.run", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
               "27 sub-runs (3 units × hybrid, finite, flow × 3 seeds), 164–249 CPU s each (≈ 93 CPU min; protocol v3: "
-              "5,660 s wall on two one-thread processes, code d30b7d3; docs/discovery.md)",
+              "5,660 s summed over the sub-runs, which ran on two one-thread processes at once (elapsed wall not "
+              "recorded), code d30b7d3; docs/discovery.md)",
               config=_experiment_config("discovery.transformer.run", _transformer_cfg)),
         _spec("compensation", "paramsym compensate --model minilm --layer 3 --unit 7 --tokens 16 --json",
               _compensation, "≈ 15 s (closed form)", exact=True),
