@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paramsym.paper_stats import STATS
+from paramsym.paper_stats import OWN, STATS
 from paramsym.reproduce.annotate import annotate, annotate_row
 from paramsym.reproduce.docs import render_reproductions, write_docs
 from paramsym.reproduce.engine import _elapsed, run_config
@@ -36,10 +36,10 @@ def test_stale_is_computed_from_the_configuration_this_code_runs():
 def test_every_stored_row_carries_statistic_and_deviations():
     for cid, r in STORE.items():
         assert "statistic" in r and isinstance(r.get("deviations"), list), cid
-        if cid in STATS:
-            assert r["statistic"] == STATS[cid].statistic
+        assert r["statistic"] == (STATS[cid].statistic if cid in STATS else OWN)
     assert any("seven recipes" in d for d in STORE["transformer-composition"]["deviations"])
     assert any("2N" in d for d in STORE["transformer-motion"]["deviations"])
+    assert any("seed 0" in d for d in STORE["table1-composition-hybrid"]["deviations"])
 
 
 def test_the_stored_rows_are_annotated_already():

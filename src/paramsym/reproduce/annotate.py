@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..claims import Measured, Rows
-from ..paper_stats import STATS
+from ..paper_stats import OWN, STATS
 from ..runs.provenance import config_hash
 from .engine import BY_ID, run_config
 
@@ -79,7 +79,7 @@ def annotate_row(row: dict[str, Any], store: Rows) -> dict[str, Any]:
         return row
     out = dict(row, kind=claim.kind, criterion=claim.criterion)
     stat = STATS.get(claim.id)
-    out["statistic"] = stat.statistic if stat else None
+    out["statistic"] = stat.statistic if stat else OWN
     out["deviations"] = list(stat.deviations) if stat else []
     if out.get("config_hash") and out.get("budget") in ("quick", "full"):
         want = config_hash(run_config(claim.run, out["budget"] == "quick"))
