@@ -93,7 +93,7 @@ def test_wall_seconds_are_elapsed_not_summed():
     assert _elapsed(t0, 3.0, reused) == 103.0  # not 203
     assert _elapsed(t0, 3.0, [{"seconds": 100.0}]) is None  # a span it cannot place: unknown, not a guess
     r = STORE["transformer-composition"]
-    assert r["seconds"] is None and r["seconds_summed"] > 5000 and "not the elapsed wall" in r["wall_note"]
+    assert r["seconds"] is None and r["seconds_summed"] > 5000 and "elapsed wall not recorded" in r["wall_note"]
 
 
 def test_the_page_renders_deviations_statistic_and_the_wall_note(tmp_path):

@@ -31,8 +31,8 @@ from .engine import BY_ID, run_config
 __all__ = ["REJUDGE", "SUMMED_WALL", "annotate", "annotate_row"]
 
 #: runs whose stored ``seconds`` summed their sub-runs' seconds (made before issue 33): run → explanation
-SUMMED_WALL = {"transformer": "the sum of its 27 sub-runs' seconds (they ran two at a time): not the elapsed wall; "
-                              "not recorded"}
+SUMMED_WALL = {"transformer": "elapsed wall not recorded; the stored figure is the sum of its 27 sub-runs' seconds, "
+                              "which ran two at a time"}
 
 
 def _transformer_result(store: Rows) -> dict[str, Any] | None:
@@ -90,8 +90,8 @@ def annotate_row(row: dict[str, Any], store: Rows) -> dict[str, Any]:
         elif not out.get("stale_reason"):
             out["stale"] = False
     legacy = out.get("wall_rule") != "elapsed"  # made before issue 33 (rows now record the elapsed wall)
-    if legacy and claim.run in SUMMED_WALL and out.get("seconds") is not None:
-        out["seconds_summed"] = out["seconds"]
+    if legacy and claim.run in SUMMED_WALL and (out.get("seconds") is not None or "seconds_summed" in out):
+        out["seconds_summed"] = out["seconds"] if out.get("seconds") is not None else out["seconds_summed"]
         out["seconds"] = None
         out["wall_note"] = SUMMED_WALL[claim.run]
     rule = REJUDGE.get(claim.id)

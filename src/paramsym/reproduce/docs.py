@@ -212,7 +212,7 @@ def _time(r: dict[str, Any]) -> str:
 
     wall = "—" if r.get("seconds") is None else f"{r['seconds']:.0f}"
     cpu = "—" if r.get("cpu_seconds") is None else f"{r['cpu_seconds']:.0f}"
-    note = (f" (wall: {r['wall_note']}; {r['seconds_summed']:,.0f} s summed)" if r.get("wall_note") else "")
+    note = (f" (wall: {r['wall_note']}: {r['seconds_summed']:,.0f} s)" if r.get("wall_note") else "")
     return (f"{r['budget']}: {wall} / {cpu} s{note}, {str(r.get('date_utc') or '')[:10]}, "
             f"`{short_version(r.get('code_version'))}`" + (f" (stale: {r.get('stale_reason')})" if r.get("stale")
                                                            else ""))
@@ -227,7 +227,7 @@ def _judging(r: dict[str, Any]) -> str:
         parts.append("Deviations: " + "; ".join(r["deviations"]) + ".")
     if r.get("rejudged"):
         parts.append(f"Verdict {r['rejudged']}.")
-    return (" " + " ".join(parts)) if parts else ""
+    return (". " + " ".join(parts)) if parts else ""
 
 
 def render_reproductions(store: Rows) -> str:
@@ -277,7 +277,7 @@ def render_reproductions(store: Rows) -> str:
                          f"{_cell(c.criterion)} |")
             continue
         lines.append(f"| `{c.id}` | {c.kind} | {c.source} | {_cell(c.paper)} | {_cell(r['ours'])} | "
-                     f"{_holds(r.get('holds'))} | {_cell(_time(r))} | {_cell(c.criterion + _judging(r))} |")
+                     f"{_holds(r.get('holds'))} | {_cell(_time(r))} | {_cell(c.criterion.rstrip('.') + _judging(r))} |")
     lines += ["", "## Runs behind the claims", "",
               "| run | claims | full-budget command | documented full-run time |", "|---|---|---|---|"]
     for name, spec in RUNS.items():
