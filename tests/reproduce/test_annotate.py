@@ -101,7 +101,7 @@ def test_the_page_renders_deviations_statistic_and_the_wall_note(tmp_path):
     line = next(x for x in page.splitlines() if x.startswith("| `transformer-composition`"))
     assert "Statistic: per unit: median over seeds of the within-seed p95" in line
     assert "Deviations: model: all-MiniLM-L6-v2" in line and "seven recipes" in line
-    assert "| no |" in line and "summed" in line
+    assert "| no |" in line and "the sum of its 27 sub-runs" in line
     (tmp_path / "reproductions.json").write_text(json.dumps({"rows": STORE}))
     write_docs([], tmp_path)
     assert json.loads((tmp_path / "reproductions.json").read_text())["rows"] == STORE
