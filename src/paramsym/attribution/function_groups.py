@@ -250,9 +250,7 @@ def function_group(
     for what, rep in (("rep_in", rep_in), ("rep_out", rep_out)):
         if not isinstance(rep, Representation):
             raise GroupError(f"{what} must be a paramsym.groups.reps.Representation, received {type(rep).__name__}.")
-        if rep.group is not group and not (
-            rep.group.order == group.order and np.array_equal(rep.group.table, group.table)
-        ):
+        if not group.same_as(rep.group):
             raise GroupError(
                 f"{what} is a representation of {rep.group.name} (order {rep.group.order}), not of "
                 f"{group.name} (order {group.order}); build both representations on the same group."

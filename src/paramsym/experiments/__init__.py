@@ -1,2 +1,3 @@
-"""Experiments: one module per paper artefact, each a ``Config`` dataclass and a
-``run(cfg, out) -> Result`` that writes a run directory."""
+"""The papers' artefacts, one sub-package per paper section (:mod:`.discovery`, :mod:`.attribution`):
+each artefact composes library calls into the paper's run and holds its configuration, its run and
+report, its claims and its generated docs blocks in one place."""
