@@ -105,3 +105,29 @@ def test_the_page_renders_deviations_statistic_and_the_wall_note(tmp_path):
     (tmp_path / "reproductions.json").write_text(json.dumps({"rows": STORE}))
     write_docs([], tmp_path)
     assert json.loads((tmp_path / "reproductions.json").read_text())["rows"] == STORE
+
+
+def test_a_run_that_reuses_parallel_sub_runs_records_the_elapsed_wall(tmp_path, monkeypatch):
+    """run_one: two reused sub-runs that ran at the same time (100 s each) count 100 s of wall, 180 s of CPU."""
+    import dataclasses
+    import datetime as dt
+
+    from paramsym.reproduce import engine
+    from paramsym.runs.reuse import SUBRUNS
+
+    end = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)).isoformat(timespec="seconds")
+
+    def fake(out, reuse):
+        subs = {f"s{i}": {"reused": True, "stale": False, "seconds": 100.0, "cpu_seconds": 90.0, "date_utc": end}
+                for i in range(2)}
+        (out / SUBRUNS).write_text(json.dumps(subs))
+        return {"c6": {"count": 33}}
+
+    spec = dataclasses.replace(engine.RUNS["attention"], quick=fake, full=fake)
+    monkeypatch.setitem(engine.RUNS, "attention", spec)
+    rec = engine.run_one("attention", tmp_path, quick=True)
+    assert rec["wall_rule"] == "elapsed"
+    assert 100.0 <= rec["seconds"] < 110.0  # this call's own span is disjoint and short, not 200 s
+    assert rec["cpu_seconds"] >= 180.0
+    row = engine._row(engine.BY_ID["attention-c6-clusterings"], rec, None)
+    assert row["wall_rule"] == "elapsed" and row["statistic"] == STATS["attention-c6-clusterings"].statistic

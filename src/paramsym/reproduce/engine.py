@@ -5,9 +5,11 @@ A row (``dict``) has ``claim``, ``kind`` (``reproduction`` | ``related`` | ``mea
 failed, or a trained claim at the ``--quick`` budget), and also ``source``, ``statement``,
 ``criterion``, ``budget`` (``quick``/``full``), ``run``, ``command``, the provenance of the run
 that produced the numbers — ``code_version``, ``config_hash``, ``date_utc``, ``seconds`` and
-``cpu_seconds`` (wall and CPU of that run, including the recorded seconds of sub-runs it
-reused), ``reused`` (this call read a finished run), ``stale`` / ``stale_reason`` — and
-``full_time`` (documented), ``figures`` (paths under ``out``), ``values`` and ``error``.
+``cpu_seconds`` (wall and CPU of that run, including the sub-runs it reused), ``reused`` (this call read a finished run), ``stale`` / ``stale_reason`` — and
+``full_time`` (documented), ``figures`` (paths under ``out``), ``values`` and ``error``, and the paper's
+``statistic`` and our ``deviations`` from it (:mod:`paramsym.paper_stats`). Wall seconds are the elapsed
+time (``wall_rule: "elapsed"``: the union of this call's span and the spans of the sub-runs it reused),
+CPU seconds their sum.
 
 **Run directories and reuse.** Each run lives in ``out/<run>/`` (the experiment's own layout)
 with ``out/<run>/reproduce.json``: format, run, budget, status (``running`` / ``finished``),
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ForeignRunError, ParamsymError, RunFileError, StaleRunError, UnknownClaimError
+from ..paper_stats import OWN, STATS
 from ..runs.provenance import provenance, stale_reason
 from ..runs.reuse import RECORD, SUBRUNS, check_reuse, cpu_seconds, elapsed_seconds, move_aside
 from ..runs.rundir import read_json, write_json
@@ -223,6 +226,8 @@ def _row(claim: Claim, rec: dict[str, Any], out: Path | None) -> dict[str, Any]:
         "cpu_seconds": rec.get("cpu_seconds"), "reused": bool(rec.get("reused")), "stale": bool(rec.get("stale")),
         "stale_reason": rec.get("stale_reason"), "full_time": spec.full_time, "exact": spec.exact, "figures": [],
         "values": {}, "error": rec.get("error"), "wall_rule": rec.get("wall_rule"),
+        "statistic": STATS[claim.id].statistic if claim.id in STATS else OWN,
+        "deviations": list(STATS[claim.id].deviations) if claim.id in STATS else [],
     }
     if rec.get("error") is None:
         try:
