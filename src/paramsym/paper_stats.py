@@ -197,19 +197,14 @@ STATS: dict[str, PaperStatistic] = {s.claim: s for s in (
                          "float32 before the next action. (§6.3) " + DISCOVERY_GLOBAL,
                    deviations=(*_TD_DEV, "the criterion until issue 33 judged the within-seed median with finite ≥ "
                                "2× hybrid (the issue text's reading, not the paper's)"), **_TD),
-    PaperStatistic("transformer-drift-random-closed-form", "one evaluation: median over 32 elements of each drift",
-                   "median", None, None,
-                   quote="Protected-logit drift is approximately 129 times smaller than for a random translation at "
-                         "similar motion. (§6.3)",
-                   deviations=("method: the closed form (Cor. 4.6), not a learned action",
-                               "model: all-MiniLM-L6-v2 layer 3 unit 7 for Pythia-1B"), **_TD),
-    PaperStatistic("transformer-drift-uncompensated-closed-form", "one evaluation: median over 32 elements of each drift",
-                   "median", None, None,
-                   quote="Keeping the learned incoming update while removing compensation increases drift by 49 "
-                         "times, despite reducing the total displacement. (§6.3)",
-                   deviations=("method: the closed form (Cor. 4.6), not a learned action",
-                               "model: all-MiniLM-L6-v2 layer 3 unit 7 for Pythia-1B"), **_TD),
 )}
+#: the closed-form drift claims: the learned claims' sentences, one evaluation of Cor. 4.6
+for _cid, _learned in (("transformer-drift-random-closed-form", "transformer-drift-random-learned"),
+                       ("transformer-drift-uncompensated-closed-form", "transformer-drift-uncompensated-learned")):
+    STATS[_cid] = PaperStatistic(_cid, "one evaluation: median over 32 elements of each drift", "median", None, None,
+                                 quote=STATS[_learned].quote,
+                                 deviations=("method: the closed form (Cor. 4.6), not a learned action",
+                                             "model: all-MiniLM-L6-v2 layer 3 unit 7 for Pythia-1B"), **_TD)
 
 _EXACT = dict(within=None, across=None, key=None, radius="—")
 for _cid, _stat, _inputs, _model, _quote in (
