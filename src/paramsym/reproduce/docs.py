@@ -266,7 +266,9 @@ def render_reproductions(store: Rows) -> str:
         f"evaluated {s['counts']['not_evaluated']} (of {sum(c.kind == 'reproduction' for c in CLAIMS)} reproduction "
         f"claims{'' if len(rows) == len(CLAIMS) else ', some not run yet'}); related {s['counts']['related']}; "
         f"measurements {s['counts']['measurements']}."
-        + (f" Failing: {', '.join(f'`{c}`' for c in s['failing'])}." if s["failing"] else ""), "",
+        + (f" Failing: {', '.join(f'`{c}`' for c in s['failing'])}." if s["failing"] else "")
+        + (f" Stale (made by another configuration than this code runs; numbers kept, marked in the row): "
+           f"{s['counts']['stale']}." if s["stale"] else ""), "",
         "| claim | kind | source | paper | ours | holds | measured (budget: wall / CPU s, date, code) | criterion |",
         "|---|---|---|---|---|---|---|---|",
     ]
