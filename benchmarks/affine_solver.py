@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from paramsym.exact import solve_affine
+from paramsym.exact import AffineSolverConfig, solve_affine
 from paramsym.exact.presets import AFFINE_PRESETS, build_preset
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     for name in names:
         target, ansatz = build_preset(name)
         t0 = time.perf_counter()
-        res = solve_affine(target, ansatz, samples=AFFINE_PRESETS[name].samples,
+        res = solve_affine(target, ansatz, AffineSolverConfig(samples=AFFINE_PRESETS[name].samples),
                            generator=torch.Generator().manual_seed(1))
         sec = time.perf_counter() - t0
         base = base or sec

@@ -39,6 +39,7 @@ import time
 import torch
 from torch.autograd.functional import jvp as af_jvp
 
+from paramsym.actions.base import float64_copy
 from paramsym.config import apply_overrides
 from paramsym.discovery import objectives as O
 from paramsym.discovery.config import DiscoverConfig
@@ -163,7 +164,7 @@ def naive_step(trainer: Trainer, action, opt, step: int) -> float:
 def verify_baseline(trainer: Trainer) -> tuple[float, float]:
     """Max relative difference (loss terms, gradient) between the baseline and the library
     objectives on identical float64 inputs."""
-    action = copy.deepcopy(trainer.action).double()
+    action = float64_copy(trainer.action)
     target = trainer.problem.target.to(torch.float64)
     sc = trainer.scales
     gen = torch.Generator().manual_seed(123)

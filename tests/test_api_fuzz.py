@@ -134,20 +134,21 @@ def test_check_action_and_assert_invariant(seed, rho, samples, factors, swapped)
 @given(samples=edge_int, tol=edge_float, radius=edge_float, rule=st.sampled_from(["gap", "threshold", "magic", None]),
        max_memory=st.sampled_from([None, 1, -5, 2**70, math.nan]))
 def test_solve_affine(samples, tol, radius, rule, max_memory) -> None:
-    from paramsym.exact.affine import solve_affine
+    from paramsym.exact.affine import AffineSolverConfig, solve_affine
     from paramsym.exact.presets import build_preset
 
     target, ansatz = build_preset("linear2x2", 0)
     if isinstance(samples, int) and not isinstance(samples, bool) and samples > 400:
         samples = 400  # keep the accepted solves small: the size check is tested via max_memory
-    _outcome("solve_affine", solve_affine, target, ansatz, samples=samples, tol=tol, radius=radius, rule=rule,
-             max_memory=max_memory, generator=torch.Generator().manual_seed(0))
+    _outcome("solve_affine", solve_affine, target, ansatz,
+             AffineSolverConfig(samples=samples, tol=tol, radius=radius, rule=rule, max_memory=max_memory),
+             generator=torch.Generator().manual_seed(0))
 
 
 @API
 @given(steps=edge_int, step_size=edge_float, tol=edge_float, theta_kind=st.sampled_from(["ok", "nan", "short", "int", "meta"]))
 def test_teleport(steps, step_size, tol, theta_kind) -> None:
-    from paramsym.teleport import mlp_rescaling, teleport
+    from paramsym.teleport import AscentConfig, mlp_rescaling, teleport
 
     g = torch.Generator().manual_seed(0)
     params = {"fc1.weight": torch.randn(4, 3, generator=g, dtype=torch.float64),
@@ -164,7 +165,7 @@ def test_teleport(steps, step_size, tol, theta_kind) -> None:
              "int": theta.long(), "meta": theta.to("meta")}[theta_kind]
     if isinstance(steps, int) and not isinstance(steps, bool) and steps > 20:
         steps = 20
-    _outcome("teleport", teleport, action, theta, loss_fn, steps=steps, step_size=step_size, tol=tol)
+    _outcome("teleport", teleport, action, theta, loss_fn, AscentConfig(steps=steps, step_size=step_size, tol=tol))
 
 
 @API

@@ -13,6 +13,13 @@ A renamed field keeps its former key readable from files: a configuration class 
 ``RENAMED = {old: (new, convert, hint)}`` (``convert(value, key)`` → the new field's value), and
 :func:`from_dict` maps ``old`` to ``new`` (an old run's ``config.json`` loads as the same
 configuration); :class:`Overrides` (``--set``) refuses the old key, naming the new one and ``hint``.
+A retired key (``DROPPED = {old: hint}``, written by an older version but configuring nothing) is
+left out when read from a file and refused by :class:`Overrides`.
+
+The one serializer: :func:`to_dict` (configuration → plain JSON data, what
+:func:`~paramsym.runs.provenance.config_hash` hashes) and :func:`from_dict` (back, validated, renames
+applied); a run's ``config.json`` is :func:`to_document` / :func:`from_document` (one flat shape:
+``kind``, the fields, ``provenance``).
 Memory budgets are :class:`~paramsym.groups.memory.MemoryBudget` fields (``2GiB``, ``512MiB``
 or bytes, the grammar of every ``--max-memory``).
 """
@@ -21,8 +28,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 import json
 import math
+import os
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,21 +42,37 @@ import yaml
 from .errors import ConfigError
 from .groups.memory import MemoryBudget
 
-__all__ = ["Overrides", "apply_overrides", "flat_keys", "from_dict", "load_file", "read_document", "to_dict",
-           "validate_tree"]
+__all__ = ["DOCUMENT_KEYS", "Overrides", "apply_overrides", "flat_keys", "from_dict", "from_document", "load_file",
+           "read_document", "to_dict", "to_document", "validate_tree"]
 
 C = TypeVar("C")
 
 
-def to_dict(cfg: Any) -> dict[str, Any]:
-    """Convert a (nested) config dataclass into plain JSON-able Python objects."""
-    if dataclasses.is_dataclass(cfg):
+def to_dict(cfg: Any) -> Any:
+    """``cfg`` (a nested config dataclass, or any value in one) as plain JSON data: the one serializer.
+
+    Dataclasses and mappings become dicts (string keys), sequences lists, sets sorted lists, enums
+    their values, paths strings, non-finite floats their ``repr`` (JSON has none); scalars stay.
+    What :func:`from_dict` reads back (validated, ``RENAMED`` keys applied) and what
+    :func:`paramsym.runs.provenance.config_hash` hashes.
+    """
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
         return {f.name: to_dict(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+    if isinstance(cfg, Mapping):
+        return {str(k): to_dict(v) for k, v in cfg.items()}
     if isinstance(cfg, (list, tuple)):
         return [to_dict(v) for v in cfg]
-    if isinstance(cfg, Mapping):
-        return {k: to_dict(v) for k, v in cfg.items()}
-    return cfg
+    if isinstance(cfg, (set, frozenset)):
+        return sorted(to_dict(v) for v in cfg)
+    if isinstance(cfg, enum.Enum):
+        return to_dict(cfg.value)
+    if isinstance(cfg, os.PathLike):
+        return os.fspath(cfg)
+    if isinstance(cfg, float) and not math.isfinite(cfg):
+        return repr(cfg)
+    if cfg is None or isinstance(cfg, (bool, int, float, str)):
+        return cfg
+    return repr(cfg)
 
 
 def flat_keys(cfg: Any, prefix: str = "") -> list[str]:
@@ -81,7 +106,9 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
     if annotation is Any:
         return parsed
     if origin is typing.Union or origin is types.UnionType:
-        if parsed is None and type(None) in args:
+        # None from YAML's null (``null``, ``~``); other text that reads as nothing (" ") stays text where text fits
+        text = isinstance(raw, str) and str in args and raw.strip() not in ("null", "Null", "NULL", "~")
+        if parsed is None and type(None) in args and not text:
             return None
         for a in args:
             if a is type(None):
@@ -173,18 +200,53 @@ def from_dict(cls: type[C], data: Mapping[str, Any], prefix: str = "") -> C:
     return cfg
 
 
+#: the keys of a run's ``config.json`` beside its configuration's fields (:func:`to_document`)
+DOCUMENT_KEYS = ("kind", "provenance")
+
+
+def to_document(kind: str, cfg: Any, provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``config.json`` of a run: ``{"kind": kind, <to_dict(cfg)>, "provenance": {...}}`` (one flat shape;
+    ``provenance`` omitted when ``None``). :func:`from_document` reads it back."""
+    doc = {"kind": kind, **to_dict(cfg)}
+    if provenance is not None:
+        doc["provenance"] = dict(provenance)
+    return doc
+
+
+def from_document(cls: type[C], data: Any, where: str = "config.json") -> C:
+    """The configuration ``cls`` of a run's ``config.json`` data (:func:`to_document`): its fields read
+    by :func:`from_dict` (validated, ``RENAMED`` keys applied), ``kind`` and ``provenance`` set aside.
+
+    Raises:
+        ConfigFileError: ``data`` is not an object, or a field is unknown or of the wrong type (the
+            message names ``where``, the key and what to do).
+    """
+    from .errors import ConfigFileError
+
+    if not isinstance(data, Mapping):
+        raise ConfigFileError(f"{where}: expected a JSON object of {cls.__name__} fields, found "
+                              f"{type(data).__name__}; restore the file, or start the run again.")
+    fields = {k: v for k, v in data.items() if k not in DOCUMENT_KEYS}
+    try:
+        return from_dict(cls, fields)
+    except ConfigError as exc:
+        raise ConfigFileError(f"{where}: {exc} Restore the file, or start the run again.") from None
+
+
 def _renamed(cls: type, data: Mapping[str, Any], prefix: str = "") -> Mapping[str, Any]:
     """``data`` with the former keys of ``cls`` (its ``RENAMED``: old key → (new key, convert, hint))
-    replaced by the new key and the converted value, so that a configuration file written before
-    a field was renamed (an old run's ``config.json``) still reads as the same configuration.
+    replaced by the new key and the converted value, and its retired keys (``DROPPED``: old key →
+    hint; keys an old file holds that configure nothing) left out, so that a configuration file
+    written before a field was renamed (an old run's ``config.json``) still reads as the same configuration.
 
     Raises:
         ConfigError: both the old and the new key are given, or the old value does not convert.
     """
-    renamed = getattr(cls, "RENAMED", None)
-    if not renamed or not any(old in data for old in renamed):
+    renamed = getattr(cls, "RENAMED", None) or {}
+    dropped = getattr(cls, "DROPPED", None) or {}
+    if not any(old in data for old in (*renamed, *dropped)):
         return data
-    data = dict(data)
+    data = {k: v for k, v in data.items() if k not in dropped}
     for old, (new, convert, _) in renamed.items():
         if old in data:
             if new in data:
@@ -220,7 +282,8 @@ def _normalized(cfg: C, prefix: str = "") -> C:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             new = _normalized(value, prefix + f.name + ".")
         else:
-            new = _coerce(prefix + f.name, value if isinstance(value, (str, Overrides)) else to_dict(value), hints[f.name])
+            plain = isinstance(value, (list, tuple, set, frozenset, Mapping)) and not isinstance(value, Overrides)
+            new = _coerce(prefix + f.name, to_dict(value) if plain else value, hints[f.name])
         if new is not value:
             changes[f.name] = new
     cfg = dataclasses.replace(cfg, **changes) if changes else cfg
@@ -262,6 +325,9 @@ def _refuse_renamed(cls: type, key: str) -> None:
         if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
             return
     renamed = getattr(cls, "RENAMED", None) or {}
+    dropped = getattr(cls, "DROPPED", None) or {}
+    if parts[-1] in dropped:
+        raise ConfigError(f"{key!r} is a retired key that configures nothing ({dropped[parts[-1]]}); drop it.")
     if parts[-1] in renamed:
         new = ".".join([*parts[:-1], renamed[parts[-1]][0]])
         raise ConfigError(f"{key!r} is the former name of {new!r}; set {new} instead ({renamed[parts[-1]][2]}).")

@@ -112,6 +112,12 @@ class RunFileError(RunDirError):
     writable directory, or a truncated / corrupt ``*.json`` or ``*.safetensors`` file."""
 
 
+class ConfigFileError(RunFileError, ConfigError):
+    """A run's ``config.json`` whose configuration does not read back: not an object, an unknown
+    field, or a value of the wrong type (:func:`paramsym.config.from_document`; both a corrupt run
+    file and a configuration error)."""
+
+
 class BlockMismatchError(RunDirError):
     """A target whose parameter block (names, shapes, selected entries) differs from the block
     a run was trained on."""
@@ -231,3 +237,16 @@ class StaleRunError(RunDirError):
 class ForeignRunError(RunDirError):
     """A run directory (``paramsym reproduce --out DIR/<run>``) holding files this command did not
     make, or a corrupt or foreign ``reproduce.json``: nothing is overwritten or deleted."""
+
+
+# -- checkpoints (issue 34) ------------------------------------------------------------------------
+class CheckpointError(InputFileError):
+    """A safetensors checkpoint whose index and shards disagree (a shard missing from the index or
+    from the directory, an index naming a tensor no shard holds), a truncated shard, or a model
+    tensor the checkpoint stores under no name an export can state; raised from the headers, before
+    any tensor is allocated (the message names the file and the tensor)."""
+
+
+class MergekitVersionError(ConfigError):
+    """A MergeKit architecture file of another MergeKit version than the one asked for (0.1.5's
+    ``vocabulary_axis`` versus 0.1.4's ``is_embed``): the other version would drop the field silently."""

@@ -22,12 +22,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from .errors import ConfigError
 
-__all__ = ["MAX_SEED", "MAX_THREADS", "config_from_flags", "device_option", "float_option", "given_flags", "int_option",
-           "seed_option", "seeds_option", "threads_option"]
+__all__ = ["MAX_SEED", "MAX_THREADS", "Flag", "config_from_flags", "device_option", "flag_values", "float_option",
+           "given_flags", "int_option", "seed_option", "seeds_option", "threads_option"]
+
+C = TypeVar("C")
 
 #: the largest seed accepted: every seed fits torch's signed 64-bit ``manual_seed`` (and ``seed + 1``
 #: the derived generators some commands use stays below ``2**64``)
@@ -127,31 +129,66 @@ def device_option(raw: object, flag: str = "--device") -> str:
     raise ConfigError(f"{flag} must be cpu, cuda or cuda:N (N a GPU index); received {str(raw)[:80]!r}.")
 
 
-def given_flags(args: Any, flags: Mapping[str, Any]) -> list[str]:
-    """The ``--flag`` names of ``flags`` (field names) given on the command line (not ``None``/``False``)."""
-    return ["--" + name.replace("_", "-") for name in flags if getattr(args, name, None) not in (None, False)]
+class Flag(NamedTuple):
+    """A command-line flag that writes config key ``key`` (dotted, e.g. ``train.steps``), its text
+    parsed by ``check(raw, flag)`` (``None``: the value as argparse parsed it)."""
+
+    key: str
+    check: Callable[[Any, str], Any] | None = None
 
 
-def config_from_flags(base: Any, args: Any, flags: Mapping[str, Callable[[Any, str], Any] | None]) -> Any:
-    """``base`` (a config dataclass) with each field of ``flags`` whose flag was given replaced.
+FlagTable = Mapping[str, "Flag | Callable[[Any, str], Any] | None"]
 
-    The one mapping of a command's flags onto its config's fields (every command, those in
-    :mod:`paramsym.cli` and those beside their concepts): flag ``--some-field`` sets field
-    ``some_field`` when given (argparse default ``None``; a ``store_true`` flag when ``True``),
-    parsed by the field's validator, in the order of ``flags``.
 
-    Args:
-        base: the starting configuration (``Config()`` or ``Config.quick()``).
-        args: the parsed arguments; field ``f`` is read from ``args.f`` (flag ``--f`` with ``_`` → ``-``).
-        flags: field name → validator ``(raw, flag) -> value`` (``None``: the value as parsed).
-    """
-    import dataclasses
+def _flag_spec(name: str, spec: Any) -> Flag:
+    return spec if isinstance(spec, Flag) else Flag(name, spec)
 
-    values = {}
-    for name, check in flags.items():
+
+def given_flags(args: Any, flags: FlagTable) -> list[str]:
+    """The ``--flag`` names of ``flags`` (argument names) given on the command line (not ``None``/``False``),
+    and ``--set`` when any override was given."""
+    given = ["--" + name.replace("_", "-") for name in flags if getattr(args, name, None) not in (None, False)]
+    return given + (["--set"] if getattr(args, "overrides", None) else [])
+
+
+def flag_values(args: Any, flags: FlagTable) -> dict[str, Any]:
+    """Config key → value of every flag of ``flags`` given on the command line, parsed by its check."""
+    values: dict[str, Any] = {}
+    for name, spec in flags.items():
         raw = getattr(args, name, None)
         if raw is None or raw is False:
             continue
-        flag = "--" + name.replace("_", "-")
-        values[name] = check(raw, flag) if check is not None else raw
-    return dataclasses.replace(base, **values)
+        key, check = _flag_spec(name, spec)
+        values[key] = check(raw, "--" + name.replace("_", "-")) if check is not None else raw
+    return values
+
+
+def config_from_flags(base: C, args: Any, flags: FlagTable) -> C:
+    """``base`` (a config dataclass) with the command line applied: the one mapping of flags onto config keys.
+
+    Every run command builds its configuration here (those in :mod:`paramsym.cli` and those beside their
+    concepts): each flag of ``flags`` that was given writes its config key — ``name`` →
+    ``Flag(key, check)``, or ``name`` → ``check`` for the key ``name`` itself (flag ``--some-field``,
+    argument ``some_field``; argparse default ``None``, a ``store_true`` flag when ``True``) — and then
+    every ``--set KEY=VALUE`` (``args.overrides``) writes its key, so a flag is sugar for ``--set``
+    of its key: both give the same configuration (and ``config_hash``). The values are typed and the
+    result validated by :class:`paramsym.config.Overrides`.
+
+    Args:
+        base: the starting configuration (``Config()``, ``Config.quick()`` or a preset's value).
+        args: the parsed arguments (``args.overrides``: the ``--set`` strings, when the command has them).
+        flags: argument name → :class:`Flag` or validator ``(raw, flag) -> value`` (``None``: as parsed).
+
+    Raises:
+        ConfigError: a bad flag value, an unknown or mistyped ``--set`` key, a flag and ``--set`` of the
+            same key (give one), or a configuration its ``validate`` refuses.
+    """
+    from .config import Overrides
+
+    values = flag_values(args, flags)
+    sets = Overrides.parse(getattr(args, "overrides", None) or (), config=type(base))
+    both = [k for k in values if k in sets]
+    if both:
+        names = {_flag_spec(n, s).key: "--" + n.replace("_", "-") for n, s in flags.items()}
+        raise ConfigError(f"{names[both[0]]} and --set {both[0]}=... both set {both[0]!r}; give one of them.")
+    return (Overrides(values, config=type(base)) | sets).apply(base)

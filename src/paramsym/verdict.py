@@ -34,7 +34,6 @@ denominator are 0 when the numerator is 0 too and ``inf`` otherwise.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -43,7 +42,7 @@ import torch
 from torch import Tensor
 from torch.func import vmap
 
-from .actions.base import GroupAction
+from .actions.base import GroupAction, float64_copy
 from .actions.composition import composition_errors, median, p95, safe_ratio
 from .errors import DegenerateTargetError, ShapeError, check_finite
 from .groups.lie import GroupSamples
@@ -390,7 +389,7 @@ def evaluate(
     """
     from tqdm.auto import tqdm
 
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     gen = torch.Generator().manual_seed(seed)
     cells = []
     grid = [(float(r), int(k)) for r in rhos for k in factors]
@@ -450,7 +449,7 @@ def generated_curves(
         JSON-able dict: ``t``, per-t median and quartiles of the learned and random drift,
         median motion, and (with ``unit_outputs``) per-unit output changes along the first curve.
     """
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     gen = torch.Generator().manual_seed(seed)
     group = act.group
     ts = torch.linspace(-tmax, tmax, times, dtype=torch.float64)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import nn
 
 from paramsym import verdict as V
+from paramsym.actions.base import float64_copy
 from paramsym.attention.rmhsa import rmhsa
 from paramsym.targets import Target
 from paramsym.testing import estimate_scales
@@ -51,7 +50,7 @@ def discrete_verdict(action, target: Target, n: int = 64, seed: int = 0) -> dict
     random permutations ``g1, g2`` at points near θ0 (``g⁻¹ = gᵀ``): worst output, composition and
     inverse errors and the median motion over the non-identity draws."""
     t64 = target.to(DT)
-    act = copy.deepcopy(action).double()
+    act = float64_copy(action)
     g = gen(seed)
     theta = t64.theta0 + 0.05 * t64.theta0.norm() / t64.p**0.5 * torch.randn(n, t64.p, generator=g, dtype=DT)
     s_F, s_theta = estimate_scales(t64, theta, generator=gen(seed + 1))

@@ -29,7 +29,7 @@ from paramsym.models.adapters import adapt
 
 transformers = pytest.importorskip("transformers")
 
-CAUSAL = {"llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "opt", "falcon", "stablelm"}
+CAUSAL = {"llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "opt", "falcon", "stablelm", "qwen3", "cohere"}
 RMS = {"llama", "mistral", "qwen2", "gemma", "phi3"}  # RMSNorm LMs: the residual rotation applies
 ROTARY = {"llama", "mistral", "qwen2", "gemma", "phi3", "gpt_neox", "falcon", "stablelm"}  # query/key: rotary commutant
 
@@ -77,7 +77,9 @@ def _apply_gl(params, layout, gen):
     GL(d_k) on query/key without rotary, a rotary-commutant element with it."""
     out = dict(params)
     acts = [(ValueOutputAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64))]
-    if not layout.rotary_dim:
+    if layout.qk_refused:  # the census refused this layer's query/key symmetry (issue 34)
+        pass
+    elif not layout.rotary_dim:
         acts.append((QueryKeyAction, _gl(layout.head_dim, layout.num_kv_heads, gen, torch.float64)))
     else:
         acts.append((QueryKeyAction, _rotary_commutant(layout, gen, torch.float64)))
@@ -155,6 +157,26 @@ def test_scramble_by_the_whole_group_is_undone(tmp_path, name, dtype):
         ref, out, mid = _output(a_model(**inputs)), _output(got(**inputs)), _output(merged(**inputs))
     assert _rel(out, ref) <= tol and _rel(mid, ref) <= tol
     assert info["distance_after"] <= tol * info["distance_before"]
+
+
+@pytest.mark.parametrize("name", ["qwen3", "cohere"])
+def test_query_key_refused_layers_are_aligned_by_the_rest_of_the_group(tmp_path, name):
+    """Qwen3 (q/k norms) and Cohere (interleaved rotary): their query/key symmetry is refused per
+    layer (issue 34); a scramble by permutations × per-head GL(d_v) is undone all the same, query/key
+    left alone by the alignment."""
+    a_model, b_model, plan = _scramble(name, torch.float32)
+    assert all(layout.qk_refused for layout in plan["attention"])
+    a = _params(a_model)
+    assert max(_rel(v, a[k]) for k, v in _params(b_model).items() if a[k].norm() > 0) > 0.1
+    inputs = default_inputs(a_model, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert _rel(_output(b_model(**inputs)), _output(a_model(**inputs))) <= 1e-5
+    info = align_checkpoints(a_model, b_model, plan["spec"], tmp_path / "out", attention=plan["attention"],
+                             rotation=plan["rotation"])
+    assert info["attention_query_key"] == {"gl": 0, "rotary_commutant": 0, "refused": len(plan["attention"])}
+    got = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "aligned_b", attn_implementation="eager").eval()
+    for k, v in got.named_parameters():
+        assert float((v - a[k]).norm()) <= 1e-5 * max(float(a[k].norm()), 1e-12), (k, _rel(v, a[k]))
 
 
 @pytest.mark.parametrize("name", ["llama", "gpt2"])

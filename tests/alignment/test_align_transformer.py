@@ -3,6 +3,8 @@ permutations and of per-head GL elements, agreement with the catalogue's HeadPer
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -45,11 +47,40 @@ def setup():
     return model, arch, _random_params(model, 0), _random_params(model, 1)
 
 
+def _logits(model, params, ids):
+    from torch.func import functional_call
+
+    return functional_call(model, dict(params), (ids,)).logits
+
+
 def test_groups_come_from_the_adapter(setup):
-    _, arch, _, _ = setup
-    kinds = sorted({g.kind for g in arch.groups})
-    assert kinds == ["head_permutation", "hidden_permutation", "residual_permutation"]
-    assert len(arch.attention) == 2 and not arch.rescalable  # GELU: no rescaling
+    """The adapter's groups against the model's config (counts and sizes read from GPT2Config, not
+    from the adapter), and each group is a real symmetry of the HF model: a random permutation of its
+    units moves the parameters and leaves the logits at float64 rounding, while the same permutation
+    with one of the group's tensors left out (a broken group) changes them."""
+    model, arch, a, _ = setup
+    conf = model.config
+    sizes = sorted((g.kind, g.size) for g in arch.groups)
+    assert sizes == sorted([("head_permutation", conf.n_head)] * conf.n_layer
+                           + [("hidden_permutation", conf.n_inner)] * conf.n_layer
+                           + [("residual_permutation", conf.n_embd)])
+    assert len(arch.attention) == conf.n_layer and all(la.num_heads == conf.n_head for la in arch.attention)
+    assert not arch.rescalable  # GELU: no rescaling
+    ids = torch.randint(0, P + 1, (6, 3), generator=torch.Generator().manual_seed(3))
+    ref = _logits(model, a, ids)
+    gen = torch.Generator().manual_seed(4)
+    for g in arch.groups:
+        for m in g.members:  # each unit owns distinct, valid entries of its tensors
+            pos = m.positions.reshape(-1)
+            assert m.positions.shape[0] == g.size and pos.unique().numel() == pos.numel() < a[m.name].numel() + 1
+        perm = torch.randperm(g.size, generator=gen)
+        perm = torch.roll(perm, 1) if torch.equal(perm, torch.arange(g.size)) else perm  # not the identity
+        moved = apply_permutation(a, g, perm)
+        assert distance(moved, a) > 1e-2, g.name
+        err = float((_logits(model, moved, ids) - ref).abs().max() / ref.abs().max())
+        assert err <= 1e-12, (g.name, err)
+        broken = dataclasses.replace(g, members=g.members[:-1], pair=None)  # one tensor left unpermuted
+        assert float((_logits(model, apply_permutation(a, broken, perm), ids) - ref).abs().max()) > 1e-3, g.name
 
 
 def test_full_alignment_preserves_the_function_float64(setup):

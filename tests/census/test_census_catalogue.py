@@ -167,11 +167,11 @@ def test_counted_dimensions_are_independent_and_match_the_affine_algebra():
 @pytest.mark.slow
 def test_affine_solver_finds_80_on_the_biased_attention_block():
     """≈ 8–15 s: the affine solver on ``attention-d8h2-bias`` (no dimension given) finds 80 = 32 + 32 + 8 + 8."""
-    from paramsym.exact.affine import solve_affine
+    from paramsym.exact.affine import AffineSolverConfig, solve_affine
     from paramsym.exact.presets import AFFINE_PRESETS
     from paramsym.exact.presets import build_preset as affine_preset
 
     target, ansatz = affine_preset("attention-d8h2-bias", 0)
-    res = solve_affine(target, ansatz, samples=AFFINE_PRESETS["attention-d8h2-bias"].fields["samples"],
+    res = solve_affine(target, ansatz, AffineSolverConfig(samples=AFFINE_PRESETS["attention-d8h2-bias"].fields["samples"]),
                        generator=torch.Generator().manual_seed(1))
     assert res.dimension == 80 and res.gap > 1e6

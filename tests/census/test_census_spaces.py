@@ -126,6 +126,9 @@ def test_permutation_spec_export_verified_through_the_file_alone(tmp_path, name)
     spec = json.loads(out.read_text())
     assert set(spec) == {"perms", "axes"}
     state = {k: v.detach() for k, v in model.named_parameters()}
+    # the file names the stored tensors: GPT-NeoX checkpoints store the LM head as embed_out.weight
+    stored = {"embed_out.weight": "lm_head.weight"} if name == "gpt_neox" else {}
+    spec["axes"] = {stored.get(k, k): v for k, v in spec["axes"].items()}
     assert set(spec["axes"]) == set(state)
     D = model.get_input_embeddings().embedding_dim
     assert spec["perms"]["P_res"] == D
@@ -160,6 +163,9 @@ def test_mergekit_export_fields_and_residual_space_through_the_file(tmp_path, na
     assert {"model_type", "architectures", "pre_weights", "num_layers_config_key", "layer_templates", "post_weights"} <= set(arch)
     L = getattr(model.config, arch["num_layers_config_key"])
     state = {k: v.detach() for k, v in model.named_parameters()}
+    stored = {"embed_out.weight": "lm_head.weight"} if name == "gpt_neox" else {}  # the file names stored tensors
+    for e in arch["pre_weights"] + arch["post_weights"]:
+        e["name"] = stored.get(e["name"], e["name"])
     names = [e["name"] for e in arch["pre_weights"] + arch["post_weights"]] + [
         w["name"].replace("${layer_index}", str(i)) for i in range(L) for w in arch["layer_templates"]["weights"]]
     assert sorted(names) == sorted(state)
@@ -201,10 +207,10 @@ def test_residual_rotation_returns_an_equivalent_model(name):
     assert torch.allclose(e1, e0 @ M.T, atol=1e-12)
 
 
-def test_residual_rotation_refuses_layernorm_and_base_models():
-    gpt2 = tiny_model("gpt2", causal_lm=True).double()
-    with pytest.raises(SymmetryNotApplicableError, match="centred"):
-        rotate_residual(gpt2, _inputs(gpt2), _output, torch.Generator().manual_seed(0))
+def test_residual_rotation_refuses_post_norm_and_base_models():
+    bert = tiny_model("bert", cls="BertForMaskedLM").double()
+    with pytest.raises(SymmetryNotApplicableError, match="post-norm"):
+        rotate_residual(bert, _inputs(bert), _output, torch.Generator().manual_seed(0))
     base = tiny_model("llama").double()
     with pytest.raises(SymmetryNotApplicableError, match="LM head"):
         rotate_residual(base, _inputs(base), _output, torch.Generator().manual_seed(0))
@@ -317,7 +323,8 @@ def test_census_reports_the_whole_group():
     assert rot["dimension"] == 64 * 63 // 2 and rot["verified"] and rot["verified_error"] <= 1e-5
     base = census(tiny_model("llama")).to_json()["group"]["residual_rotation"]
     assert base["verified"] is False and "LM head" in base["note"]
-    assert "residual_rotation" not in census(tiny_model("gpt2")).to_json()["group"]  # LayerNorm: permutations only
+    gpt2 = census(tiny_model("gpt2")).to_json()["group"]["residual_rotation"]  # a base model: the final LN is the output
+    assert gpt2["verified"] is False and "LM head" in gpt2["note"]
 
 
 @pytest.mark.parametrize("name", ["bert", "qwen2", "falcon"])

@@ -78,8 +78,11 @@ def test_align_with_nan_in_b(fx, capsys) -> None:
 
 
 def test_attention_count_huge_copies(capsys) -> None:
-    refused(capsys, ["attention", "count", "--group", "D4", "--heads", "2", "--copies", "99999999999999999999"],
+    refused(capsys, ["attention", "count", "--group", "D4", "--heads", "2", "--copies", "999999999999999999"],
             "TooLargeError", "--max-memory")
+    # beyond 64 bits the configuration itself refuses the value (every integer key: torch and numpy take 64 bits)
+    refused(capsys, ["attention", "count", "--group", "D4", "--heads", "2", "--copies", "99999999999999999999"],
+            "ConfigError", "copies", "64 bits")
 
 
 def test_attention_count_bound_beyond_printable_digits(capsys) -> None:

@@ -1,10 +1,11 @@
-"""The guides cannot rot: every ``paramsym ...`` command line in a fenced code block of
-``docs/guide/*.md`` parses with the real parser (``paramsym.cli.build_parser()``; argparse only,
-nothing runs), every ``examples/*.py`` a guide names exists, and every relative link resolves.
+"""The guides cannot rot: every ``paramsym ...`` command in ``docs/guide/*.md`` parses with the real
+parser (``paramsym.cli.build_parser()``; argparse only, nothing runs), every ``examples/*.py`` a
+guide names exists, and every relative link resolves.
 
-Commands of sub-commands that other work has not registered yet are skipped only while they are
-missing from the parser: ``NOT_YET_REGISTERED`` is the explicit allow-list (shrink it as they land;
-once registered, a command is checked whether or not it is listed).
+"Every" is checked, not assumed: a command is a line of a shell-like fenced block or an inline code
+span; :func:`unread_mentions` lists each code line or span that says ``paramsym WORD`` but that the
+extractor did not turn into a command (a form it does not read, e.g. ``sudo paramsym ...``), and the
+test fails on it. Nothing is skipped: a command of a sub-command that is not registered fails.
 """
 
 from __future__ import annotations
@@ -17,24 +18,35 @@ import shlex
 from pathlib import Path
 
 import pytest
+from command_checks import check_command, command_path
 
 from paramsym.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDES = ROOT / "docs" / "guide"
 
-#: sub-commands owned by parallel work (issue 10 and the teleportation/alignment issues)
-NOT_YET_REGISTERED: set[str] = set()
-#: guide pages written by their own helpers; links to them may dangle until they land
-PAGES_OF_OTHERS: set[str] = set()
 _SHELL_LANGS = {"", "bash", "sh", "shell", "console", "text"}
+#: how a command line starts: optional ``$`` prompt, ``VAR=value`` assignments, ``python -m`` or a path
+_LEAD = r"(?:\$\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:python3?\s+-m\s+|\S*/)?"
+_COMMAND = re.compile(_LEAD + r"paramsym(?=\s|$)")
+#: a mention of the command in code: ``paramsym`` then a space and a word (not ``paramsym.cli``)
+_MENTION = re.compile(r"(?<![\w./-])paramsym\s+[\w'\"-]")
+#: argparse's own message quoted in prose: ``paramsym discover: error: ...``
+_MESSAGE = re.compile(r"(?:\S*/)?paramsym(?:\s+[\w-]+)*:\s")
+
+
+def _normalized(line: str) -> str | None:
+    """``paramsym ARGS`` for a command line (prompt, assignments, ``python -m`` or path dropped), else ``None``."""
+    m = _COMMAND.match(line)
+    return None if m is None else "paramsym" + line[m.end():]
 
 
 def fenced_commands(text: str) -> list[tuple[int, str]]:
     """``(line number, command)`` for each ``paramsym ...`` line of a shell-like fenced block.
 
-    A trailing ``\\`` joins the next line; a leading ``$ `` prompt is dropped; ``# comments`` are
-    removed by :func:`shlex.split` later. Python blocks are not scanned.
+    A trailing ``\\`` joins the next line; a leading ``$ `` prompt, ``VAR=value`` assignments and
+    ``python -m`` are dropped; ``# comments`` are removed by :func:`shlex.split` later. Python blocks
+    are not scanned.
     """
     out: list[tuple[int, str]] = []
     in_block, lang, pending, start = False, "", "", 0
@@ -51,97 +63,141 @@ def fenced_commands(text: str) -> list[tuple[int, str]]:
                 out.append((start, pending))
                 pending = ""
             continue
-        line = line.removeprefix("$ ")
-        if re.match(r"(\S*/)?paramsym\s", line + " "):
+        command = _normalized(line)
+        if command is not None:
             if line.endswith("\\"):
-                pending, start = line.rstrip("\\").strip(), no
+                pending, start = command.rstrip("\\").strip(), no
             else:
-                out.append((no, line))
+                out.append((no, command))
     return out
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
+def _prose(text: str) -> list[tuple[int, str]]:
+    """``(line number, line)`` of the lines outside fenced blocks, a line ending inside an inline span
+    joined with the next (a span may wrap)."""
+    out, in_block, carry, start = [], False, "", 0
+    for no, raw in enumerate(text.splitlines(), 1):
+        if raw.strip().startswith("```"):
+            in_block = not in_block
+            continue
+        if in_block:
+            continue
+        line = (carry + " " + raw) if carry else raw
+        start = start if carry else no
+        if line.count("`") % 2:
+            carry = line
+            continue
+        carry = ""
+        out.append((start, line))
+    return out
 
 
-def check_command(parser: argparse.ArgumentParser, command: str) -> str | None:
-    """``None`` when ``command`` parses, else the reason (argparse's message)."""
+def inline_commands(text: str) -> list[tuple[int, str]]:
+    """``(line number, command)`` for each inline code span of the prose that is a command
+    (argparse messages quoted in prose, ``paramsym discover: error: ...``, are not)."""
+    out = []
+    for no, line in _prose(text):
+        for span in re.findall(r"`([^`]+)`", line):
+            span = " ".join(span.split())
+            command = _normalized(span)
+            if command is not None and not _MESSAGE.match(span) and command != "paramsym ...":
+                out.append((no, command))
+    return out
+
+
+def unread_mentions(text: str) -> list[tuple[int, str]]:
+    """Code that mentions ``paramsym WORD`` but that neither extractor reads as a command: lines of
+    shell-like fenced blocks (continuations of a command aside) and inline spans of the prose."""
+    fenced = fenced_commands(text)
+    covered: set[int] = set()
+    lines = text.splitlines()
+    for start, _ in fenced:  # a command and its continuation lines
+        no = start
+        while lines[no - 1].rstrip().endswith("\\"):
+            no += 1
+            covered.add(no)
+        covered.add(start)
+    out, in_block, lang = [], False, ""
+    for no, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if line.startswith("```"):
+            in_block, lang = (not in_block), line[3:].strip().lower()
+            continue
+        if in_block and lang in _SHELL_LANGS and _MENTION.search(line.split("#", 1)[0]) and no not in covered:
+            out.append((no, line))
+    inline = {(no, c) for no, c in inline_commands(text)}
+    for no, line in _prose(text):
+        for span in re.findall(r"`([^`]+)`", line):
+            span = " ".join(span.split())
+            if not _MENTION.search(span) or _MESSAGE.match(span) or span == "paramsym ...":
+                continue
+            command = _normalized(span)
+            if command is None or (no, command) not in inline:
+                out.append((no, span))
+    return out
+
+
+def check_inline(parser: argparse.ArgumentParser, command: str) -> str | None:
+    """An inline span: a bare name (``paramsym``, ``paramsym attention``) must name the program or
+    registered (sub-)commands; a span with arguments must parse (:func:`check_command`)."""
     argv = shlex.split(command, comments=True)[1:]
-    if {"-h", "--help"} & set(argv):  # `paramsym CMD [SUB] --help`: the sub-command path must exist
-        p = parser
-        for word in argv:
-            if word in ("-h", "--help"):
-                return None
-            subs = _subcommands(p)
-            if word not in subs:
-                return f"no sub-command {word!r} (have {sorted(subs)})"
-            p = subs[word]
+    if all(re.fullmatch(r"[a-z][a-z-]*", w) for w in argv) and command_path(parser, argv) is None:
         return None
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            args = parser.parse_args(argv)
-            if getattr(args, "resume", None) is None and hasattr(args, "required"):
-                # arguments the pure-math commands check themselves (so that --resume DIR stands alone)
-                from paramsym.attention.cli import require
-
-                require(args)
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            return err.getvalue().strip() or f"exit status {exc.code}"
-    return None
+    return check_command(parser, command)
 
 
-def _all_commands() -> list[tuple[str, int, str]]:
-    return [(page.name, no, cmd) for page in sorted(GUIDES.glob("*.md")) for no, cmd in fenced_commands(page.read_text())]
+def _all_commands() -> list[tuple[str, int, str, bool]]:
+    """``(page, line, command, inline)`` of every command of every guide page."""
+    out = []
+    for page in sorted(GUIDES.glob("*.md")):
+        text = page.read_text()
+        out += [(page.name, no, cmd, False) for no, cmd in fenced_commands(text)]
+        out += [(page.name, no, cmd, True) for no, cmd in inline_commands(text)]
+    return out
 
 
 def test_extractor_and_checker_catch_a_bad_command() -> None:
-    text = "```\nparamsym discover --preset relu242 \\\n    --steps 10 --bogus 3\n$ paramsym nosuch\n```\n" \
-           "```python\nparamsym = 1\n```\n"
+    text = "```\nparamsym discover --preset relu242 \\\n    --steps 10 --bogus 3\n$ paramsym nosuch\n" \
+           "OMP_NUM_THREADS=1 python -m paramsym list\nsudo paramsym list\n```\n" \
+           "```python\nparamsym = 1\n```\n" \
+           "Run `paramsym attention` or `paramsym discover --stepz 3`; it says `paramsym discover: error: x`\n" \
+           "and `paramsym nosuch`; also `env X=1 paramsym list`.\n"
     found = fenced_commands(text)
-    assert found == [(2, "paramsym discover --preset relu242 --steps 10 --bogus 3"), (4, "paramsym nosuch")]
+    assert found == [(2, "paramsym discover --preset relu242 --steps 10 --bogus 3"), (4, "paramsym nosuch"),
+                     (5, "paramsym list")]
+    assert inline_commands(text) == [(11, "paramsym attention"), (11, "paramsym discover --stepz 3"),
+                                     (12, "paramsym nosuch")]
+    assert unread_mentions(text) == [(6, "sudo paramsym list"), (12, "env X=1 paramsym list")]
     parser = build_parser()
     assert "--bogus" in check_command(parser, found[0][1])
     assert check_command(parser, found[1][1]) is not None
+    assert check_command(parser, found[2][1]) is None
     assert check_command(parser, "paramsym discover --preset relu242 --steps 10  # a comment") is None
     assert check_command(parser, "paramsym attention count --help") is None
     assert check_command(parser, "paramsym attention nosuch --help") is not None
     assert "required" in check_command(parser, "paramsym attention count --group D4")  # --heads missing
+    assert check_inline(parser, "paramsym attention") is None  # a name: the sub-command exists
+    assert check_inline(parser, "paramsym") is None  # the program's name
+    assert check_inline(parser, "paramsym nosuch") is not None
+    assert "--stepz" in check_inline(parser, "paramsym discover --stepz 3")
 
 
-def test_guides_show_enough_commands() -> None:
-    commands = _all_commands()
-    pages = {page for page, _, _ in commands}
-    assert len(commands) >= 30, commands
-    assert {"getting-started.md", "discovery.md", "exact-symmetries.md", "compensation.md", "census.md",
-            "attribution.md", "attention.md"} <= pages
+def test_every_guide_command_is_read() -> None:
+    """No command escapes the check: every code line or span naming ``paramsym WORD`` is extracted."""
+    unread = [f"docs/guide/{page.name}:{no}: `{what}`" for page in sorted(GUIDES.glob("*.md"))
+              for no, what in unread_mentions(page.read_text())]
+    assert not unread, "commands the extractor does not read (write them as `paramsym ...` lines):\n" + "\n".join(unread)
 
 
 def test_every_guide_command_parses() -> None:
     parser = build_parser()
-    registered = set(_subcommands(parser))
-    failures, skipped = [], []
-    for page, no, cmd in _all_commands():
-        words = shlex.split(cmd, comments=True)
-        if len(words) > 1 and words[1] in NOT_YET_REGISTERED and words[1] not in registered:
-            skipped.append(cmd)
-            continue
-        reason = check_command(parser, cmd)
+    failures = []
+    commands = _all_commands()
+    for page, no, cmd, inline in commands:
+        reason = (check_inline if inline else check_command)(parser, cmd)
         if reason:
             failures.append(f"docs/guide/{page}:{no}: `{cmd}`: {reason}")
-    assert not failures, "\n".join(failures)
-
-
-def test_allow_list_holds_only_unregistered_commands() -> None:
-    """Reminder for the lead: a name on the allow-list that is now registered should be removed."""
-    registered = set(_subcommands(build_parser()))
-    stale = NOT_YET_REGISTERED & registered
-    if stale:
-        pytest.skip(f"now registered, remove from NOT_YET_REGISTERED: {sorted(stale)} (they are checked anyway)")
+    assert commands and not failures, "\n".join(failures)
 
 
 def test_examples_named_in_guides_exist() -> None:
@@ -158,8 +214,6 @@ def test_relative_links_resolve() -> None:
     for page in sorted(GUIDES.glob("*.md")):
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
             if re.match(r"[a-z]+://", target) or target.startswith("mailto:"):
-                continue
-            if Path(target).name in PAGES_OF_OTHERS:
                 continue
             if not (page.parent / target).exists():
                 broken.append(f"{page.name}: {target}")
@@ -189,8 +243,6 @@ def test_python_snippets_are_excerpts_of_examples() -> None:
     ``...`` marks an elision)."""
     problems, n = [], 0
     for page in sorted(GUIDES.glob("*.md")):
-        if page.name in PAGES_OF_OTHERS:  # written by other work; their snippets are theirs to check
-            continue
         for no, lines in python_blocks(page.read_text()):
             n += 1
             head = re.fullmatch(r"#\s*from\s+(examples/[\w/]+\.py)", lines[0].strip()) if lines else None

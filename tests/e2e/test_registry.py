@@ -4,9 +4,10 @@ turns file errors into one line."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
-import re
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -159,12 +160,71 @@ def test_safety_net_prints_one_line(monkeypatch, capsys, exc, name, needle) -> N
     assert err.count("\n") == 1 and err.startswith(f"paramsym report: error: {name}: ") and needle in err
 
 
-def test_experiments_take_no_argparse_and_the_library_sets_no_threads() -> None:
-    for path in sorted((SRC / "experiments").glob("*.py")):
-        text = path.read_text()
-        assert not re.search(r"^\s*(import argparse|from argparse)", text, re.M) and "Namespace" not in text, path
-    for area in ("experiments", "attribution"):
-        for path in sorted((SRC / area).glob("*.py")):
-            text = path.read_text()
-            assert "set_num_threads" not in text and "manual_seed_all" not in text, path
-            assert "torch.manual_seed(" not in text, path
+#: module names whose argparse is a command's own parser: the pure-math areas' commands (no torch)
+COMMAND_MODULES = {"cli.py", "commands.py"}
+#: functions that run in a worker process of their own and set its threads (sweep workers)
+WORKER_FUNCTIONS = {"_init_worker", "_ray_trainable"}
+
+
+def _attr_path(node: ast.AST) -> str:
+    """``torch.cuda.manual_seed`` for the attribute chain of a call's function ('' if not names)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
+
+
+def library_rule_violations(source: str, relpath: str) -> list[str]:
+    """What a library module does that belongs to the command line (``relpath`` below src/paramsym):
+    argparse outside the ``cli`` package, a command module or a ``main()`` entry; torch thread
+    settings outside ``cli`` or a worker process's own function; seeding torch's global generator
+    unless inside ``with torch.random.fork_rng(...)`` (which restores it)."""
+    in_cli = relpath.split("/")[0] == "cli" or relpath == "__main__.py"
+    tree = ast.parse(source)
+    out: list[str] = []
+
+    def visit(node: ast.AST, functions: tuple[str, ...], forked: bool) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if "argparse" in names and not (in_cli or relpath.rsplit("/", 1)[-1] in COMMAND_MODULES
+                                            or "main" in functions):
+                out.append(f"{relpath}:{node.lineno}: imports argparse (the command line's job)")
+        if isinstance(node, ast.Call):
+            path = _attr_path(node.func)
+            if path.endswith("set_num_threads") and not (in_cli or set(functions) & WORKER_FUNCTIONS):
+                out.append(f"{relpath}:{node.lineno}: sets torch's threads (the command line's job)")
+            if path in ("torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+                        "torch.random.manual_seed") and not (in_cli or forked):
+                out.append(f"{relpath}:{node.lineno}: seeds torch's global generator outside fork_rng")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions = (*functions, node.name)
+        if isinstance(node, ast.With) and any(_attr_path(i.context_expr.func).endswith("fork_rng")
+                                              for i in node.items if isinstance(i.context_expr, ast.Call)):
+            forked = True
+        for child in ast.iter_child_nodes(node):
+            visit(child, functions, forked)
+
+    visit(tree, (), False)
+    return out
+
+
+def test_library_rule_checker_catches_each_rule() -> None:
+    bad = ("import argparse\nimport torch\n\ndef f():\n    torch.set_num_threads(2)\n    torch.manual_seed(0)\n"
+           "    with torch.random.fork_rng(devices=[]):\n        torch.manual_seed(1)\n"
+           "    torch.Generator().manual_seed(3)\n\ndef main():\n    import argparse\n"
+           "\ndef _init_worker():\n    torch.set_num_threads(1)\n")
+    assert library_rule_violations(bad, "sweep/x.py") == [
+        "sweep/x.py:1: imports argparse (the command line's job)", "sweep/x.py:5: sets torch's threads (the command line's job)",
+        "sweep/x.py:6: seeds torch's global generator outside fork_rng"]
+    assert library_rule_violations(bad, "cli/x.py") == []
+
+
+def test_the_library_takes_no_argparse_and_sets_no_threads_or_global_seeds() -> None:
+    """Every module of src/paramsym, sub-packages at any depth included (os.walk: a module moved into
+    a new package is still checked)."""
+    modules = [Path(d) / f for d, _, files in os.walk(SRC) for f in files if f.endswith(".py")]
+    rel = [m.relative_to(SRC).as_posix() for m in modules]
+    assert any(r.count("/") >= 2 for r in rel), "the walk saw no nested sub-package"
+    problems = [v for m, r in zip(modules, rel) for v in library_rule_violations(m.read_text(), r)]
+    assert not problems, "\n".join(problems)

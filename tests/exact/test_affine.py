@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from conftest import analytic_basis
 from torch import nn
 
 from paramsym.errors import (
+    ConfigError,
     EmptyBlockError,
     ParameterNameError,
     ShapeError,
     ToleranceError,
     TooFewSamplesError,
 )
-from paramsym.exact import Ansatz, CrossMap, RowMaps, Translations, solve_affine
+from paramsym.exact import AffineSolverConfig, Ansatz, CrossMap, RowMaps, Translations, solve_affine
 from paramsym.exact.presets import build_preset, expected_dimension, preset_samples
 from paramsym.groups.algebra import commutativity, generated_algebra, principal_angles
 from paramsym.targets import FunctionTarget, Target
@@ -25,8 +28,8 @@ FAST = ["linear2x2", "linear3x2", "relu242", "leakyrelu-bias", "tanh-mlp", "atte
 
 def solve_preset(name, **kw):
     target, ansatz = build_preset(name)
-    res = solve_affine(target, ansatz, samples=preset_samples(name),
-                       generator=torch.Generator().manual_seed(1), **kw)
+    res = solve_affine(target, ansatz, AffineSolverConfig(samples=preset_samples(name), **kw),
+                       generator=torch.Generator().manual_seed(1))
     return target, res
 
 
@@ -87,7 +90,7 @@ def test_dimension_flat_over_tolerance_decades():
 def test_subspace_path_agrees_with_dense():
     target, ansatz = build_preset("relu242")
     dense = solve_affine(target, ansatz, generator=torch.Generator().manual_seed(3))
-    sub = solve_affine(target, ansatz, generator=torch.Generator().manual_seed(3), dense_limit=100)
+    sub = solve_affine(target, ansatz, AffineSolverConfig(dense_limit=100), generator=torch.Generator().manual_seed(3))
     assert sub.method == "subspace" and dense.method == "dense"
     assert sub.dimension == dense.dimension == 4
     assert float(principal_angles(dense.coefficients, sub.coefficients).max()) < 1e-8
@@ -148,11 +151,17 @@ def test_named_errors():
     target, ansatz = build_preset("relu242")
     for bad in (0.0, 1.0, -1e-3, 2.0, float("nan")):
         with pytest.raises(ToleranceError, match="between 0 and 1"):
-            solve_affine(target, ansatz, tol=bad)
+            solve_affine(target, ansatz, AffineSolverConfig(tol=bad))
     with pytest.raises(TooFewSamplesError, match=r"at least \d+ sample points are needed"):
-        solve_affine(target, ansatz, samples=3)
+        solve_affine(target, ansatz, AffineSolverConfig(samples=3))
     with pytest.raises(ShapeError):
         solve_affine(target, Ansatz.full(3))
+    for bad in ({"rule": "magic"}, {"oversample": 0.0}, {"k": 0}, {"held_out": 2.5}, {"chunk": True},
+                {"check_tol": math.inf}, {"max_rounds": -1}, {"radius": "1"}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            solve_affine(target, ansatz, AffineSolverConfig(**bad))
+    with pytest.raises(ConfigError, match="AffineSolverConfig"):
+        solve_affine(target, ansatz, {"samples": 40})
 
 
 @pytest.mark.slow

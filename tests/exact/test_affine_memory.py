@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from paramsym.errors import ShapeError, TooLargeError
-from paramsym.exact import affine_memory, jacobians, solve_affine
+from paramsym.exact import AffineSolverConfig, affine_memory, jacobians, solve_affine
 from paramsym.exact.presets import build_preset
 from paramsym.groups import brackets
 from paramsym.groups.algebra import principal_angles
@@ -101,11 +101,11 @@ def test_solver_refuses_below_its_minimum_and_fits_at_it(name, samples):
     target, ansatz = build_preset(name)
     est = affine_memory(ansatz, target.q, samples)
     with pytest.raises(TooLargeError) as err:
-        solve_affine(target, ansatz, samples=samples, max_memory=est["minimum"] - 1)
+        solve_affine(target, ansatz, AffineSolverConfig(samples=samples, max_memory=est["minimum"] - 1))
     assert f"({est['minimum']} bytes)" in str(err.value) and "affine solve" in str(err.value)
-    free = solve_affine(target, ansatz, samples=samples, generator=torch.Generator().manual_seed(1))
-    tight = solve_affine(target, ansatz, samples=samples, generator=torch.Generator().manual_seed(1),
-                         max_memory=est["minimum"])
+    free = solve_affine(target, ansatz, AffineSolverConfig(samples=samples), generator=torch.Generator().manual_seed(1))
+    tight = solve_affine(target, ansatz, AffineSolverConfig(samples=samples, max_memory=est["minimum"]),
+                         generator=torch.Generator().manual_seed(1))
     assert tight.status == free.status == "successful"
     assert tight.dimension == free.dimension > 0
     assert tight.info["memory_planned"] <= est["minimum"] < free.info["memory_planned"]
@@ -117,7 +117,7 @@ def test_solver_refuses_below_its_minimum_and_fits_at_it(name, samples):
 _RSS_SCRIPT = textwrap.dedent("""
     import json, sys, torch
     torch.set_num_threads(1)
-    from paramsym.exact import jacobians, solve_affine
+    from paramsym.exact import AffineSolverConfig, jacobians, solve_affine
     from paramsym.exact.presets import build_preset
     def status(key):
         for line in open("/proc/self/status"):
@@ -127,8 +127,8 @@ _RSS_SCRIPT = textwrap.dedent("""
     jacobians(target.to(torch.float64), target.theta0.double()[None])  # torch.func's one-off caches
     open("/proc/self/clear_refs", "w").write("5")  # reset the peak (VmHWM)
     before = status("VmRSS")
-    res = solve_affine(target, ansatz, samples=96, generator=torch.Generator().manual_seed(1),
-                       max_memory=int(sys.argv[1]))
+    res = solve_affine(target, ansatz, AffineSolverConfig(samples=96, max_memory=int(sys.argv[1])),
+                       generator=torch.Generator().manual_seed(1))
     print(json.dumps({"rise": status("VmHWM") - before, "dimension": res.dimension}))
 """)
 

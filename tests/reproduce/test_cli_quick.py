@@ -31,8 +31,8 @@ def test_cheap_claims_end_to_end_json(tmp_path):
                 "config_hash", "command", "seconds", "cpu_seconds", "date_utc"} <= set(r)
         assert r["budget"] == "quick" and r["error"] is None and r["holds"] is True  # exact runs: evaluated at quick
         assert len(r["config_hash"]) == 16 and r["code_version"] and r["statistic"]
-    # issue 33: a known answer is a measurement, background the paper cites is related; not counted
-    assert {c: r["kind"] for c, r in rows.items()} == {"lifting-sanity-frozen": "measurement",
+    # issue 33: a known answer and background the paper cites are related; not counted
+    assert {c: r["kind"] for c, r in rows.items()} == {"lifting-sanity-frozen": "related",
                                                        "hamiltonian-reynolds": "reproduction",
                                                        "groups-d4-regular": "related"}
     assert doc["summary"]["reproduced"] == ["hamiltonian-reynolds"] and doc["summary"]["counts"]["failing"] == 0

@@ -151,13 +151,13 @@ def test_cli_named_errors(tmp_path, capsys) -> None:
 
 def test_sweep_directory_is_a_run_of_kind_sweep(finished, tiny_spec, capsys) -> None:
     from paramsym.cli import main
+    from paramsym.config import to_dict
     from paramsym.runs.execute import load_run_config
-    from paramsym.runs.provenance import canonical
     from paramsym.runs.rundir import RunDir
 
     out, table = finished
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["kind"] == "sweep" and cfg["spec"] == canonical(tiny_spec) and cfg["provenance"]["config_hash"]
+    assert cfg["kind"] == "sweep" and cfg["spec"] == to_dict(tiny_spec) and cfg["provenance"]["config_hash"]
     assert load_run_config(RunDir(out)).spec == tiny_spec
     assert json.loads((out / "metrics.json").read_text()) == table == json.loads((out / "table.json").read_text())
     (out / "report.md").unlink()

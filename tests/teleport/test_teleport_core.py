@@ -14,7 +14,13 @@ from paramsym.actions.permutation import HiddenPermutationAction
 from paramsym.errors import ActionError, ConfigError, LevelSetError, ShapeError
 from paramsym.models.mlp import mlp
 from paramsym.params import ParameterBlock
-from paramsym.teleport import ProductAction, grad_norm_objective, mlp_rescaling, teleport
+from paramsym.teleport import (
+    AscentConfig,
+    ProductAction,
+    grad_norm_objective,
+    mlp_rescaling,
+    teleport,
+)
 from paramsym.teleport.fast import monomial_exponents
 from paramsym.teleport.functions import BoothRotation, RosenbrockRotation, booth, rosenbrock
 from paramsym.teleport.objectives import LinearizedLookahead
@@ -26,7 +32,7 @@ def test_booth_teleport_reaches_the_closed_form_maximum_of_the_gradient_norm():
     # f = ‖u‖², u = A p − b, ∇f = 2 Aᵀ u; on the circle ‖u‖ = r the max of ‖∇f‖² is 4 λ_max(A Aᵀ) r² = 36 r²
     p = torch.tensor([5.0, -5.0], dtype=F64)
     r2 = float(booth(p))
-    res = teleport(BoothRotation().double(), p, booth, steps=100, step_size=0.1, tol=1e-10)
+    res = teleport(BoothRotation().double(), p, booth, AscentConfig(steps=100, step_size=0.1, tol=1e-10))
     assert res.status == "ok" and res.steps > 0
     assert abs(res.objective_after - 36 * r2) / (36 * r2) < 1e-8
     assert res.rel_loss_change <= 1e-12
@@ -85,7 +91,7 @@ def test_mlp_rescaling_teleport_stays_on_the_level_set_and_on_held_out_inputs():
     def loss(th):
         return 0.5 * (functional_call(model, block.scatter(th, params), (x,)) - y).pow(2).sum()
 
-    res = teleport(action, theta, loss, steps=10, step_size=0.5, tol=1e-10, max_factor=5.0)
+    res = teleport(action, theta, loss, AscentConfig(steps=10, step_size=0.5, tol=1e-10, max_factor=5.0))
     assert res.steps > 0 and res.factor > 1.2
     assert res.rel_loss_change <= 1e-10
     assert float((res.theta - theta).norm() / theta.norm()) > 0.05  # parameters moved
@@ -129,11 +135,11 @@ def test_non_invariant_action_is_refused_or_raises_in_strict_mode():
     def loss(th):
         return functional_call(model, block.scatter(th, params), (x,)).pow(2).sum()
 
-    res = teleport(action, theta, loss, steps=5, step_size=0.5, tol=1e-8)
+    res = teleport(action, theta, loss, AscentConfig(steps=5, step_size=0.5, tol=1e-8))
     assert res.status == "left_level_set" and res.refused_change > 1e-8
     assert res.steps == 0 and torch.equal(res.theta, theta)  # nothing accepted
     with pytest.raises(LevelSetError, match="relative"):
-        teleport(action, theta, loss, steps=5, step_size=0.5, tol=1e-8, strict=True)
+        teleport(action, theta, loss, AscentConfig(steps=5, step_size=0.5, tol=1e-8, strict=True))
 
 
 def test_bad_inputs_raise_named_errors():
@@ -141,7 +147,12 @@ def test_bad_inputs_raise_named_errors():
     with pytest.raises(ShapeError, match="p = 2"):
         teleport(act, torch.zeros(3, dtype=F64), booth)
     with pytest.raises(ConfigError, match="step_size"):
-        teleport(act, torch.zeros(2, dtype=F64), booth, step_size=0.0)
+        teleport(act, torch.zeros(2, dtype=F64), booth, AscentConfig(step_size=0.0))
+    for bad in ({"armijo": -1e-4}, {"max_backtracks": 2.5}, {"explore": math.nan}, {"strict": "yes"}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            teleport(act, torch.zeros(2, dtype=F64), booth, AscentConfig(**bad))
+    with pytest.raises(ConfigError, match="AscentConfig"):
+        teleport(act, torch.zeros(2, dtype=F64), booth, {"steps": 3})
     _, params, _, _ = _relu_net()
     block = ParameterBlock.from_params(params, ["fc1.weight", "fc1.bias", "fc2.weight"])
     perm = HiddenPermutationAction(block, "fc1.weight", "fc2.weight")
@@ -219,7 +230,7 @@ def test_compensating_action_teleport_keeps_the_batch_loss_not_other_inputs():
     def loss(th):  # any loss of the boundary output on the batch
         return 0.5 * (target(th) - y).pow(2).sum()
 
-    res = teleport(action, theta, loss, steps=5, step_size=0.3, tol=1e-6, max_factor=3.0)
+    res = teleport(action, theta, loss, AscentConfig(steps=5, step_size=0.3, tol=1e-6, max_factor=3.0))
     assert res.steps > 0 and res.factor > 1.05
     assert res.rel_loss_change <= 1e-6
     assert float((res.theta - theta).norm()) > 0.05

@@ -10,7 +10,7 @@ from paramsym.actions.linear import HiddenBasisAction
 from paramsym.errors import ConfigError
 from paramsym.models.mlp import mlp
 from paramsym.params import ParameterBlock
-from paramsym.teleport import Teleporter, covector_map, mlp_rescaling, transform_state
+from paramsym.teleport import AscentConfig, Teleporter, covector_map, mlp_rescaling, transform_state
 
 F64 = torch.float64
 
@@ -110,7 +110,8 @@ def test_teleporter_transforms_state_not_resets_and_keeps_the_loss():
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     named = dict(model.named_parameters())
     block, action = mlp_rescaling(named)
-    tele = Teleporter(model, opt, action.double(), block, every=3, steps=5, step_size=0.5, tol=1e-10, max_factor=3.0)
+    tele = Teleporter(model, opt, action.double(), block, every=3,
+                      config=AscentConfig(steps=5, step_size=0.5, tol=1e-10, max_factor=3.0))
 
     def loss_params(params):
         return (functional_call(model, params, (x,)) - y).pow(2).sum()

@@ -15,13 +15,27 @@ the training losses measure the failure of exactly that.
 from __future__ import annotations
 
 import abc
+import copy
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 from torch import Tensor, nn
 from torch.func import jvp, vmap
 
 from ..groups.lie import GroupSamples, MatrixLieGroup
+
+M = TypeVar("M", bound=nn.Module)
+
+
+def float64_copy(action: M) -> M:
+    """A float64 copy of ``action`` in eval mode: the copy every measurement evaluates.
+
+    The caller's action (its dtype, its train/eval mode, its parameters) is left untouched, so a
+    measurement never changes what it measures; float64 keeps rounding (≈ 1e-16 relative) far
+    below the invariance residuals being judged.
+    """
+    return copy.deepcopy(action).double().eval()
 
 
 @dataclass

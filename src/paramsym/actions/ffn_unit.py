@@ -74,6 +74,7 @@ from ..errors import ConfigError, ConvergenceError, ShapeError, TooLargeError
 from ..groups.memory import budget_bytes
 from ..models.adapters import adapt
 from ..targets import FFNBoundaryTarget, capture_inputs
+from .base import float64_copy
 from .compensating import select_compensators
 from .composition import composition_errors, median, p95
 
@@ -479,7 +480,7 @@ def evaluate_action(target: FFNBoundaryTarget, action: Any, *, samples: int = 32
     if int(samples) < 1:
         raise ConfigError(f"samples must be an integer ≥ 1 (group elements of the evaluation); received {samples}.")
     inst = installer or Installer(target)
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     grp = act.group
     gen = generator if generator is not None else torch.Generator().manual_seed(2024)
     n_in = incoming_size(target)

@@ -166,7 +166,8 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
 
     def heads(p: dict[str, Tensor], conds: list[float]) -> dict[str, Tensor]:
         for layout in attention:
-            qk, vo = match_head_gl(a64, p, layout, max_condition=max_condition)
+            qk, vo = match_head_gl(a64, p, layout, max_condition=max_condition,  # refused query/key: value/output only
+                                   query_key=not layout.qk_refused)
             conds += [float(torch.linalg.cond(m)) for m in ([] if qk is None else [qk]) + [vo]]
             p = apply_attention(p, layout, qk, vo)
         return p
@@ -206,8 +207,11 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
         consider("attention", descend(start, steps, "attention_rounds"))
         info["attention_max_condition"] = max(conds, default=1.0)
         info["attention_query_key_layers"] = len(attention)
-        info["attention_query_key"] = {"gl": sum(1 for layout in attention if not layout.rotary_dim),
-                                       "rotary_commutant": sum(1 for layout in attention if layout.rotary_dim)}
+        kept_qk = [layout for layout in attention if not layout.qk_refused]
+        info["attention_query_key"] = {"gl": sum(1 for layout in kept_qk if not layout.rotary_dim),
+                                       "rotary_commutant": sum(1 for layout in kept_qk if layout.rotary_dim),
+                                       **({"refused": len(attention) - len(kept_qk)} if len(kept_qk) < len(attention)
+                                          else {})}
     del start
     info["kept"] = kept
     out = {k: cur[k].to(b[k].dtype) for k in b}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ConfigError
 from ..groups.memory import MemoryBudget
@@ -48,6 +48,10 @@ class AttentionTableConfig:
     copies: list[int] = field(default_factory=lambda: list(range(1, 13)))
     heads: int = 8
     max_memory: MemoryBudget | None = None
+
+    #: keys of a table run's config.json written before the kind was managed (they configure nothing)
+    DROPPED: ClassVar[dict[str, str]] = {"run": "the former run name, 'component-table'",
+                                         "group_name": "the former copy of the group's name"}
 
     @classmethod
     def quick(cls) -> AttentionTableConfig:

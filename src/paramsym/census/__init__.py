@@ -2,9 +2,12 @@
 
 See :mod:`paramsym.census.walk` (the census and how dimensions are counted),
 :mod:`paramsym.census.finders` (pluggable :class:`SymmetryFinder` s) and
-:mod:`paramsym.census.presets` (models for ``paramsym census --preset``).
+:mod:`paramsym.census.presets` (models for ``paramsym census --preset``) and
+:mod:`paramsym.census.canonical` (the canonical form of pre-norm transformers, on which the
+residual stream's orthogonal group is exact).
 """
 
+from .canonical import canonical_form
 from .finders import (
     DEFAULT_FINDERS,
     AttentionFinder,
@@ -22,4 +25,4 @@ from .walk import CensusEntry, CensusResult, census, default_inputs
 
 __all__ = ["DEFAULT_FINDERS", "AttentionFinder", "Candidate", "CensusContext", "CensusEntry", "CensusResult",
            "FFNPermutationFinder", "HeadPermutationFinder", "KeyBiasFinder", "NormScaleFinder", "SequentialMLPFinder",
-           "SymmetryFinder", "ValueBiasFinder", "census", "default_inputs"]
+           "SymmetryFinder", "ValueBiasFinder", "canonical_form", "census", "default_inputs"]

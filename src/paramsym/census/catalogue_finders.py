@@ -9,7 +9,8 @@ action itself, applied to canonical views of the stored weights (:class:`~.base.
   on the virtual pair ``V = [W_up | b_up | W_gate | b_gate]`` (rows = hidden units), ``U = W_down``):
   discrete, order ``h!``; plus ``rescaling`` when the FFN's activation is ReLU (ungated).
 * :class:`NormScaleFinder` — ``norm_scale``: a pre-norm's ``γ, β`` scaled by ``d`` and the input
-  columns of the projections it alone feeds (q/k/v, or up/gate) divided by ``d``
+  columns of the projections it alone feeds (q/k/v, or up/gate, or all of them for a norm shared
+  by parallel attention and FFN — old-architecture Falcon) divided by ``d``
   (:class:`~paramsym.actions.normalization.NormScaleAction`); dimension = width.
 * :class:`KeyBiasFinder` — ``key_bias_translation`` (softmax shift,
   :class:`~paramsym.actions.translation.KeyBiasTranslation`) wherever keys have a bias and no
@@ -49,11 +50,6 @@ ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.PReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn
                nn.Tanhshrink)
 HOMOGENEOUS = (nn.ReLU, nn.LeakyReLU, nn.PReLU)
 TRANSPARENT = (nn.Identity, nn.Dropout)
-#: model types whose eager attention computes the softmax in float32 even for float64 inputs
-#: (transformers' ``softmax(..., dtype=torch.float32)``): a key-bias shift of the logits is then
-#: invariant only to float32 precision (and so is a value shift: the weights sum to 1 in float32),
-#: so their verification tolerance is at least 1e-6.
-FLOAT32_SOFTMAX = {"gpt_neox", "llama", "qwen2", "mistral", "opt"}
 
 
 def attention_layouts(ctx: CensusContext) -> list[AttentionLayout]:
@@ -132,8 +128,9 @@ class NormScaleFinder:
         out = []
         for layer in ctx.layout.layers:
             att, ffn = layer.attention, layer.ffn
-            for norm, consumers in ((layer.norm_attention, [att.q, att.k, att.v]),
-                                    (layer.norm_ffn, [ffn.up] + ([ffn.gate] if ffn.gate else []))):
+            gated = [ffn.up] + ([ffn.gate] if ffn.gate else [])
+            for norm, consumers in ((layer.norm_attention, [att.q, att.k, att.v]), (layer.norm_ffn, gated),
+                                    (layer.norm_shared, [att.q, att.k, att.v, *gated])):
                 if norm is None or f"{norm}.weight" not in ctx.params:
                     continue
                 whole = {p.weight: Projection(p.weight, None, p.layout, p.shape) for p in consumers}  # fused: once
@@ -149,20 +146,8 @@ class NormScaleFinder:
                 if form is not None and form.offset:
                     c.transform = _on_scale(c.transform, f"{norm}.weight", form.offset)
                     c.note += f" (the norm's scale is γ = {form.offset:g} + w: the action scales γ)"
-                if form is not None and not form.scale_exact and ctx.params[f"{norm}.weight"].dtype == torch.float64:
-                    c.tolerance = 1e-5
-                    c.note += "; the norm multiplies its scale in float32 (probed), so verified to 1e-5"
                 out.append(c)
         return out
-
-
-def _float32_softmax(ctx: CensusContext, c: Candidate) -> Candidate:
-    """Raise the tolerance of a bias shift to 1e-6 where the model's softmax runs in float32 (the
-    shifted logits, or weights summing to 1 only to float32 precision)."""
-    if ctx.layout is not None and ctx.layout.model_type in FLOAT32_SOFTMAX:
-        c.tolerance = 1e-6
-        c.note += "; the model's softmax runs in float32, so verified to 1e-6"
-    return c
 
 
 class KeyBiasFinder:
@@ -183,8 +168,8 @@ class KeyBiasFinder:
         modules = dict(ctx.model.named_modules())
         for lay in attention_layouts(ctx):
             k = lay.k
-            if k.bias is None or getattr(modules.get(lay.module), "add_zero_attn", False):
-                continue
+            if k.bias is None or lay.qk_refused or getattr(modules.get(lay.module), "add_zero_attn", False):
+                continue  # (refused query/key: the keys do not reach the softmax affinely; census.refused lists it)
             d, r = lay.head_dim, 0 if self.ignore_rotary else lay.rotary_dim
             if r >= d:
                 continue  # every key dimension is rotated: R_j c depends on the position j
@@ -195,7 +180,7 @@ class KeyBiasFinder:
             c = catalogue_candidate(lay.module, view,
                                     lambda b, lay=lay: KeyBiasTranslation(b, "key_bias", heads=lay.num_kv_heads),
                                     ctx.params, note=note, extra={"per_head": d - r})
-            out.append(_float32_softmax(ctx, c))
+            out.append(c)
         return out
 
 
@@ -216,7 +201,7 @@ class ValueBiasFinder:
                 lay.module, view,
                 lambda b, lay=lay: ValueBiasShift(b, "b_v", "W_o", "b_o", heads=lay.num_kv_heads, group_size=lay.group_size),
                 ctx.params, note=f"value shift absorbed by the output bias, {lay.head_dim} per value head × {lay.num_kv_heads}")
-            out.append(_float32_softmax(ctx, c))
+            out.append(c)
         return out
 
 
@@ -328,7 +313,4 @@ class ResidualPermutationFinder:
                       log10_order=math.lgamma(D + 1) / math.log(10), note=note,
                       extra={"width": D, "tensors": len(axes), "equivariant_output": sp.output_in_stream},
                       expected=expected)
-        if sp.float32_inside:
-            c.tolerance = 1e-5
-            c.note += "; the model's norms compute in float32 (probed), so verified to 1e-5"
         return [c]

@@ -17,6 +17,10 @@
   :func:`verify_mergekit_v01`: fields, the tensor list (and, from the CLI, the checkpoint's
   stored names), and a relabelling of the vocabulary applied through the file's
   ``vocabulary_axis`` entries.
+* ``mergekit-0.1.4`` — the same file for MergeKit 0.1.4's reader: ``is_embed: true`` where
+  0.1.5 states ``vocabulary_axis: 0`` (:mod:`paramsym.census.mergekit_versions`: 0.1.4 would
+  silently drop ``vocabulary_axis``, 0.1.5 rejects ``is_embed``; each file is refused by the
+  other's checks with :class:`~paramsym.errors.MergekitVersionError`).
 * ``mergekit-0.0`` — MergeKit ≤ 0.0.6's space-annotated layout (:func:`mergekit_architecture`;
   written from the format's
   documented fields: ``model_type``, ``architectures``, ``pre_weights``, ``num_layers_config_key``,
@@ -64,13 +68,15 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from ..errors import ConfigError, ExportPathExistsError, ToleranceError
+from .mergekit_versions import MERGEKIT_VERSIONS, check_version, from_v014, to_v014
 from .permspec import PermutationSpec, axis_ids, spec_from_spaces, verify_spec
 from .spaces import Spaces
+from .stored import rename_architecture, renaming, spec_from_stored, spec_to_stored
 
 __all__ = ["FORMATS", "MERGEKIT_V01_FIELDS", "export", "mergekit_architecture", "mergekit_as_spec", "mergekit_v01_architecture",
            "export_tolerance", "spec_for_model", "verify_mergekit_v01"]
 
-FORMATS = ("permutation-spec", "mergekit", "mergekit-0.0")
+FORMATS = ("permutation-spec", "mergekit", "mergekit-0.1.4", "mergekit-0.0")
 #: the per-tensor fields of MergeKit 0.1.x's ``WeightInfo`` (``extra="forbid"``: nothing else loads)
 MERGEKIT_V01_FIELDS = ("name", "vocabulary_axis", "optional", "aliases", "force_dtype", "tied_names")
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
@@ -344,7 +350,9 @@ def verify_mergekit_v01(arch: Mapping[str, Any], model: nn.Module, inputs: Mappi
 
     Raises:
         ConfigError: a field, tensor list or tied name that does not hold (says which).
+        MergekitVersionError: a MergeKit 0.1.4 file (``is_embed``; :mod:`.mergekit_versions`).
     """
+    check_version(arch, "0.1.5")
     top = set(arch) - {"model_type", "architectures", "pre_weights", "layer_templates", "post_weights",
                        "num_layers_config_key"}
     if top or set(arch.get("layer_templates", {})) != {"weights"}:
@@ -463,12 +471,16 @@ def mergekit_as_spec(arch: Mapping[str, Any], params: Mapping[str, Tensor], num_
 
 
 def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs: Mapping[str, Any],
-           output: Callable[[Any], Tensor], seed: int = 0, checkpoint_names: Collection[str] | None = None) -> dict[str, Any]:
+           output: Callable[[Any], Tensor], seed: int = 0, checkpoint_names: Collection[str] | None = None,
+           stored_as: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """Verify and write the ``fmt`` export of ``model`` to ``path`` (a new file).
 
     ``model`` must be the float64 (or float32) model the spaces were derived on.
     ``checkpoint_names``: the tensor names stored in the checkpoint ``model`` was loaded from;
-    for ``mergekit`` (which MergeKit matches by name) the file's tensors must be exactly these. Returns
+    for ``mergekit`` (which MergeKit matches by name) the file's tensors must be exactly these.
+    ``stored_as``: ``{model name: [stored names]}`` (:func:`paramsym.census.stored.stored_names`):
+    the file names the checkpoint's tensors (GPT-NeoX's ``embed_out.weight``, not the loaded
+    ``lm_head.weight``), and is verified after mapping the parsed names back. Returns
     ``{"path", "format", "verification": {...}, "omitted": [...], "perms", "log10_order"}``
     (``mergekit``: no permutation groups — ``perms`` empty — and the verification of
     :func:`verify_mergekit_v01`).
@@ -488,10 +500,11 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
     spec = spec_from_spaces(spaces, params)
     dtype = next(iter(params.values())).dtype
     tol = export_tolerance(spaces, dtype)
-    if fmt == "mergekit":
+    to_stored, from_stored = renaming(stored_as or {})
+    if fmt in MERGEKIT_VERSIONS:
         data: dict[str, Any] = mergekit_v01_architecture(model, spaces, checkpoint_names)
         if checkpoint_names is not None:
-            ours = {n for n, _, canon in _checkpoint_tensors(model) if canon is None} | set(
+            ours = {to_stored.get(n, n) for n, _, canon in _checkpoint_tensors(model) if canon is None} | set(
                 _stale_buffers(model, checkpoint_names))
             only_ours, only_ckpt = sorted(ours - set(checkpoint_names)), sorted(set(checkpoint_names) - ours)
             if only_ours or only_ckpt:
@@ -499,8 +512,15 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
                                   f"names {len(only_ours)} the checkpoint lacks (e.g. {only_ours[:2]}) and the checkpoint "
                                   f"stores {len(only_ckpt)} it lacks (e.g. {only_ckpt[:2]}); load the checkpoint's own "
                                   "class (config.json 'architectures') or use --export permutation-spec.")
-        rep = verify_mergekit_v01(json.loads(json.dumps(data)), model, inputs, output, torch.Generator().manual_seed(seed))
+        data = rename_architecture(data, to_stored)
+        version = MERGEKIT_VERSIONS[fmt]
+        if version == "0.1.4":
+            data = to_v014(data)
+        back = rename_architecture(json.loads(json.dumps(data)), from_stored)
+        rep = verify_mergekit_v01(from_v014(back) if version == "0.1.4" else back, model, inputs, output,
+                                  torch.Generator().manual_seed(seed))
         rep["tolerance"] = tol
+        rep["mergekit_version"] = version
         if rep["max_error"] > tol or rep["min_motion"] <= 0:
             raise ToleranceError(f"mergekit export of {type(model).__name__} failed its verification: relabelling the "
                                  f"vocabulary through the file's vocabulary_axis entries {rep['vocabulary_axes']} changes "
@@ -509,13 +529,15 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
         _write(path, data)
         return {"path": str(path), "format": fmt, "verification": rep, "omitted": [], "perms": {}, "log10_order": 0.0}
     if fmt == "permutation-spec":
-        data = spec.to_json()
+        data = spec.to_json() if stored_as is None else spec_to_stored(spec.to_json(), stored_as)
         parsed = json.loads(json.dumps(data))
+        if stored_as is not None:
+            parsed = spec_from_stored(parsed, stored_as)
         check_spec = PermutationSpec({k: int(v) for k, v in parsed["perms"].items()}, parsed["axes"])
         out_perm = "P_res" if spaces.output_in_stream else None
     else:
-        data = mergekit_architecture(model, spaces, spec)
-        parsed = json.loads(json.dumps(data))
+        data = rename_architecture(mergekit_architecture(model, spaces, spec), to_stored)
+        parsed = rename_architecture(json.loads(json.dumps(data)), from_stored)
         check_spec = mergekit_as_spec(parsed, params, len(spaces.layout.layers))
         out_perm = "running_residual" if spaces.output_in_stream else None
     transposed = sorted(w for w, lay in spaces.layouts.items() if lay == "in_out")

@@ -84,6 +84,9 @@ class AttentionFinder:
     def find(self, ctx: CensusContext) -> list[Candidate]:
         out = []
         for lay in self.layouts(ctx):
+            if lay.qk_refused:  # traced: query/key not verified for this layer (census.refused says why)
+                out += self._value_output(ctx, lay)
+                continue
             qk_block = QueryKeyAction.block_for(ctx.params, lay)
             qk = QueryKeyAction(qk_block, lay, algebra=self.qk_algebra)
             heads = f"{lay.num_kv_heads} key/value heads" + (
@@ -99,14 +102,20 @@ class AttentionFinder:
                                  _action_transform(QueryKeyAction, lay, qk_block, algebra=self.qk_algebra), note=note,
                                  extra={"heads": lay.num_heads, "kv_heads": lay.num_kv_heads, "head_dim": lay.head_dim,
                                         "per_head_dimension": qk.head_dimension()}))
-            vo_block = ValueOutputAction.block_for(ctx.params, lay)
-            vo = ValueOutputAction(vo_block, lay)
-            out.append(Candidate(lay.module, "attention.value_output.gl", vo.dimension, _moved(vo_block),
-                                 _action_transform(ValueOutputAction, lay, vo_block),
-                                 note=f"GL(d_v = {lay.head_dim}) × {heads}",
-                                 extra={"heads": lay.num_heads, "kv_heads": lay.num_kv_heads, "head_dim": lay.head_dim,
-                                        "per_head_dimension": vo.head_dimension()}))
+            out += self._value_output(ctx, lay)
         return out
+
+    @staticmethod
+    def _value_output(ctx: CensusContext, lay: AttentionLayout) -> list[Candidate]:
+        heads = f"{lay.num_kv_heads} key/value heads" + (
+            f" shared by {lay.num_heads} query heads" if lay.num_kv_heads != lay.num_heads else "")
+        vo_block = ValueOutputAction.block_for(ctx.params, lay)
+        vo = ValueOutputAction(vo_block, lay)
+        return [Candidate(lay.module, "attention.value_output.gl", vo.dimension, _moved(vo_block),
+                          _action_transform(ValueOutputAction, lay, vo_block),
+                          note=f"GL(d_v = {lay.head_dim}) × {heads}",
+                          extra={"heads": lay.num_heads, "kv_heads": lay.num_kv_heads, "head_dim": lay.head_dim,
+                                 "per_head_dimension": vo.head_dimension()})]
 
 
 DEFAULT_FINDERS: list[SymmetryFinder] = [AttentionFinder(), KeyBiasFinder(), ValueBiasFinder(), HeadPermutationFinder(), FFNPermutationFinder(),

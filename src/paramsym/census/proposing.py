@@ -12,6 +12,8 @@ verify on the actual weights; otherwise :class:`~paramsym.errors.TraceError` lis
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import TraceError
 from ..models.adapters import AttentionLayout, FFNLayout, _inv_freq
 from .tracing import common_prefix, projection
@@ -59,7 +61,8 @@ def propose_attention(i, prefix, aw, flow, lr, linears, H, rot, model, invariant
                                            [f for g in range(Hkv) for f in kv_feats[2 * g * d + d: 2 * g * d + 2 * d]])}
     o = projection(linears, aw, None)
     freqs = _inv_freq(model, rot) if rot else ()
-    tried = []
+    tried: list[str] = []
+    partial: list[AttentionLayout] = []
     for label, (kf, vf) in hyps.items():
         km, vm = {r for r, _ in kf}, {r for r, _ in vf}
         if len(km) != 1 or len(vm) != 1:
@@ -72,8 +75,31 @@ def propose_attention(i, prefix, aw, flow, lr, linears, H, rot, model, invariant
         if invariant.attention(lay):
             return lay
         tried.append(f"{label}: query/key or value/output action not invariant")
+        partial.append(lay)
+    for lay in partial:  # the value/output side alone: query/key refused for this layer, the rest kept
+        if invariant.value_output(lay):
+            return replace(lay, qk_refused=_qk_reason(lay, model, rot))
     raise TraceError(f"{where}: no key/value split verified ({'; '.join(tried)}); H={H}, d={d}, H_kv={Hkv}. Found so far: "
                      f"{found}.")
+
+
+def _qk_reason(lay: AttentionLayout, model, rot: int) -> str:
+    """Why query/key is refused: the parametrised modules inside the attention besides q, k, v, o
+    (q/k norms act on queries and keys before the softmax), and the rotary pairing assumed."""
+    own = {p.weight.rsplit(".", 1)[0] for p in (lay.q, lay.k, lay.v, lay.o)}
+    extra = sorted(n for n, m in model.named_modules() if n.startswith(f"{lay.module}.") and n not in own
+                   and any(True for _ in m.parameters(recurse=False)))
+    why = [f"queries/keys pass through {extra} before the softmax (GL(d_k) does not commute with them)"] if extra else []
+    cfg = getattr(model, "config", None)
+    declared = {k: getattr(cfg, k) for k in ("rotary_dim", "rope_theta") if getattr(cfg, k, None)}
+    if not rot and declared:
+        why.append(f"the config declares rotary embeddings ({declared}) that the tracer cannot place (no inv_freq "
+                   "buffer): a position-dependent map acts on queries/keys")
+    if rot:
+        why.append(f"rotary on {min(rot, lay.head_dim)} of {lay.head_dim} dims: the commutant assumes rotate_half pairs "
+                   "(i, i + r/2); the model may pair dimensions otherwise (interleaved, GPT-J/Cohere style)")
+    return ("query/key symmetry not verified on the actual weights (value/output verified); "
+            + ("; ".join(why) if why else "the scores are not q·k of the traced projections"))
 
 
 def propose_ffn(prefix, fw, ffn_readers, linears, act, invariant, found) -> FFNLayout:

@@ -25,7 +25,9 @@ probing* (no module or parameter names are read):
    writer: one (``up``), two (gated; ``up`` is the one whose scaling the writer absorbs), or one
    fused ``[gate | up]`` / ``[up | gate]`` (again: verified hypotheses). A norm whose output only
    the attention (FFN) readers read becomes the layer's ``norm_attention`` (``norm_ffn``) when the
-   norm-scale action verifies.
+   norm-scale action verifies; a norm whose output exactly the attention *and* FFN readers read
+   (parallel blocks: old-architecture Falcon) becomes the layer's ``norm_shared`` when the
+   norm-scale action, absorbed by all of them, verifies.
 
 The result is a :class:`~paramsym.models.adapters.ModelLayout` (the adapters' data structure, so
 every finder works on it unchanged) plus the residual-stream axes (:class:`Spaces`).
@@ -126,7 +128,12 @@ def derive_spaces(model: nn.Module, inputs: Mapping[str, Any], output: Callable[
             na = None
         if nf is not None and not invariant.norm_scale(layer, nf, ffn, stream_norms[nf], linears):
             nf = None
-        layer = LayerLayout(i, pfx(i)[:-1], att, ffn, na, nf)
+        ns = None  # parallel blocks: one norm feeding both the attention and the FFN readers
+        if na is None and nf is None:
+            ns = pre_norm(att_mods | ffn_mods, readers, reader_norm, pfx(i))
+            if ns is not None and not invariant.norm_scale(layer, ns, None, stream_norms[ns], linears):
+                ns = None
+        layer = LayerLayout(i, pfx(i)[:-1], att, ffn, na, nf, ns)
         layers.append(layer)
         found.append(f"layer {i}: attention {sorted(att_mods)} → {aw}, FFN {sorted(ffn_mods)} → {fw}")
     mt = getattr(cfg, "model_type", None) or type(model).__name__

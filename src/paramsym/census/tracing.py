@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from ..errors import TraceError
 from ..models.adapters import ModelLayout, Projection
+from .precision import float64_throughout
 
 __all__ = ["NormInfo", "Spaces", "Roles", "trace_roles", "head_count", "activation_name", "scale_form", "ScaleForm", "dataflow",
            "pre_norm", "projection", "common_prefix", "first_tensor", "out_tensor"]
@@ -264,10 +265,9 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
                 layouts[canon["weight"]] = lay
                 continue
         if W.dim() == 1 and x.is_floating_point() and x.shape[-1] == W.shape[0] and y.shape == x.shape:
-            with torch.no_grad():
-                y2 = mod(x + 1.5)
-            y2 = out_tensor(y2)
-            centred = y2 is not None and _close(y2, y)
+            with torch.no_grad():  # in float64 throughout: a norm computing in float32 inside (Cohere) is still centred
+                y1, y2 = (out_tensor(float64_throughout(lambda z=z, m=mod: m(z))) for z in (x, x + 1.5))
+            centred = y1 is not None and y2 is not None and _close(y2, y1)
             form = scale_form(mod, W, b, centred)
             info = NormInfo(name, canon["weight"], canon.get("bias"), centred, W.shape[0],
                             x.dtype == torch.float64 and form.float32_inside, form.offset)

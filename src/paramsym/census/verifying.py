@@ -46,6 +46,13 @@ class Invariance:
         ctx = _ctx(self, lay)
         return all(self(c.transform) for c in AttentionFinder().find(ctx))
 
+    def value_output(self, lay: AttentionLayout) -> bool:
+        """The value/output action alone (query/key left out)."""
+        from .finders import AttentionFinder
+
+        ctx = _ctx(self, lay)
+        return all(self(c.transform) for c in AttentionFinder().find(ctx) if c.kind == "attention.value_output.gl")
+
     def ffn_up(self, up: Projection, down: Projection) -> bool:
         """Scaling the ``up`` features by α and the ``down`` input columns by 1/α is invisible."""
         def t(p, g):
@@ -69,8 +76,11 @@ class Invariance:
         from .catalogue_finders import NormScaleFinder
 
         att = isinstance(part, AttentionLayout)
-        lay = LayerLayout(layer.index, layer.module, layer.attention, layer.ffn, norm if att else None,
-                          None if att else norm)
+        if part is None:  # shared by the attention and the FFN
+            lay = LayerLayout(layer.index, layer.module, layer.attention, layer.ffn, None, None, norm)
+        else:
+            lay = LayerLayout(layer.index, layer.module, layer.attention, layer.ffn, norm if att else None,
+                              None if att else norm)
         ctx = _ctx(self, None, ModelLayout("probe", (lay,), info.size))
         cands = NormScaleFinder().find(ctx)
         return bool(cands) and all(self(c.transform) for c in cands)

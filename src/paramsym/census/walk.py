@@ -58,6 +58,7 @@ from ..groups.memory import check_memory, dense_bytes
 from ..models.adapters import adapt, known_model_types, require_eager
 from ..targets.base import model_output
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
+from .precision import PrecisionFloor
 
 __all__ = ["CensusEntry", "CensusResult", "census", "default_inputs"]
 
@@ -79,6 +80,8 @@ class CensusEntry:
     log10_order: float | None = None
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    tolerance: float | None = None  # this entry's: the census tolerance + the measured float32 rounding floor
+    exact_error: float | None = None  # the same error computed in float64 throughout (where the model has float32 islands)
 
 
 @dataclass
@@ -94,6 +97,7 @@ class CensusResult:
     seconds: float
     tolerance: float
     residual_rotation: dict[str, Any] | None = None  # O(D) after folding norm scales (RMSNorm models)
+    refused: list[dict[str, Any]] = field(default_factory=list)  # {module, kind, reason}: not claimed, not counted
 
     @property
     def total_dimension(self) -> int:
@@ -140,6 +144,7 @@ class CensusResult:
             "symmetric_fraction": self.symmetric_fraction,
             "all_verified": self.all_verified,
             "unverified": [f"{e.module}:{e.kind}" for e in self.entries if not e.verified],
+            "refused": self.refused,
             "tolerance": self.tolerance,
             "unrecognised_modules": self.unrecognised,
             "seconds": self.seconds,
@@ -273,6 +278,7 @@ def census(
             layout = spaces.layout
     ctx = CensusContext(work, layout, params, spaces)
     candidates = [c for f in (DEFAULT_FINDERS if finders is None else finders) for c in f.find(ctx)]
+    refused = _refused(layout)
     covered = {n for c in candidates for n in c.moved}
     unrecognised = _unrecognised(work, covered)
     if not candidates:
@@ -296,7 +302,7 @@ def census(
         with torch.no_grad():
             return model_output(functional_call(work, dict(p), args, kwargs))
 
-    base = forward(params)
+    precision = PrecisionFloor(forward, params, dtype)
     entries = []
     it = candidates
     if progress:
@@ -306,40 +312,69 @@ def census(
     for c in it:
         with torch.no_grad():
             new = c.transform(params, gen)
-        out = forward(new)
-        ref = base if c.expected is None else c.expected(base)
-        err = float((out - ref).norm() / base.norm())
+        err, exact_err, floor = precision.check(forward(new), lambda new=new: precision.exact(new), c.expected)
         num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
         den = sum(float(params[n].pow(2).sum()) for n in c.moved)
         motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
-        tol_c = max(tol, c.tolerance or 0.0)
+        tol_c = max(tol, c.tolerance or 0.0) + floor
         entries.append(CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
-                                   sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra))
-    rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, base, tol, gen)
+                                   sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra,
+                                   tol_c, exact_err))
+    rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, tol, gen)
     return CensusResult(name or type(model).__name__, getattr(getattr(model, "config", None), "model_type", None),
                         str(dtype).replace("torch.", ""), n_params, entries, unrecognised,
-                        time.perf_counter() - t0, tol, rotation)
+                        time.perf_counter() - t0, tol, rotation, refused)
 
 
-def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, base: Tensor, tol: float,
+def _refused(layout: Any) -> list[dict[str, Any]]:
+    """Entries the tracer refused per layer (``AttentionLayout.qk_refused``): the layer's query/key
+    symmetry, and its key-bias translation where the keys have a bias; the rest of the layer stays."""
+    out: list[dict[str, Any]] = []
+    for layer in getattr(layout, "layers", ()):
+        a = layer.attention
+        if a.qk_refused:
+            out.append({"module": a.module, "kind": "attention.query_key", "reason": a.qk_refused})
+            if a.k.bias is not None:
+                out.append({"module": a.module, "kind": "key_bias_translation",
+                            "reason": "the query/key path is refused (see attention.query_key)"})
+    return out
+
+
+def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, tol: float,
                        gen: torch.Generator) -> dict[str, Any] | None:
-    """The residual stream's orthogonal group of an RMSNorm model (``None`` elsewhere), verified
-    on the model returned by :func:`paramsym.census.rotation.rotate_residual`; not a symmetry of
-    the given weights (their norm scales must be folded first), so not in ``total_dimension``."""
-    if spaces is None or not spaces.norms or any(n.centred or n.bias for n in spaces.norms.values()):
+    """The residual stream's orthogonal group ``O(D)`` of a pre-norm model (``None`` where the
+    stream was not traced), verified on its canonical form
+    (:func:`paramsym.census.canonical.canonical_form`, embeddings untied): a Haar-random ``Q``
+    applied to the canonical model's embeddings, readers and writers
+    (:func:`paramsym.census.rotation.rotate_canonical`) must leave the output unchanged (relative
+    ``verified_error``, tolerance the canonical form's rounding bound) and move those tensors
+    (``motion``, relative). Not a symmetry of the given weights (their norm scales, biases and
+    LayerNorm centring must be folded first), so not in ``total_dimension``; where the canonical
+    form is refused (post-norm, base models) ``verified`` is false and ``note`` says why."""
+    if spaces is None or not spaces.norms:
         return None
-    from .rotation import rotate_residual, rotation_dimension
+    from ..errors import SymmetryNotApplicableError
+    from .canonical import canonical_form, canonical_tolerance
+    from .rotation import random_orthogonal, rotate_canonical, rotation_dimension
 
-    out: dict[str, Any] = {"dimension": rotation_dimension(spaces.hidden_size), "group": f"O({spaces.hidden_size})",
-                           "requires": "norm scales folded into the next linear maps "
-                                       "(paramsym.census.rotation.rotate_residual returns the equivalent model)"}
-    if spaces.output_in_stream:
-        return out | {"verified": False, "note": "not verified: the output is the final norm's output (a base model); "
-                                                 "take the census of the model with its LM head"}
-    new, _ = rotate_residual(work, inputs, model_output, gen, spaces=spaces)
+    D = spaces.hidden_size
+    out: dict[str, Any] = {"dimension": rotation_dimension(D), "group": f"O({D})",
+                           "requires": "the canonical form: norm scales and biases folded into the readers, LayerNorm "
+                                       "centring into the writers, the LM head untied "
+                                       "(paramsym.census.canonical.canonical_form returns the equivalent model)"}
+    try:
+        canon = canonical_form(work, inputs, model_output, untie=True, spaces=spaces)
+    except SymmetryNotApplicableError as e:
+        return out | {"verified": False, "note": f"not applicable: {e}"}
+    before = {k: v.detach().clone() for k, v in canon.named_parameters()}
+    rotated = rotate_canonical(canon, spaces, random_orthogonal(D, gen))
     with torch.no_grad():
-        got = model_output(new(**inputs))
+        got = model_output(rotated(**inputs))
     ref = model_output(work(**inputs))
     err = float((got - ref).norm() / ref.norm())
-    t = max(tol, 1e-5) if spaces.float32_inside else tol
-    return out | {"verified_error": err, "verified": err <= t, "tolerance": t}
+    after = dict(rotated.named_parameters())
+    num = sum(float((after[k] - v).pow(2).sum()) for k, v in before.items())
+    den = sum(float(v.pow(2).sum()) for k, v in before.items() if not torch.equal(after[k], v))
+    t = max(tol, canonical_tolerance(work, spaces))
+    return out | {"verified_error": err, "motion": (num / den) ** 0.5 if den else 0.0,
+                  "verified": err <= t and num > 0, "tolerance": t}

@@ -14,7 +14,7 @@ from torch import nn
 
 from ..errors import ConfigError
 
-__all__ = ["TINY", "tiny_model", "tiny_names"]
+__all__ = ["MORE", "QK_REFUSED", "TINY", "tiny_model", "tiny_names"]
 
 
 def _cfgs() -> dict[str, Callable[[], object]]:
@@ -47,17 +47,40 @@ def _cfgs() -> dict[str, Callable[[], object]]:
                                          new_decoder_architecture=True, **common),
         "stablelm": lambda: t.StableLmConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                              intermediate_size=96, partial_rotary_factor=0.25, **common),
+        # issue 34: biased attention computing its softmax in float32 inside float64 runs
+        "starcoder2": lambda: t.Starcoder2Config(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                                 intermediate_size=96, **common),
+        "falcon_old": lambda: t.FalconConfig(hidden_size=64, num_attention_heads=4, new_decoder_architecture=False,
+                                             multi_query=False, parallel_attn=True, bias=True, alibi=False, **common),
+        "gpt_bigcode": lambda: t.GPTBigCodeConfig(n_embd=48, n_head=4, n_layer=2, vocab_size=96, n_positions=64,
+                                                  bos_token_id=0, eos_token_id=0),
+        # issue 34: query/key refused per layer (interleaved rotary; q/k norms), the rest of the census kept
+        "gptj": lambda: t.GPTJConfig(n_embd=64, n_head=4, n_layer=2, vocab_size=96, n_positions=64, rotary_dim=8,
+                                     bos_token_id=0, eos_token_id=0),
+        "qwen3": lambda: t.Qwen3Config(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                                       head_dim=16, **common),
+        "cohere": lambda: t.CohereConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                         intermediate_size=96, bos_token_id=0, eos_token_id=1, pad_token_id=0, **common),
     }
 
 
 #: the architectures with a tiny config
 TINY = ["llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "bert", "roberta", "distilbert", "opt", "falcon",
         "stablelm"]
+#: more architectures (issue 34): Starcoder2, old-architecture Falcon (one norm shared by the
+#: parallel attention and FFN, full multi-head attention, biases), GPT-BigCode (multi-query),
+#: GPT-J (parallel blocks, interleaved rotary), Qwen3 (q/k norms), Cohere (parallel blocks,
+#: LayerNorm without bias, interleaved rotary, tied head)
+MORE = ["starcoder2", "falcon_old", "gpt_bigcode", "gptj", "qwen3", "cohere"]
+#: of these, the ones whose query/key symmetry is refused per layer (``census(...).refused`` says why):
+#: GPT-J (rotary embeddings the tracer cannot place: interleaved, from a position table), Qwen3
+#: (q/k norms before the softmax), Cohere (interleaved rotary)
+QK_REFUSED = ["gptj", "qwen3", "cohere"]
 
 
 def tiny_names() -> list[str]:
     """The architectures :func:`tiny_model` builds."""
-    return list(TINY)
+    return list(TINY) + list(MORE)
 
 
 def tiny_model(name: str, seed: int = 0, causal_lm: bool = False, std: float = 0.2, cls: str | None = None) -> nn.Module:
@@ -72,7 +95,7 @@ def tiny_model(name: str, seed: int = 0, causal_lm: bool = False, std: float = 0
     """
     cfgs = _cfgs()
     if name not in cfgs:
-        raise ConfigError(f"tiny_model: unknown architecture {name!r}; known: {TINY}.")
+        raise ConfigError(f"tiny_model: unknown architecture {name!r}; known: {tiny_names()}.")
     import transformers
 
     cfg = cfgs[name]()

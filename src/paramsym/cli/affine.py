@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     add_run_options(p, out="keep the run directory here (new or empty; default: a temporary one)",
                     json="print the result as JSON")
     p.add_argument("--list", action="store_true", help="list presets and exit")
-    p.set_defaults(func=cmd_affine)
+    p.set_defaults(func=cmd_affine, config=affine_config)
 
 
 #: the configuration flags (field → validator); refused with --resume
@@ -52,10 +52,25 @@ def _flags() -> dict:
             "max_memory": lambda raw, flag: parse_memory(raw)}
 
 
-def cmd_affine(args: argparse.Namespace) -> int:
+def affine_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the preset's value (``--preset``), then the flags and ``--set``."""
+    import dataclasses
+
     from ..errors import ConfigError
     from ..exact.presets import AFFINE_PRESETS
-    from .options import config_from_flags, run_kind, threads_option
+    from ..kinds.affine import AffineConfig
+    from .options import config_from_flags
+
+    if not args.preset:
+        raise ConfigError(f"--preset is required; valid presets: {sorted(AFFINE_PRESETS)} (or --list).")
+    base = dataclasses.replace(AffineConfig(), preset=AFFINE_PRESETS.get_preset(args.preset).name,
+                               **AFFINE_PRESETS[args.preset].fields)
+    return config_from_flags(base, args, _flags())
+
+
+def cmd_affine(args: argparse.Namespace) -> int:
+    from ..exact.presets import AFFINE_PRESETS
+    from .options import run_kind, threads_option
 
     if args.list:
         if args.json:
@@ -65,20 +80,10 @@ def cmd_affine(args: argparse.Namespace) -> int:
             print(f"{n:20s} expected {pr.info['expected']:3d}  {pr.summary}")
         return 0
     threads = threads_option(args.threads) if args.threads is not None else 1
-    import dataclasses
+    from ..kinds.affine import KIND
 
-    from ..kinds.affine import KIND, AffineConfig
-
-    flags = _flags()
-    cfg = None  # read back from the run directory when resuming
-    if args.resume is None:
-        if not args.preset:
-            raise ConfigError(f"--preset is required; valid presets: {sorted(AFFINE_PRESETS)} (or --list).")
-        base = dataclasses.replace(AffineConfig(), preset=AFFINE_PRESETS.get_preset(args.preset).name,
-                                   **AFFINE_PRESETS[args.preset].fields)
-        cfg = config_from_flags(base, args, flags)
-        cfg.validate()
-    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
+    cfg = affine_config(args) if args.resume is None else None  # read back from the run directory when resuming
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_flags(), threads=threads)
     out = dict(outcome.metrics)
     if run.has("timing.json"):
         out.update(run.read_json("timing.json"))

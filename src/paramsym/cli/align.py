@@ -63,7 +63,7 @@ def register(subparsers) -> None:
                    help="A and B are HF checkpoints of any architecture the census traces: weight-match over its whole "
                         "permutation group (residual stream, FFN units, heads) and write aligned_b/ and merged/ "
                         "(from_pretrained-loadable) plus alignment.json to --out DIR")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, config=align_config)
 
 
 #: the configuration flags (field → validator); refused with --resume
@@ -71,39 +71,42 @@ def _flags() -> dict:
     from ..groups.memory import parse_memory
     from .options import int_option, seed_option
 
-    return {"models": None, "preset": None, "symmetries": lambda raw, flag: tuple(
+    return {"models": lambda raw, flag: tuple(raw), "preset": None, "symmetries": lambda raw, flag: tuple(
                 s.strip() for s in raw.split(",") if s.strip()),
             "data": None, "activation": None, "width": lambda raw, flag: int_option(raw, flag, 2),
             "cache_dir": None, "points": lambda raw, flag: int_option(raw, flag, 2), "seed": seed_option,
             "max_memory": lambda raw, flag: parse_memory(raw)}
 
 
-def _run(args: argparse.Namespace) -> int:
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def align_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the flags and ``--set`` over ``AlignConfig()``; a preset's
+    cache directory resolved (``--cache-dir``, else ``$PARAMSYM_CACHE``, else ``~/.cache/paramsym``)."""
     from ..errors import ConfigError
-    from ..kinds.align import KIND, AlignConfig
-    from .options import config_from_flags, run_kind, threads_option
+    from ..kinds.align import AlignConfig
+    from .options import cache_dir_option, config_from_flags
+
+    args.models = list(args.models or ()) or None
+    cfg = config_from_flags(AlignConfig(), args, _flags())
+    if bool(cfg.preset) == bool(cfg.models):
+        raise ConfigError("give either two models A B or --preset NAME (not both, not neither).")
+    if cfg.preset:
+        from ..kinds.align_presets import cache_root
+
+        cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(cache_dir_option(cfg.cache_dir)).parent.resolve()))
+        cfg.validate()
+    return cfg
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..kinds.align import KIND
+    from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     if args.census_groups:
         return _census_groups(args, threads)
-    flags = _flags()
     args.models = list(args.models) or None  # none given: not a configuration flag (for --resume)
-    cfg = None  # read back from the run directory when resuming
-    if args.resume is None:
-        if bool(args.preset) == bool(args.models):
-            raise ConfigError("give either two models A B or --preset NAME (not both, not neither).")
-        cfg = config_from_flags(AlignConfig(), args, flags)
-        cfg = dataclasses.replace(cfg, models=tuple(args.models or ()))
-        if cfg.preset:
-            from ..kinds.align_presets import cache_root
-
-            base = cfg.cache_dir or os.environ.get("PARAMSYM_CACHE")
-            cfg = dataclasses.replace(cfg, cache_dir=str(cache_root(base).parent.resolve()))
-        cfg.validate()
-    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
+    cfg = align_config(args) if args.resume is None else None  # read back from the run directory when resuming
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_flags(), threads=threads)
     summary = dict(outcome.metrics) | run.read_json("timing.json")
     if args.json:
         print(json.dumps(summary, indent=1, default=str))

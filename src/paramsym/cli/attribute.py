@@ -48,27 +48,44 @@ def register(subparsers) -> None:
                    "(default: the preset's first stage)")
     p.add_argument("--flow", choices=["resolved", "fixed"], action="append", default=None,
                    help="flow mode(s) to run (repeatable; default both)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key of the preset (repeatable), e.g. --set dt=0.01")
     p.add_argument("--quick", action="store_true", help="small fast version (tests, smoke runs)")
     add_run_options(p, resume=False, out="run directory (default runs/attribute-<preset>-<time>)",
-                    json="print the summary as JSON on stdout")
+                    json="print the summary as JSON on stdout",
+                    set_help="set a config key of the preset (repeatable), e.g. --set dt=0.01 (--seed and --flow are "
+                    "sugar for --set seed= and flows=)")
     p.add_argument("--weights", default=None, metavar="FILE",
                    help="attribute your own trained network: a safetensors state dict of the preset's "
                    "architecture (paramsym 'fc1.weight', or an nn.Sequential's '0.weight' / 'net.0.weight')")
     p.add_argument("--probes", default=None, metavar="FILE",
                    help="safetensors file with 'probes' [N, d] (and optionally task data 'x', 'y')")
     p.add_argument("--list", action="store_true", help="list presets and exit")
-    p.set_defaults(func=cmd_attribute)
+    p.set_defaults(func=cmd_attribute, config=attribute_config)
+
+
+def _flags() -> dict:
+    """The flags of ``paramsym attribute`` that write config keys (``--preset``/``--stage``/``--quick`` choose the value)."""
+    from .options import MAX_SEED, Flag, int_option
+
+    return {"seed": lambda raw, flag: int_option(raw, flag, 0, MAX_SEED),
+            "flow": Flag("flows", lambda raw, flag: tuple(dict.fromkeys(raw)))}
+
+
+def attribute_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the preset's value at its stage (``--quick``: the quick budget;
+    ``--weights``/``--probes``: your network), then the flags and ``--set``."""
+    from ..errors import ConfigError
+    from ..experiments.attribution.presets import ATTRIBUTION_PRESETS, resolve_attribution_config
+    from .options import config_from_flags
+
+    if not args.preset:
+        raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
+    base = resolve_attribution_config(args.preset, stage=args.stage, quick=args.quick, weights=args.weights,
+                                      probes=args.probes)
+    return config_from_flags(base, args, _flags())
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..experiments.attribution.presets import (
-        ATTRIBUTION_PRESETS,
-        resolve_attribution_config,
-        run_attribution,
-    )
+    from ..experiments.attribution.presets import ATTRIBUTION_PRESETS, run_attribution
 
     if args.list:
         if args.json:
@@ -79,15 +96,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                 st = f" [stages: {', '.join(p.stages)}]" if p.stages else ""
                 print(f"{n:16s} {p.help}{st}")
         return 0
-    from .options import MAX_SEED, int_option
+    from .options import int_option
 
     threads = int_option(args.threads, "--threads", 1, 4096) if args.threads is not None else 1
-    seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
-    if not args.preset:
-        raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
-    cfg = resolve_attribution_config(args.preset, stage=args.stage, seed=seed, quick=args.quick,
-                                     flows=args.flow, overrides=args.overrides,
-                                     weights=args.weights, probes=args.probes)
+    cfg = attribute_config(args)
     import torch
 
     from ..runs.rundir import RunDir, default_run_dir

@@ -4,7 +4,7 @@
 
     paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny|mlp-relu|mlp-linear|mha-bias [--json] [--out DIR]
     paramsym census --model DIR [--json] [--out DIR] [--dtype float64|float32] [--seed N] [--tokens N]
-                    [--layout auto|derived|adapter]
+                    [--layout auto|derived|adapter] [--canonical]
     paramsym census --resume DIR
 
 The run kind ``census`` (:mod:`paramsym.kinds.census`). ``--model`` takes a directory
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 __all__ = ["register"]
@@ -43,42 +42,56 @@ def register(subparsers) -> None:
     p.add_argument("--layout", choices=["auto", "derived", "adapter"], default=None,
                    help="where an HF model's spaces come from: auto (the architecture adapter where one exists, else "
                    "traced; default), derived (traced from the model), adapter (adapters only, no residual stream)")
+    p.add_argument("--canonical", action="store_true", default=None,
+                   help="take the census of the model's canonical form: norm scales and biases folded into the linear "
+                   "maps reading them, LayerNorm centring folded into the writers and the norms made RMS, the LM head "
+                   "untied (pre-norm LMs; refused by name for post-norm and base models). The residual stream's O(D) "
+                   "is a symmetry of that form")
     add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
                     "default: a temporary one)", json="print the census as JSON")
     # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
-    p.add_argument("--export", choices=["permutation-spec", "mergekit", "mergekit-0.0"],
+    p.add_argument("--export", choices=["permutation-spec", "mergekit", "mergekit-0.1.4", "mergekit-0.0"],
                    help="write a verified description to --out FILE (a new file) instead of the census: permutation-spec "
-                   "(the permutation group, every tensor's axes), mergekit (an architecture file current MergeKit 0.1.x "
-                   "loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), "
+                   "(the permutation group, every tensor's axes), mergekit (an architecture file MergeKit "
+                   "0.1.5 loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), mergekit-0.1.4 "
+                   "(the same for MergeKit 0.1.4: is_embed instead of vocabulary_axis, which 0.1.4 would drop), "
                    "mergekit-0.0 (MergeKit <= 0.0.6's format with input_space/output_space; 0.1.x rejects it)")
-    p.set_defaults(func=_run)
+    p.add_argument("--without-weights", action="store_true",
+                   help="with --export permutation-spec: derive the spec from config.json and the checkpoint's headers "
+                   "(a 2-layer random copy is traced and checked; no weight is read), for checkpoints too large to load")
+    p.add_argument("--max-memory", default=None,
+                   help="memory budget of --export, e.g. 8GiB (default: none): refused before loading, naming the estimate")
+    p.set_defaults(func=_run, config=census_config)
 
 
 def _flags() -> dict:
     from .options import int_option, seed_option
 
     return {"preset": None, "model": None, "dtype": None, "seed": seed_option,
-            "tokens": lambda raw, flag: int_option(raw, flag, 2), "layout": None}
+            "tokens": lambda raw, flag: int_option(raw, flag, 2), "layout": None, "canonical": None}
+
+
+def census_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the flags and ``--set`` over ``CensusConfig(preset=None)``."""
+    from ..errors import ConfigError
+    from ..kinds.census import CensusConfig
+    from .options import config_from_flags
+
+    if args.preset is None and args.model is None:
+        raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
+                          "--resume DIR.")
+    return config_from_flags(CensusConfig(preset=None), args, _flags())
 
 
 def _run(args: argparse.Namespace) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from ..errors import ConfigError
-    from ..kinds.census import KIND, CensusConfig, report_markdown
-    from .options import config_from_flags, run_kind, threads_option
+    from ..kinds.census import KIND, report_markdown
+    from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
     if getattr(args, "export", None):
         return _export(args, threads)
-    flags = _flags()
-    cfg = None  # read back from the run directory when resuming
-    if args.resume is None:
-        if args.preset is None and args.model is None:
-            raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
-                              "--resume DIR.")
-        cfg = config_from_flags(CensusConfig(preset=None), args, flags)
-        cfg.validate()
-    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
+    cfg = census_config(args) if args.resume is None else None  # read back from the run directory when resuming
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_flags(), threads=threads)
     result = dict(outcome.metrics)
     timing = run.read_json("timing.json") if run.has("timing.json") else {}
     if args.json:
@@ -90,24 +103,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if result["all_verified"] else 1
 
 
-def _stored_names(model: str) -> set[str] | None:
-    """The tensor names in the safetensors files of ``--model`` (a directory or a known name;
-    headers only), or None when it resolves to no directory (a name in the HF cache)."""
+def _stored_names(model: str):
+    """The checkpoint's stored tensors (headers only) of ``--model``, or None when it resolves to no
+    directory (a name in the HF cache)."""
     from pathlib import Path
 
-    from safetensors import safe_open
-
+    from ..census.stored import read_checkpoint
     from ..models.loading import resolve_model_path
 
     src = Path(resolve_model_path(model, "--model"))
-    files = sorted(src.glob("*.safetensors")) if src.is_dir() else []
-    if not files:
-        return None
-    names: set[str] = set()
-    for f in files:
-        with safe_open(str(f), framework="pt") as fh:
-            names |= set(fh.keys())
-    return names
+    return read_checkpoint(src) if src.is_dir() and any(src.glob("*.safetensors")) else None
 
 
 def _export(args: argparse.Namespace, threads: int) -> int:
@@ -120,8 +125,10 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     from ..census.export import export
     from ..census.presets import build_preset
     from ..census.spaces import derive_spaces
+    from ..census.stored import loading_estimate, stored_names
     from ..census.walk import _output
     from ..errors import ConfigError, ExportPathExistsError
+    from ..groups.memory import check_memory, parse_memory
     from ..models.adapters import require_eager
     from ..models.loading import load_model
     from .options import int_option, seed_option
@@ -131,6 +138,9 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     tokens = int_option(args.tokens, "--tokens", 2) if args.tokens is not None else 8
     if args.preset is None and args.model is None:
         raise ConfigError("--export needs --model DIR (or --preset NAME).")
+    if args.overrides:
+        raise ConfigError("--export writes a file from --model/--preset, --seed, --tokens, --dtype and --layout; it takes "
+                          "no --set (drop it, or run the census without --export).")
     if not args.out:
         raise ConfigError("--export needs --out FILE (the JSON file to write; it must not exist).")
     if args.layout == "adapter":
@@ -139,26 +149,35 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     if Path(args.out).exists():
         raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
                                     "or remove the file.")
+    budget = parse_memory(args.max_memory) if args.max_memory is not None else None
+    if getattr(args, "without_weights", False):
+        return _export_without_weights(args, seed, budget)
     # MergeKit picks a file by the checkpoint's class and reads its tensor names: load that class
-    head = "checkpoint" if args.export == "mergekit" else "auto"
+    head = "checkpoint" if args.export.startswith("mergekit") else "auto"
+    stored = _stored_names(args.model) if args.model else None  # the index and shards checked before loading
+    if stored is not None and budget is not None:
+        check_memory(loading_estimate(stored), f"loading {args.model!r} and exporting in float64", budget,
+                     "Or export the permutation spec with --without-weights.")
     model = build_preset(args.preset, seed) if args.preset else load_model(
         args.model, head=head, quiet=True, argument="--model")
     if not hasattr(model, "config"):
         raise ConfigError(f"--export needs a Hugging Face model; {args.preset or args.model!r} is a "
                           f"{type(model).__name__}.")
     require_eager(model)
+    stored_as = stored_names(model, stored) if stored is not None else None  # as loaded: exact values
     dtype = torch.float32 if args.dtype == "float32" else torch.float64
     model = model.to(dtype).eval()
     inputs = default_inputs(model, torch.Generator().manual_seed(seed), tokens=tokens)
     with torch.no_grad():
         spaces = derive_spaces(model, inputs, _output)
-    stored = _stored_names(args.model) if args.model and args.export == "mergekit" else None
-    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed, checkpoint_names=stored)
+    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed,
+                 checkpoint_names=set(stored) if stored is not None else None, stored_as=stored_as)
     ver = rep["verification"]
     if args.json:
         print(json.dumps(rep, indent=1))
-    elif rep["format"] == "mergekit":
-        print(f"wrote {rep['path']} (mergekit, MergeKit 0.1.x): {ver['tensors']} tensors named once"
+    elif "mergekit_version" in ver:
+        print(f"wrote {rep['path']} ({rep['format']}, for MergeKit {ver['mergekit_version']}): {ver['tensors']} tensors "
+              "named once"
               + (f" (tied: {', '.join(ver['tied'])})" if ver["tied"] else "") + f"; vocabulary axes of "
               f"{', '.join(ver['vocabulary_axes'])} verified through the file: relabelling the vocabulary changes the "
               f"output by {ver['max_error']:.1e} ≤ {ver['tolerance']:.0e}")
@@ -166,4 +185,31 @@ def _export(args: argparse.Namespace, threads: int) -> int:
         print(f"wrote {rep['path']} ({rep['format']}): {len(rep['perms'])} permutation groups, log10 order "
               f"{rep['log10_order']:.1f}; verified through the file: max relative output change {ver['max_error']:.1e} "
               f"≤ {ver['tolerance']:.0e}" + (f"; not expressible: {rep['omitted']}" if rep["omitted"] else ""))
+    return 0
+
+
+def _export_without_weights(args: argparse.Namespace, seed: int, budget) -> int:
+    """``--export permutation-spec --without-weights``: :func:`paramsym.census.configspec.spec_without_weights`."""
+    import torch
+
+    from ..census.configspec import spec_without_weights
+    from ..census.export import _write
+    from ..errors import ConfigError
+    from ..models.loading import resolve_model_path
+
+    if args.export != "permutation-spec" or args.model is None:
+        raise ConfigError("--without-weights derives a permutation spec from a checkpoint directory: use it with "
+                          "--export permutation-spec --model DIR.")
+    dtype = torch.float32 if args.dtype == "float32" else torch.float64
+    spec, rep = spec_without_weights(resolve_model_path(args.model, "--model"), seed=seed, max_memory=budget, dtype=dtype)
+    from pathlib import Path
+
+    _write(Path(args.out), spec)
+    if args.json:
+        print(json.dumps({"path": args.out, "format": "permutation-spec", **rep}, indent=1))
+    else:
+        print(f"wrote {args.out} (permutation-spec, without weights): {rep['perms']} permutation groups over "
+              f"{rep['layers']} layers, named as the checkpoint stores them ({rep['stored_tensors']} tensors"
+              + (f"; renamed {rep['renamed']}" if rep["renamed"] else "") + f"); checked on a {rep['traced_layers']}-layer "
+              f"random copy through the file: {rep['verification']['max_error']:.1e} ≤ {rep['verification']['tolerance']:.0e}")
     return 0

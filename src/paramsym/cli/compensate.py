@@ -66,7 +66,7 @@ def register(subparsers) -> None:
                    "(default: the recipe's)")
     add_run_options(p, out="keep the run directory here (new or empty; default: a temporary one)",
                     json="print the result as JSON")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, config=compensate_config)
 
 
 def _flags() -> dict:
@@ -84,30 +84,33 @@ def _flags() -> dict:
             "checkpoint_every": integer(1)}
 
 
-def _run(args: argparse.Namespace) -> int:
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the command line, not the library, sets the environment
+def compensate_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the flags and ``--set`` over ``CompensateConfig()``."""
     from ..errors import ConfigError
-    from ..kinds.compensate import KIND, MODELS, CompensateConfig
-    from .options import config_from_flags, run_kind, threads_option
+    from ..kinds.compensate import MODELS, CompensateConfig
+    from .options import config_from_flags
+
+    set_keys = {item.split("=", 1)[0].strip() for item in args.overrides}
+    missing = [f"--{n}" for n in ("model", "layer", "unit") if getattr(args, n) is None and n not in set_keys]
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} required (e.g. --model llama-tiny --layer 1 --unit 3; models: "
+                          f"{', '.join(MODELS)} or a save_pretrained directory), or --resume DIR.")
+    cfg = config_from_flags(CompensateConfig(), args, _flags())
+    if not cfg.learned:
+        extra = [f for f in ("--objective", "--action", "--steps", "--rho", "--checkpoint-every")
+                 if getattr(args, f[2:].replace("-", "_")) is not None]
+        if extra:
+            raise ConfigError(f"{', '.join(extra)} only apply to --learned; add --learned or drop them.")
+    return cfg
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..kinds.compensate import KIND
+    from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
-    flags = _flags()
-    cfg = None  # read back from the run directory when resuming
-    if args.resume is None:
-        missing = [f"--{n}" for n in ("model", "layer", "unit") if getattr(args, n) is None]
-        if missing:
-            raise ConfigError(f"{', '.join(missing)} required (e.g. --model llama-tiny --layer 1 --unit 3; models: "
-                              f"{', '.join(MODELS)} or a save_pretrained directory), or --resume DIR.")
-        if not args.learned:
-            extra = [f for f in ("--objective", "--action", "--steps", "--rho", "--checkpoint-every")
-                     if getattr(args, f[2:].replace("-", "_")) is not None]
-            if extra:
-                raise ConfigError(f"{', '.join(extra)} only apply to --learned; add --learned or drop them.")
-        cfg = config_from_flags(CompensateConfig(), args, flags)
-        cfg.validate()
-    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
+    cfg = compensate_config(args) if args.resume is None else None  # read back from the run directory when resuming
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_flags(), threads=threads)
     if outcome.already_finished:
         print(f"{run.path} is already finished; `paramsym report {run.path}` regenerates its report.", file=sys.stderr)
     d = dict(outcome.metrics)

@@ -30,11 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "`paramsym list`)")
     p.add_argument("--objective", choices=["hybrid", "infinitesimal", "finite"], default=None, help="objective variant (default hybrid)")
     p.add_argument("--steps", default=None, help="training steps >= 1 (default: the preset's recipe)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any config key, e.g. --set train.lr=3e-4 (repeatable)")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
-    add_run_options(p, threads=False, out="run directory (default runs/discover-<preset>-<time>)")
-    p.set_defaults(func=cmd_discover)
+    add_run_options(p, threads=False, out="run directory (default runs/discover-<preset>-<time>)",
+                    set_help="set any config key, e.g. --set train.lr=3e-4 (repeatable; --seed, --steps and --device "
+                    "are sugar for --set seed=, train.steps= and device=)")
+    p.set_defaults(func=cmd_discover, config=discover_config)
 
     ls = sub.add_parser("list", help="list every command's presets with their run kind")
     ls.add_argument("--json", action="store_true", help="print a JSON list of {name, kind, summary, default, "
@@ -44,25 +44,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     ex = sub.add_parser("experiment", help="paper comparisons built on discovery runs")
     exs = ex.add_subparsers(dest="experiment", metavar="NAME")
     eo = exs.add_parser("objectives", help="hybrid vs finite (vs infinitesimal) objectives at the same step budget")
-    eo.add_argument("--preset", default="sigmoid-scalar")
-    eo.add_argument("--variants", default="hybrid,finite", help="comma-separated objective variants")
-    _experiment_arguments(eo, cmd_experiment_objectives)
+    eo.add_argument("--preset", default=None, help="the discovery preset (default sigmoid-scalar)")
+    eo.add_argument("--variants", default=None, help="comma-separated objective variants (default hybrid,finite)")
+    _experiment_arguments(eo, cmd_experiment_objectives, objectives_config)
     el = exs.add_parser("lifting", help="ReLU (2,8,8,1): one unit (boundary output) vs all weights, full-network error")
     el.add_argument("--unit-beta", default=None, help="field magnitude β of the unit action: a number > 0, or "
                     "'equal-field' (β_unit = β_all · s_θ(all)/s_θ(unit): both fields the same raw norm, so both move "
                     "alike at each radius; the reproduction's rule); default: the recipe's 0.2, as the all-weights action's")
-    _experiment_arguments(el, cmd_experiment_lifting)
+    _experiment_arguments(el, cmd_experiment_lifting, lifting_config)
     et = exs.add_parser("transformer", help="all-MiniLM-L6-v2: one FFN unit + 16 compensators, learned (hybrid vs "
                         "finite), installed in the full model; drift vs random and uncompensated edits")
-    et.add_argument("--variants", default="hybrid,finite", help="comma-separated sub-run variants: objectives of the "
+    et.add_argument("--variants", default=None, help="comma-separated sub-run variants: objectives of the "
                     "direct-map action (hybrid, finite, infinitesimal) and flow (the flow action: a group action by "
-                    "construction, hybrid objective)")
+                    "construction, hybrid objective); default hybrid,finite")
     et.add_argument("--units", default=None, metavar="L[:U],...", help="the FFN units, e.g. 1,3,5 (in each layer the "
                     "unit of largest feature RMS on the prefix) or 1:777,3 (unit 777 of layer 1); default 3")
     et.add_argument("--compensators", default=None, help="compensators k per unit (>= the prefix length; default: the "
                     "prefix length)")
     et.add_argument("--tokens", default=None, help="prefix length N (default 16)")
-    _experiment_arguments(et, cmd_experiment_transformer)
+    _experiment_arguments(et, cmd_experiment_transformer, transformer_config)
 
     rp = sub.add_parser("report", help="regenerate report.md (and figures) of any run directory")
     rp.add_argument("run_dir")
@@ -70,17 +70,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp.set_defaults(func=cmd_report)
 
 
-def _experiment_arguments(parser: argparse.ArgumentParser, func) -> None:
+def _experiment_arguments(parser: argparse.ArgumentParser, func, config) -> None:
     """Arguments shared by the ``paramsym experiment`` commands."""
     from .options import add_run_options
 
     parser.add_argument("--steps", default=None, help="training steps >= 1 (default: the presets' recipes)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override applied to every training run (repeatable)")
-    parser.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
+    budget.add_argument("--paper", action="store_true", help="the paper's run (the configuration's paper() value: its "
+                        "seeds, units, variants; what `paramsym reproduce` runs)")
     add_run_options(parser, seed=False, seeds=True, threads=False, resume=False, json="print the comparison metrics as "
-                    "JSON", out="output directory (finished sub-runs in it are reused)")
-    parser.set_defaults(func=func)
+                    "JSON", out="output directory (finished sub-runs in it are reused)",
+                    set_help="set a key of the experiment's configuration (e.g. --set seeds=[1,2]; each flag is sugar "
+                    "for --set of its key) or of every training run's discovery configuration (e.g. --set "
+                    "train.lr=3e-4: added to its overrides); repeatable")
+    parser.set_defaults(func=func, config=config)
 
 
 def _set_threads(cfg, problem) -> None:
@@ -109,17 +113,37 @@ def _check_device(device: str, flag: str = "--device") -> None:
         raise ConfigError(f"{flag} {device}: {have}; use --device cpu.")
 
 
+def _discover_flags() -> dict:
+    """The flags of ``paramsym discover`` that write config keys (``--preset`` and ``--objective`` choose the recipe)."""
+    from .options import Flag, device_option, int_option, seed_option
+
+    return {"seed": Flag("seed", seed_option), "steps": Flag("train.steps", lambda raw, flag: int_option(raw, flag, 1)),
+            "device": Flag("device", device_option)}
+
+
+def discover_config(args: argparse.Namespace):
+    """The configuration of a fresh run: the recipe of ``--preset`` / ``--objective`` (a named value,
+    :meth:`~paramsym.discovery.config.DiscoverConfig.for_preset`), then the flags and ``--set``."""
+    from ..discovery.resolve import resolve_discover_config
+    from .options import config_from_flags, device_option
+
+    device = None if args.device is None else device_option(args.device)
+    return config_from_flags(resolve_discover_config(args.preset, args.objective, device=device), args,
+                             _discover_flags())
+
+
 def cmd_discover(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from .options import MAX_SEED, device_option, int_option
 
-    steps = None if args.steps is None else int_option(args.steps, "--steps", 1)
-    seed = None if args.seed is None else int_option(args.seed, "--seed", 0, MAX_SEED)
+    if args.steps is not None:  # the flags' values are checked before anything else
+        int_option(args.steps, "--steps", 1)
+    if args.seed is not None:
+        int_option(args.seed, "--seed", 0, MAX_SEED)
     device = None if args.device is None else device_option(args.device)
     from ..discovery.config import DiscoverOverrides
     from ..discovery.files import load_config
     from ..discovery.problems import PRESETS, resolve_problem
-    from ..discovery.resolve import resolve_discover_config
     from ..discovery.run import resume_run, start_run
     from ..runs.rundir import RunDir
     if args.resume:
@@ -143,8 +167,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 0
     else:
-        cfg = resolve_discover_config(args.preset, args.objective, seed, steps, device,
-                                      DiscoverOverrides.parse(args.overrides))
+        cfg = discover_config(args)
         int_option(cfg.seed, "seed (--set seed=...)", 0, MAX_SEED)
         _check_device(cfg.device, "--device" if device else "device (--set device=...)")
         problem = resolve_problem(cfg)  # built once: the thread count and the run use the same problem
@@ -215,78 +238,101 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _experiment_config(cls, args: argparse.Namespace, presets, objectives=(None,), **values):
-    """``cls.quick()`` or ``cls()``, with the explicit values; ``--steps`` and ``--set`` added on top.
+def _experiment_config(cls, args: argparse.Namespace, flags: dict, presets, objectives=(None,)):
+    """``cls()``, ``cls.quick()`` (``--quick``) or ``cls.paper()`` (``--paper``) with the flags and ``--set``
+    applied (:func:`config_from_flags`).
 
-    ``--set`` is parsed once into typed :class:`~paramsym.discovery.config.DiscoverOverrides`
-    (merged over the quick budget's); the discovery configuration of every sub-run
-    (``presets(cfg)`` × ``objectives``) is resolved here, so a bad ``--set`` is refused before the
-    output directory is created.
+    ``--set`` of a key of ``cls`` sets it (``--seeds``, ``--steps`` and the command's ``flags`` are sugar for
+    its keys); any other ``--set`` is a key of the discovery configuration of every sub-run, parsed once
+    into the typed :class:`~paramsym.discovery.config.DiscoverOverrides` of field ``overrides`` (merged
+    over the quick budget's). The discovery configuration of every sub-run (``presets(cfg)`` ×
+    ``objectives``) is resolved here, so a bad ``--set`` is refused before the output directory is created.
     """
     import dataclasses
 
+    from ..config import flat_keys
     from ..discovery.resolve import resolve_discover_config
-    from .options import int_option, seeds_option
+    from .options import config_from_flags, int_option, seeds_option
 
-    seeds = seeds_option(args.seeds if args.seeds is not None else "0")
-    base = cls.quick() if args.quick else cls()
-    overrides = base.overrides | args.overrides
-    steps = int_option(args.steps, "--steps", 1) if args.steps is not None else base.steps
-    cfg = dataclasses.replace(base, seeds=seeds, steps=steps, overrides=overrides, **values)
-    if hasattr(cfg, "validate"):
+    base = cls.quick() if args.quick else cls.paper() if getattr(args, "paper", False) else cls()
+    own = set(flat_keys(base))
+    mine = [item for item in args.overrides if item.split("=", 1)[0].strip() in own]
+    sub = [item for item in args.overrides if item not in mine]
+    flags = {"seeds": lambda raw, flag: seeds_option(raw, flag), "steps": lambda raw, flag: int_option(raw, flag, 1),
+             **flags}
+    cfg = config_from_flags(base, argparse.Namespace(**{**vars(args), "overrides": mine}), flags)
+    if sub:
+        cfg = dataclasses.replace(cfg, overrides=cfg.overrides | sub)
         cfg.validate()
     for preset in presets(cfg):
-        for objective in objectives:
-            resolve_discover_config(preset, objective, seeds[0], steps, "cpu", overrides)
+        for objective in objectives(cfg) if callable(objectives) else objectives:
+            resolve_discover_config(preset, objective, cfg.seeds[0], cfg.steps, "cpu", cfg.overrides)
+    return cfg
+
+
+def _variants(raw: str, flag: str) -> list[str]:
+    return [v.strip() for v in str(raw).split(",") if v.strip()]
+
+
+def objectives_config(args: argparse.Namespace):
+    """The :class:`~paramsym.experiments.discovery.table1.run.ObjectivesConfig` of ``paramsym experiment objectives``."""
+    from ..experiments.discovery.table1.run import ObjectivesConfig
+
+    return _experiment_config(ObjectivesConfig, args, {"preset": None, "variants": _variants},
+                              lambda c: [c.preset], lambda c: c.variants)
+
+
+def lifting_config(args: argparse.Namespace):
+    """The :class:`~paramsym.experiments.discovery.lifting.run.LiftingConfig` of ``paramsym experiment lifting``."""
+    from ..experiments.discovery.lifting.run import LiftingConfig
+
+    return _experiment_config(LiftingConfig, args, {"unit_beta": None}, lambda c: ["relu2881-unit", "relu2881-all"])
+
+
+def transformer_config(args: argparse.Namespace):
+    """The :class:`~paramsym.experiments.discovery.transformer.run.TransformerDiscoveryConfig` of ``paramsym
+    experiment transformer`` (every sub-run's configuration resolved)."""
+    from ..experiments.discovery.transformer.run import TransformerDiscoveryConfig, subrun_configs
+    from .options import int_option
+
+    def count(raw, flag):
+        return int_option(raw, flag, 1)
+
+    cfg = _experiment_config(TransformerDiscoveryConfig, args, {"variants": _variants, "units": _units_option,
+                                                                "compensators": count, "tokens": count},
+                             lambda c: [], ())
+    subrun_configs(cfg)  # every sub-run's configuration resolves before the output directory exists
     return cfg
 
 
 def cmd_experiment_objectives(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.table1.run import ObjectivesConfig, run
+    from ..experiments.discovery.table1.run import run
     from ..runs.rundir import RunDir, default_run_dir
 
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    cfg = _experiment_config(ObjectivesConfig, args, lambda c: [c.preset], variants, preset=args.preset,
-                             variants=variants)
+    cfg = objectives_config(args)
     out = RunDir(args.out or default_run_dir("objectives", cfg.preset))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.lifting.run import LiftingConfig, run
+    from ..experiments.discovery.lifting.run import run
     from ..runs.rundir import RunDir, default_run_dir
 
-    values = {} if args.unit_beta is None else {"unit_beta": args.unit_beta}
-    cfg = _experiment_config(LiftingConfig, args, lambda c: ["relu2881-unit", "relu2881-all"], **values)
+    cfg = lifting_config(args)
     out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.transformer.run import (
-        PRESET,
-        TransformerDiscoveryConfig,
-        run,
-        subrun_configs,
-    )
+    from ..experiments.discovery.transformer.run import PRESET, run
     from ..runs.rundir import RunDir, default_run_dir
-    from .options import int_option
 
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    values: dict = {"variants": variants}
-    if args.units is not None:
-        values["units"] = _units_option(args.units)
-    if args.compensators is not None:
-        values["compensators"] = int_option(args.compensators, "--compensators", 1)
-    if args.tokens is not None:
-        values["tokens"] = int_option(args.tokens, "--tokens", 1)
-    cfg = _experiment_config(TransformerDiscoveryConfig, args, lambda c: [], (), **values)
-    subrun_configs(cfg)  # every sub-run's configuration resolves before the output directory exists
+    cfg = transformer_config(args)
     out = RunDir(args.out or default_run_dir("transformer", PRESET))
     return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
 
 
-def _units_option(text: str) -> list[list[int | None]]:
+def _units_option(text: str, flag: str = "--units") -> list[list[int | None]]:
     """``"1,3:358"`` → ``[[1, None], [3, 358]]``, else a one-line :class:`ConfigError`."""
     from ..errors import ConfigError
 

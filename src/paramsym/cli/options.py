@@ -7,9 +7,13 @@ side:
 * :func:`add_run_options` adds the shared flags with the same help text in every command;
   numeric ones are read as text and validated by :func:`seed_option` / :func:`threads_option`.
 * :func:`config_from_flags` (from :mod:`paramsym.options`, so that the pure-math commands beside
-  their concepts use it too) maps a command's flags onto its config's fields by one rule: flag
-  ``--some-field`` sets field ``some_field`` when given (argparse default ``None``), parsed by
-  the field's validator; fields whose flag is not given keep the config's value.
+  their concepts use it too) maps a command's flags onto its config's keys by one rule: flag
+  ``--some-field`` writes key ``some_field`` (or the key of its :class:`~paramsym.options.Flag`,
+  e.g. ``--steps`` → ``train.steps``) when given (argparse default ``None``), parsed by the
+  key's validator; then ``--set KEY=VALUE`` writes its key (a flag is sugar for ``--set`` of its
+  key: the same configuration, the same ``config_hash``); keys not given keep the config's value.
+  Every run command registers its builder as the parser default ``config`` (``args.config(args)``
+  → the configuration of a fresh run), so the configuration is resolvable without running.
 * :func:`open_run` applies the one rule for the run directory:
 
   - ``--out DIR`` must be missing or empty; a non-empty ``DIR`` is refused (``RunDirError``)
@@ -32,6 +36,7 @@ from typing import Any
 from ..options import (
     MAX_SEED,
     MAX_THREADS,
+    Flag,
     config_from_flags,
     device_option,
     float_option,
@@ -42,18 +47,39 @@ from ..options import (
     threads_option,
 )
 
-__all__ = ["MAX_SEED", "MAX_THREADS", "add_run_options", "command_line", "config_from_flags", "device_option",
+__all__ = ["CACHE_VARIABLE", "MAX_SEED", "MAX_THREADS", "Flag", "add_run_options", "cache_dir_option", "command_line",
+           "config_from_flags", "device_option",
            "float_option", "given_flags", "int_option", "open_run", "seed_option", "seeds_option", "threads_option"]
+
+
+#: the one environment variable paramsym reads (here, by :func:`cache_dir_option`, nowhere else): where
+#: ``paramsym align --preset`` caches its trained models when ``--cache-dir`` is not given
+CACHE_VARIABLE = "PARAMSYM_CACHE"
+
+
+def cache_dir_option(given: str | None) -> str | None:
+    """``given`` (``--cache-dir``), else ``$PARAMSYM_CACHE``, else ``None`` (``~/.cache/paramsym``): the one
+    read of the environment by the library or the command line (the model loader is offline by
+    ``local_files_only``, not by an environment variable)."""
+    return given or os.environ.get(CACHE_VARIABLE) or None
+
+
+#: the help of ``--set`` (every run command has it: :func:`add_run_options`)
+SET_HELP = "set any config key, e.g. --set seed=3 (repeatable; each flag is sugar for --set of its key)"
 
 
 def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, seeds: bool = False, threads: bool = True,
                     out: str = "the run directory (new or empty)", resume: bool = True, json: str = "print the "
-                    "metrics as JSON", quiet: bool = True) -> None:
+                    "metrics as JSON", quiet: bool = True, set_help: str = SET_HELP) -> None:
     """Add the shared flags to command parser ``p`` (each the same in every command).
 
     ``--seed`` and ``--threads`` default to ``None`` (the config's value is used); their values
-    are validated by :func:`config_from_flags` / :func:`threads_option`.
+    are validated by :func:`config_from_flags` / :func:`threads_option`. ``--set KEY=VALUE``
+    (``args.overrides``, repeatable; ``set_help=""``: none) sets any key of the command's
+    configuration, applied by :func:`config_from_flags` after the flags.
     """
+    if set_help:
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=set_help)
     if seed:
         p.add_argument("--seed", default=None, help="seed, an integer 0 <= N < 2**63 (default: the config's, 0)")
     if seeds:

@@ -86,4 +86,4 @@ def _kind(parser: argparse.ArgumentParser, kind: str, build: Callable[[argparse.
             print(table_text({"group": cfg.group, "rep": cfg.rep, "heads": cfg.heads, **outcome.metrics}), end="")
         return 0
 
-    parser.set_defaults(func=func)
+    parser.set_defaults(func=func, config=build)

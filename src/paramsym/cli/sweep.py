@@ -50,14 +50,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar or stage summaries")
     p.add_argument("--plan", action="store_true", help="only check the spec and print the trials and training "
                    "steps of each stage (nothing is run or written)")
-    p.set_defaults(func=cmd_sweep)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a key of the sweep's configuration over SPEC, e.g. --set spec.candidate_steps=50 "
+                   "(repeatable)")
+    p.set_defaults(func=cmd_sweep, config=sweep_config)
+
+
+def sweep_config(args: argparse.Namespace):
+    """The :class:`~paramsym.sweep.kind.SweepConfig` of a fresh sweep: ``SPEC`` with ``--set`` applied
+    (:func:`~paramsym.options.config_from_flags`), the result validated as a spec file is."""
+    from ..config import to_dict
+    from ..errors import SweepSpecError
+    from ..sweep import load_spec
+    from ..sweep.kind import SweepConfig
+    from ..sweep.spec import spec_from_dict
+    from .options import config_from_flags
+
+    if args.spec is None:
+        raise SweepSpecError("give the sweep spec SPEC.yaml (e.g. examples/sweeps/tiny.yaml), or --resume DIR to "
+                             "continue a sweep with its own spec.")
+    cfg = SweepConfig(spec=load_spec(args.spec))
+    if not args.overrides:
+        return cfg
+    cfg = config_from_flags(cfg, args, {})
+    return SweepConfig(spec=spec_from_dict(to_dict(cfg.spec), "the sweep spec with --set"))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     import os
 
     from ..errors import ConfigError, SweepSpecError
-    from ..sweep import budget, load_spec, run_sweep
+    from ..sweep import budget, run_sweep
     from .options import command_line, int_option
 
     workers = int_option(args.workers, "--workers", 1)
@@ -75,7 +98,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.spec is None and not resume:
         raise SweepSpecError("give the sweep spec SPEC.yaml (e.g. examples/sweeps/tiny.yaml), or --resume DIR to "
                              "continue a sweep with its own spec.")
-    spec = load_spec(args.spec) if args.spec is not None else None
+    if resume and args.overrides:
+        raise ConfigError("--resume continues a sweep with the spec it was started with; drop --set (or start the "
+                          "changed spec with --out NEWDIR).")
+    spec = sweep_config(args).spec if args.spec is not None else None
     if args.plan:
         plan = budget(spec)
         if args.json:

@@ -52,15 +52,15 @@ def register(subparsers) -> None:
     p.add_argument("--steps", default=None, help="training steps (default: the preset's)")
     add_run_options(p, seed=False, seeds=True, out="keep the run directory here (new or empty; default: a temporary "
                     "one): result.json, report.md, loss curves, checkpoints", json="print the summary as JSON")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, config=teleport_config)
 
 
 #: the configuration flags of a preset run (field → validator); refused with --resume
 def _flags() -> dict:
-    from .options import int_option, seeds_option
+    from .options import Flag, int_option, seeds_option
 
     return {"preset": None, "every": lambda raw, flag: int_option(raw, flag, 1),
-            "seeds": lambda raw, flag: tuple(seeds_option(raw, flag)), "optimizer": None,
+            "seeds": lambda raw, flag: tuple(seeds_option(raw, flag)), "optimizer": Flag("optimizers"),
             "steps": lambda raw, flag: int_option(raw, flag, 1), "action": None}
 
 
@@ -79,34 +79,34 @@ def _kind_of(args: argparse.Namespace) -> str:
     return LEARNED_KIND if args.action is not None else KIND
 
 
-def _run(args: argparse.Namespace) -> int:
-    import dataclasses
-
+def teleport_config(args: argparse.Namespace):
+    """The configuration of a fresh run: ``--preset NAME`` (a :class:`TeleportConfig`) or ``--action RUN_DIR``
+    (a :class:`LearnedTeleportConfig`), with the flags and ``--set`` of that configuration's keys."""
     from ..errors import ConfigError
-    from ..kinds.teleport import KIND, LearnedTeleportConfig, TeleportConfig
+    from ..kinds.teleport import LearnedTeleportConfig, TeleportConfig
+    from .options import config_from_flags
+
+    if (args.preset is None) == (args.action is None):
+        raise ConfigError("give exactly one of --preset NAME (train with and without teleports) and --action "
+                          f"RUN_DIR (teleport with a learned action); received --preset {args.preset!r}, --action "
+                          f"{args.action!r}.")
+    if args.action is not None:
+        given = [f"--{n}" for n in ("every", "seeds", "optimizer", "steps") if getattr(args, n) is not None]
+        if given:
+            raise ConfigError(f"--action RUN_DIR takes no {', '.join(given)} (they configure the presets' "
+                              "training runs).")
+        return config_from_flags(LearnedTeleportConfig(action=str(args.action)), args, {"action": None})
+    return config_from_flags(TeleportConfig(preset=args.preset), args, _flags())
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..kinds.teleport import KIND
     from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
-    flags = _flags()
     kind = _kind_of(args)
-    cfg = None  # read back from the run directory when resuming
-    if args.resume is None:
-        if (args.preset is None) == (args.action is None):
-            raise ConfigError("give exactly one of --preset NAME (train with and without teleports) and --action "
-                              f"RUN_DIR (teleport with a learned action); received --preset {args.preset!r}, --action "
-                              f"{args.action!r}.")
-        if args.action is not None:
-            given = [f"--{n}" for n in ("every", "seeds", "optimizer", "steps") if getattr(args, n) is not None]
-            if given:
-                raise ConfigError(f"--action RUN_DIR takes no {', '.join(given)} (they configure the presets' "
-                                  "training runs).")
-            cfg = LearnedTeleportConfig(action=str(args.action))
-        else:
-            values = {k: check(getattr(args, k), "--" + k) for k, check in flags.items()
-                      if check is not None and getattr(args, k) is not None}
-            cfg = dataclasses.replace(TeleportConfig(preset=args.preset), optimizers=args.optimizer, **values)
-        cfg.validate()
-    run, cfg, outcome = run_kind(args, kind=kind, cfg=cfg, config_flags=flags, threads=threads, seed=None)
+    cfg = teleport_config(args) if args.resume is None else None  # read back from the run directory when resuming
+    run, cfg, outcome = run_kind(args, kind=kind, cfg=cfg, config_flags=_flags(), threads=threads, seed=None)
     if kind != KIND:
         return _print_learned(args, dict(outcome.metrics) | run.read_json("timing.json"))
     from ..kinds.teleport_report import summary

@@ -11,13 +11,12 @@ at each point θ, with ``B(θ)`` a ``(p, k)`` basis of the analytic symmetry dir
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
-from ..actions.base import GroupAction
+from ..actions.base import GroupAction, float64_copy
 
 
 def span_alignment(
@@ -35,7 +34,7 @@ def span_alignment(
     Returns:
         ``{"median", "min", "p05", "per_generator_median"}`` over points and generators.
     """
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     theta = theta.double()
     with torch.no_grad():
         V = act.fields_all(theta)  # (n, r, p)

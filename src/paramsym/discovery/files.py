@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import from_dict, to_dict
-from ..errors import BlockMismatchError, ConfigError, RunDirError, RunFileError
+from ..config import from_document, to_document
+from ..errors import BlockMismatchError, RunDirError, RunFileError
 from ..runs.rundir import RunDir
 from ..targets import Target
 from .config import DiscoverConfig
@@ -24,23 +24,18 @@ KIND = "discovery"
 
 
 def save_config(run: RunDir, cfg: DiscoverConfig) -> None:
-    """Write the resolved configuration to ``config.json`` (with ``kind = "discovery"``)."""
-    data = {"kind": KIND, **to_dict(cfg)}
-    run.write_json("config.json", data)
+    """Write the resolved configuration to ``config.json`` (with ``kind = "discovery"``; :func:`to_document`)."""
+    run.write_json("config.json", to_document(KIND, cfg))
 
 
 def load_config(run: RunDir) -> DiscoverConfig:
-    """The configuration saved in ``run`` (named errors for a missing, corrupt or foreign file)."""
+    """The configuration saved in ``run`` (named errors for a missing, corrupt or foreign file;
+    :func:`from_document`: validated, former keys renamed)."""
     data = run.read_json("config.json")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise RunDirError(f"{str(run.path)!r} is not a discovery run directory (config.json kind is not {KIND!r}); "
                           "pass a directory written by `paramsym discover`.")
-    data = dict(data)
-    data.pop("kind")
-    try:
-        return from_dict(DiscoverConfig, data)
-    except ConfigError as exc:
-        raise ConfigError(f"{str(run.file('config.json'))!r}: {exc} Restore the file or start a new run.") from None
+    return from_document(DiscoverConfig, data, str(run.file("config.json")))
 
 
 def describe_block(problem: DiscoveryProblem) -> dict[str, Any]:

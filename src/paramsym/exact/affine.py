@@ -48,6 +48,7 @@ gives the finite transformation ``exp(tÂ)`` of the augmented matrix ``Â = [[A,
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -59,9 +60,10 @@ from ..groups.memory import budget_bytes, check_memory, format_bytes
 from ..groups.progress import progress_bar
 from ..targets import Target
 from .ansatz import Ansatz
-from .spectrum import RankDecision, check_tolerance, decide_rank
+from .nullspace import NullSpace, held_out_residuals, refined_null_space
+from .spectrum import RankDecision, check_tolerance
 
-__all__ = ["AffineAlgebra", "solve_affine", "required_samples", "jacobians", "affine_memory"]
+__all__ = ["AffineAlgebra", "AffineSolverConfig", "solve_affine", "required_samples", "jacobians", "affine_memory"]
 
 #: Gram matrices above this many bytes are refused (use a structured ansatz)
 MAX_GRAM_BYTES = 4 * 2**30
@@ -185,63 +187,27 @@ def _sample_points(theta0: Tensor, m: int, radius: float, gen: torch.Generator) 
     return theta0.reshape(1, -1).to(torch.float64) + radius * scale * eps
 
 
-def _bottom_subspace(h: Tensor, k: int, gen: torch.Generator, iters: int = 5) -> tuple[Tensor, float]:
-    """Bottom-k eigenvectors of PSD ``h`` by shift-invert subspace iteration; and λ_max."""
-    n = h.shape[0]
-    x = torch.randn(n, 1, generator=gen, dtype=h.dtype)
-    for _ in range(15):  # power iteration for λ_max (the shift and σ_max)
-        x = h @ x
-        x = x / x.norm()
-    lam_max = float(x.T @ h @ x)
-    mu = 1e-11 * lam_max
-    diag = h.diagonal()
-    for _ in range(6):
-        diag += mu
-        chol, bad = torch.linalg.cholesky_ex(h)
-        diag -= mu
-        if int(bad) == 0:
-            break
-        mu *= 10
-    v = torch.linalg.qr(torch.randn(n, k, generator=gen, dtype=h.dtype)).Q
-    for _ in range(iters):  # (H + μI)⁻¹ v = C⁻ᵀ C⁻¹ v; cholesky_solve would copy C (8 L² bytes) each call
-        y = torch.linalg.solve_triangular(chol, v, upper=False)
-        v = torch.linalg.qr(torch.linalg.solve_triangular(chol.mT, y, upper=True)).Q
-    w, u = torch.linalg.eigh(v.T @ h @ v)
-    return v @ u, lam_max
+def _count(v, minimum: int) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= minimum
 
 
-def solve_affine(
-    target: Target,
-    ansatz: Ansatz | None = None,
-    *,
-    samples: int | None = None,
-    oversample: float = 2.0,
-    radius: float = 1.0,
-    generator: torch.Generator | None = None,
-    tol: float = 1e-6,
-    rule: str = "gap",
-    min_gap: float = 1e3,
-    k: int = 64,
-    dense_limit: int = 2500,
-    held_out: int = 8,
-    check_tol: float = 1e-10,
-    chunk: int = 64,
-    max_rounds: int = 4,
-    progress: bool = False,
-    max_memory: int | None = None,
-) -> AffineAlgebra:
-    """All affine fields ``v(θ) = Aθ + b`` (in ``ansatz``) that leave ``target`` invariant.
+def _positive(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
-    Args:
-        target: the function of the block (converted to float64 on a copy).
-        ansatz: the family of fields (default: every affine field, ``L = p(p+1)`` unknowns).
-        samples: sample points (default ``⌈oversample · L / min(q, p)⌉``; at least
-            :func:`required_samples`).
+
+@dataclass
+class AffineSolverConfig:
+    """The settings of :func:`solve_affine` (module docstring).
+
+    Attributes:
+        samples: sample points (``None``: ``⌈oversample · L / min(q, p)⌉``, at least
+            :func:`required_samples`, doubled while the held-out check fails).
+        oversample: the factor of the automatic sample count.
         radius: spread of the sample points around θ0 in units of ``rms(θ0)``.
-        generator: source of randomness (default seeded 0).
         tol, rule: rank decision (:func:`~paramsym.exact.spectrum.decide_rank`).
         min_gap: gaps below this give status ``"ambiguous_gap"``.
         k: subspace size refined (and computed by subspace iteration when ``L > dense_limit``).
+        dense_limit: the most unknowns whose Gram matrix is diagonalised whole (``eigh``).
         held_out: held-out points for the invariance check; ``check_tol`` its pass threshold.
             When ``samples`` is not given and the check fails (too few points: the sampled system
             has spurious null vectors), the sample count doubles, up to ``max_rounds`` times
@@ -249,17 +215,50 @@ def solve_affine(
         chunk: at most this many points per ``vmap(jacrev)`` call (fewer if the budget asks).
         max_memory: budget in bytes for the solver's arrays (``None``: 2 GiB); see
             :func:`affine_memory`.
-
-    Raises:
-        EmptyBlockError: a block with no parameters. ToleranceError: ``tol ∉ (0, 1)``.
-        TooFewSamplesError: ``samples`` below the number the unknowns need (the message says it).
-        TooLargeError: the Gram matrix would exceed 4 GiB (use a structured ansatz), or the
-            memory estimate exceeds ``max_memory`` (the message gives the estimate).
     """
-    t0 = time.perf_counter()
-    if not isinstance(target, Target):
-        raise ConfigError(f"target must be a paramsym.targets.Target; received {type(target).__name__}.")
-    tol = check_tolerance(tol)
+
+    samples: int | None = None
+    oversample: float = 2.0
+    radius: float = 1.0
+    tol: float = 1e-6
+    rule: str = "gap"
+    min_gap: float = 1e3
+    k: int = 64
+    dense_limit: int = 2500
+    held_out: int = 8
+    check_tol: float = 1e-10
+    chunk: int = 64
+    max_rounds: int = 4
+    max_memory: int | None = None
+
+    def validate(self) -> None:
+        """Raise a named error for a setting out of its range.
+
+        Raises:
+            ToleranceError: ``tol ∉ (0, 1)``. ConfigError: any other setting (named).
+        """
+        check_tolerance(self.tol)
+        if self.samples is not None and not _count(self.samples, 1):
+            raise ConfigError(f"samples must be an integer >= 1, or None (automatic); received {self.samples!r}.")
+        if self.max_memory is not None and not _count(self.max_memory, 1):
+            raise ConfigError(f"max_memory must be a number of bytes >= 1, or None (2 GiB); received {self.max_memory!r}.")
+        if not _positive(self.radius):
+            raise ConfigError(f"radius must be a finite number > 0; received {self.radius!r}.")
+        if self.rule not in ("gap", "threshold"):
+            raise ConfigError(f"rule must be 'gap' or 'threshold'; received {self.rule!r}.")
+        if not (_positive(self.oversample) and _positive(self.check_tol)
+                and isinstance(self.min_gap, numbers.Real) and not isinstance(self.min_gap, bool) and self.min_gap >= 0):
+            raise ConfigError(f"oversample and check_tol must be finite numbers > 0 and min_gap a number >= 0; received "
+                              f"oversample={self.oversample!r}, check_tol={self.check_tol!r}, min_gap={self.min_gap!r}.")
+        if not (_count(self.k, 1) and _count(self.dense_limit, 0) and _count(self.held_out, 1) and _count(self.chunk, 1)
+                and _count(self.max_rounds, 0)):
+            raise ConfigError(f"k, held_out and chunk must be integers >= 1, dense_limit and max_rounds integers >= 0; "
+                              f"received k={self.k!r}, held_out={self.held_out!r}, chunk={self.chunk!r}, "
+                              f"dense_limit={self.dense_limit!r}, max_rounds={self.max_rounds!r}.")
+
+
+def _check_block(target: Target, ansatz: Ansatz | None) -> Ansatz:
+    """The ansatz (default: every affine field) after the block checks (empty, size, Gram size)."""
     p = int(target.p)
     if p == 0:
         raise EmptyBlockError("the target's parameter block has no parameters (p = 0); select at least one entry.")
@@ -270,127 +269,168 @@ def solve_affine(
     if L * L * 8 > MAX_GRAM_BYTES:
         raise TooLargeError(f"{L} unknowns need a {L * L * 8 / 2**30:.1f} GiB Gram matrix (limit 4 GiB); "
                             "use a structured ansatz (RowMaps/Translations) to reduce the unknowns.")
-    import numbers
+    return ansatz
 
-    def _int_ok(v):
-        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
 
-    if samples is not None and not _int_ok(samples):
-        raise ConfigError(f"samples must be an integer >= 1, or None (automatic); received {samples!r}.")
-    if max_memory is not None and not _int_ok(max_memory):
-        raise ConfigError(f"max_memory must be a number of bytes >= 1, or None (2 GiB); received {max_memory!r}.")
-    if not (isinstance(radius, numbers.Real) and not isinstance(radius, bool) and math.isfinite(radius) and radius > 0):
-        raise ConfigError(f"radius must be a finite number > 0; received {radius!r}.")
-    gen = generator if generator is not None else torch.Generator().manual_seed(0)
-    f64 = target if target.dtype == torch.float64 else target.to(torch.float64)
-    q = f64.q
+def _plan_samples(f64: Target, n_unknowns: int, cfg: AffineSolverConfig) -> tuple[int, int, int]:
+    """``(rank J(θ0), required points, first sample count)``; a given count below the required one is refused.
+
+    Raises:
+        TooFewSamplesError: ``cfg.samples`` below the number the unknowns need (the message says it).
+    """
+    p = int(f64.p)
     rank0 = int(torch.linalg.matrix_rank(jacobians(f64, f64.theta0.reshape(1, -1).to(torch.float64))[0]))
-    need = required_samples(L, max(rank0, 1), p)
-    adaptive = samples is None
-    if samples is None:
-        samples = max(need + 2, math.ceil(oversample * need))
-    elif samples < need:
+    need = required_samples(n_unknowns, max(rank0, 1), p)
+    automatic = max(need + 2, math.ceil(cfg.oversample * need))
+    if cfg.samples is None:
+        return rank0, need, automatic
+    if cfg.samples < need:
         raise TooFewSamplesError(
-            f"samples = {samples} cannot determine {L} unknowns: each point gives at most rank J(θ0) = "
+            f"samples = {cfg.samples} cannot determine {n_unknowns} unknowns: each point gives at most rank J(θ0) = "
             f"{rank0} independent rows, so at least {need} sample points are needed "
-            f"(the default starts from {max(need + 2, math.ceil(oversample * need))} and doubles them "
-            "until the held-out check passes)."
+            f"(the default starts from {automatic} and doubles them until the held-out check passes)."
         )
-    budget = budget_bytes(max_memory)
-    est = affine_memory(ansatz, q, samples, held_out=held_out, k=k, dense_limit=dense_limit)
-    check_memory(est["minimum"], f"the affine solve of {target!r} ({L} unknowns, {samples} sample points, "
-                 f"q = {q}: {format_bytes(est['resident'])} resident, {format_bytes(est['null_space'])} "
+    return rank0, need, cfg.samples
+
+
+@dataclass
+class _MemoryPlan:
+    """The memory estimate and what it allows: Jacobian chunk, Gram row block, room for temporaries."""
+
+    estimate: dict[str, int]
+    budget: int
+    room: int
+    chunk: int
+    gram_block: int
+    planned: int
+
+
+def _plan_memory(target: Target, ansatz: Ansatz, q: int, samples: int, cfg: AffineSolverConfig) -> _MemoryPlan:
+    """Check the estimate against the budget (:func:`affine_memory`) and size the chunks to fit.
+
+    Raises:
+        TooLargeError: the estimate exceeds ``cfg.max_memory`` (the message gives the estimate).
+    """
+    budget = budget_bytes(cfg.max_memory)
+    est = affine_memory(ansatz, q, samples, held_out=cfg.held_out, k=cfg.k, dense_limit=cfg.dense_limit)
+    check_memory(est["minimum"], f"the affine solve of {target!r} ({ansatz.n_unknowns} unknowns, {samples} sample "
+                 f"points, q = {q}: {format_bytes(est['resident'])} resident, {format_bytes(est['null_space'])} "
                  "for the null space)", budget, "Use a structured ansatz or fewer sample points.")
     room = budget - est["resident"]
-    chunk = max(1, min(chunk, room // est["jacobian_per_point"]))
+    chunk = max(1, min(cfg.chunk, room // est["jacobian_per_point"]))
     gram_block = max(1, min(chunk, room // est["gram_per_point"]))
     planned = est["resident"] + max(est["null_space"], chunk * est["jacobian_per_point"],
                                     gram_block * est["gram_per_point"])
-    held = _sample_points(f64.theta0, held_out, radius, gen)
-    held_jac = jacobians(f64, held, chunk)
-    thetas = torch.zeros(0, p, dtype=torch.float64)
-    jacs: list[Tensor] = []
-    h = torch.zeros(L, L, dtype=torch.float64)
-    kk = min(L, max(k, 1))
+    return _MemoryPlan(est, budget, room, chunk, gram_block, planned)
+
+
+@dataclass
+class _Rows:
+    """The stacked system so far: sample points, their Jacobians (kept for the refinement) and ``H = KᵀK``."""
+
+    thetas: Tensor
+    jacs: list[Tensor]
+    h: Tensor
+
+    def extend(self, f64: Target, ansatz: Ansatz, new: Tensor, plan: _MemoryPlan, progress: bool) -> None:
+        """Add the rows of the points ``new`` to ``H``, chunk by chunk.
+
+        Raises:
+            ConfigError: the Jacobian is not finite at a sample point.
+        """
+        starts = range(0, new.shape[0], plan.chunk)
+        for i in progress_bar(starts, total=len(starts), desc="affine rows", enabled=progress):
+            jac = jacobians(f64, new[i : i + plan.chunk], plan.chunk)
+            self.jacs.append(jac)
+            if not bool(torch.isfinite(jac).all()):
+                raise ConfigError("the target's Jacobian is not finite at a sample point; lower radius.")
+            ansatz.gram(jac, new[i : i + plan.chunk], out=self.h, max_bytes=plan.room)
+        self.thetas = torch.cat([self.thetas, new])
+
+
+def _status(null: NullSpace, residuals: Tensor, cfg: AffineSolverConfig) -> str:
+    """The :class:`AffineAlgebra` status (its docstring): saturated, held-out failure, ambiguous gap or successful."""
+    if null.decision.saturated:
+        return "saturated"
+    if null.decision.dimension and float(residuals.max()) > cfg.check_tol:
+        return "held_out_failure"
+    if null.decision.gap < cfg.min_gap:
+        return "ambiguous_gap"
+    return "successful"
+
+
+def solve_affine(
+    target: Target,
+    ansatz: Ansatz | None = None,
+    config: AffineSolverConfig | None = None,
+    *,
+    generator: torch.Generator | None = None,
+    progress: bool = False,
+) -> AffineAlgebra:
+    """All affine fields ``v(θ) = Aθ + b`` (in ``ansatz``) that leave ``target`` invariant.
+
+    Sample points are drawn, their rows accumulated into ``H``, the null space computed and
+    refined, and the recovered generators checked at held-out points; with an automatic sample
+    count a failed check doubles the points (module docstring).
+
+    Args:
+        target: the function of the block (converted to float64 on a copy).
+        ansatz: the family of fields (default: every affine field, ``L = p(p+1)`` unknowns).
+        config: the solver's settings (default ``AffineSolverConfig()``).
+        generator: source of randomness (default seeded 0).
+        progress: show a progress bar over the row chunks.
+
+    Raises:
+        EmptyBlockError: a block with no parameters. ToleranceError: ``tol ∉ (0, 1)``.
+        ConfigError: another setting of ``config`` out of its range (named).
+        TooFewSamplesError: ``samples`` below the number the unknowns need (the message says it).
+        TooLargeError: the Gram matrix would exceed 4 GiB (use a structured ansatz), or the
+            memory estimate exceeds ``max_memory`` (the message gives the estimate).
+    """
+    t0 = time.perf_counter()
+    cfg = config if config is not None else AffineSolverConfig()
+    if not isinstance(cfg, AffineSolverConfig):
+        raise ConfigError(f"config must be a paramsym.exact.AffineSolverConfig; received {type(cfg).__name__}.")
+    if not isinstance(target, Target):
+        raise ConfigError(f"target must be a paramsym.targets.Target; received {type(target).__name__}.")
+    cfg.validate()
+    tol = check_tolerance(cfg.tol)
+    ansatz = _check_block(target, ansatz)
+    L = ansatz.n_unknowns
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    f64 = target if target.dtype == torch.float64 else target.to(torch.float64)
+    q = f64.q
+    rank0, need, samples = _plan_samples(f64, L, cfg)
+    adaptive = cfg.samples is None
+    plan = _plan_memory(target, ansatz, q, samples, cfg)
+    held = _sample_points(f64.theta0, cfg.held_out, cfg.radius, gen)
+    held_jac = jacobians(f64, held, plan.chunk)
+    rows = _Rows(torch.zeros(0, ansatz.p, dtype=torch.float64), [], torch.zeros(L, L, dtype=torch.float64))
+    kk = min(L, max(cfg.k, 1))
     rounds = 0
     memory_stop = None
     while True:
-        new = _sample_points(f64.theta0, samples - thetas.shape[0], radius, gen)
-        starts = range(0, new.shape[0], chunk)
-        for i in progress_bar(starts, total=len(starts), desc="affine rows", enabled=progress):
-            jac = jacobians(f64, new[i : i + chunk], chunk)
-            jacs.append(jac)
-            if not bool(torch.isfinite(jac).all()):
-                raise ConfigError("the target's Jacobian is not finite at a sample point; lower radius.")
-            ansatz.gram(jac, new[i : i + chunk], out=h, max_bytes=room)
-        thetas = torch.cat([thetas, new])
-        v, w, s, wh, lam_max, method, decision, kk = _null_space(h, ansatz, jacs, thetas, kk, tol, rule, chunk, gen,
-                                                                 dense_limit)
-        coeffs = (v @ wh.T)[:, kk - decision.dimension :].T.contiguous() if decision.dimension else v[:, :0].T
-        residuals = _held_out(ansatz, coeffs, held, held_jac)
-        failed = decision.dimension and float(residuals.max()) > check_tol
-        if failed and adaptive and rounds < max_rounds:
-            grown = affine_memory(ansatz, q, 2 * samples, held_out=held_out, k=k, dense_limit=dense_limit)
-            if grown["minimum"] > budget:
-                memory_stop = (f"doubling the sample points to {2 * samples} would need "
-                               f"{format_bytes(grown['minimum'])}, above the budget {format_bytes(budget)}")
-                break
-            room = budget - grown["resident"]
-        if not (failed and adaptive and rounds < max_rounds):
+        rows.extend(f64, ansatz, _sample_points(f64.theta0, samples - rows.thetas.shape[0], cfg.radius, gen), plan,
+                    progress)
+        null = refined_null_space(rows.h, ansatz, rows.jacs, rows.thetas, kk, tol, cfg.rule, gen, cfg.dense_limit)
+        kk = null.k
+        coeffs = null.basis()
+        residuals = held_out_residuals(ansatz, coeffs, held, held_jac)
+        failed = null.decision.dimension and float(residuals.max()) > cfg.check_tol
+        if not (failed and adaptive and rounds < cfg.max_rounds):
             break
+        grown = affine_memory(ansatz, q, 2 * samples, held_out=cfg.held_out, k=cfg.k, dense_limit=cfg.dense_limit)
+        if grown["minimum"] > plan.budget:
+            memory_stop = (f"doubling the sample points to {2 * samples} would need "
+                           f"{format_bytes(grown['minimum'])}, above the budget {format_bytes(plan.budget)}")
+            break
+        plan.room = plan.budget - grown["resident"]
         rounds += 1
         samples *= 2
-    sigma_max = math.sqrt(max(lam_max, 0.0))
-    spectrum = torch.cat([w[kk:].clamp_min(0).sqrt().flip(0), s]) if method == "dense" and kk < L else s
-    if decision.saturated:
-        status = "saturated"
-    elif decision.dimension and float(residuals.max()) > check_tol:
-        status = "held_out_failure"
-    elif decision.gap < min_gap:
-        status = "ambiguous_gap"
-    else:
-        status = "successful"
-    return AffineAlgebra(status, decision.dimension, coeffs, ansatz, spectrum, sigma_max, decision,
-                         residuals, samples, samples * q, method, time.perf_counter() - t0,
-                         {"p": p, "q": q, "rank_J": rank0, "required_samples": need, "refined": kk,
-                          "rounds": rounds, "memory_minimum": est["minimum"], "memory_planned": planned,
-                          "max_memory": budget,
-                          "jacobian_chunk": chunk, **({"memory_stop": memory_stop} if memory_stop else {})})
-
-
-def _null_space(h, ansatz, jacs, thetas, kk, tol, rule, chunk, gen, dense_limit):
-    """Bottom eigenvectors of ``h``, refined by a streaming QR of ``K V`` (module docstring)."""
-    L = h.shape[0]
-    w = None
-    while True:
-        if L <= dense_limit:
-            w, vecs = torch.linalg.eigh(h)
-            lam_max, method = float(w[-1]), "dense"
-            v = vecs[:, :kk]
-        else:
-            v, lam_max = _bottom_subspace(h, kk, gen)
-            method = "subspace"
-        r = torch.zeros(0, kk, dtype=torch.float64)
-        offset = 0
-        for jac in jacs:
-            m = jac.shape[0]
-            kv = ansatz.apply(jac, thetas[offset : offset + m], v)
-            offset += m
-            r = torch.linalg.qr(torch.cat([r, kv]), mode="r").R
-        _, s, wh = torch.linalg.svd(r)
-        decision = decide_rank(s, math.sqrt(max(lam_max, 0.0)), tol, rule)
-        if decision.saturated and kk < L:
-            kk = min(L, 2 * kk)
-            continue
-        return v, w, s, wh, lam_max, method, decision, kk
-
-
-def _held_out(ansatz, coeffs, pts, jac):
-    """``max_j ‖J_j v(θ_j)‖ / (‖J_j‖₂ ‖v(θ_j)‖)`` per generator (rows of ``coeffs``)."""
-    if coeffs.shape[0] == 0:
-        return torch.zeros(0, dtype=torch.float64)
-    vf = ansatz.fields(coeffs, pts)  # (m, d, p)
-    jn = torch.linalg.matrix_norm(jac, ord=2)
-    num = torch.einsum("mqp,mdp->mdq", jac, vf).norm(dim=-1)
-    return (num / (jn[:, None] * vf.norm(dim=-1).clamp_min(1e-300))).amax(0)
-
+    return AffineAlgebra(_status(null, residuals, cfg), null.decision.dimension, coeffs, ansatz, null.spectrum(),
+                         math.sqrt(max(null.lam_max, 0.0)), null.decision, residuals, samples, samples * q, null.method,
+                         time.perf_counter() - t0,
+                         {"p": ansatz.p, "q": q, "rank_J": rank0, "required_samples": need, "refined": kk,
+                          "rounds": rounds, "memory_minimum": plan.estimate["minimum"], "memory_planned": plan.planned,
+                          "max_memory": plan.budget,
+                          "jacobian_chunk": plan.chunk, **({"memory_stop": memory_stop} if memory_stop else {})})

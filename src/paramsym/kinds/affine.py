@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.memory import MemoryBudget
 
 __all__ = ["AffineConfig", "KIND", "render", "run"]
 
@@ -45,7 +46,7 @@ class AffineConfig:
     rule: str = "gap"
     samples: int | None = None
     seed: int = 0
-    max_memory: int = 2 * 2**30
+    max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
 
     @classmethod
     def quick(cls) -> AffineConfig:
@@ -69,16 +70,15 @@ def run(cfg: AffineConfig, out, *, progress: bool = False) -> dict[str, Any]:
     """Solve and analyse the affine algebra of ``cfg.preset``; return the metrics (module docstring)."""
     import torch
 
-    from ..exact.affine import solve_affine
+    from ..exact.affine import AffineSolverConfig, solve_affine
     from ..exact.presets import build_preset, expected_dimension
     from ..groups.algebra import structure_constants
     from ..groups.brackets import commutativity
 
     cfg.validate()
     target, ansatz = build_preset(cfg.preset, cfg.seed)
-    res = solve_affine(target, ansatz, samples=cfg.samples, tol=cfg.tol, rule=cfg.rule,
-                       generator=torch.Generator().manual_seed(cfg.seed + 1), progress=progress,
-                       max_memory=cfg.max_memory)
+    solver = AffineSolverConfig(samples=cfg.samples, tol=cfg.tol, rule=cfg.rule, max_memory=cfg.max_memory)
+    res = solve_affine(target, ansatz, solver, generator=torch.Generator().manual_seed(cfg.seed + 1), progress=progress)
     metrics = res.summary()
     out.write_json("timing.json", {"seconds": metrics.pop("seconds")})
     metrics["preset"], metrics["expected"] = cfg.preset, expected_dimension(cfg.preset)

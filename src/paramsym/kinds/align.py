@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.memory import MemoryBudget
 from ..presets import Preset, PresetTable
 
 __all__ = ["ALIGN_PRESETS", "KIND", "AlignConfig", "render", "run"]
@@ -69,7 +70,7 @@ class AlignConfig:
     cache_dir: str | None = None
     points: int = 25
     seed: int = 0
-    max_memory: int = 2 * 2**30
+    max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
 
     @classmethod
     def quick(cls) -> AlignConfig:

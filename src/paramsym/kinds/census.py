@@ -35,6 +35,9 @@ class CensusConfig:
         layout: where an HF model's spaces come from (:func:`paramsym.census.census`): ``auto``
             (the adapter where one exists, else traced; the residual stream always traced),
             ``derived`` (traced), ``adapter`` (adapters only).
+        canonical: take the census of the model's canonical form
+            (:func:`paramsym.census.canonical.canonical_form`, embeddings untied; HF models with an
+            LM head, pre-norm) instead of the model itself.
     """
 
     preset: str | None = "mlp-relu"
@@ -43,6 +46,7 @@ class CensusConfig:
     seed: int = 0
     tokens: int = 8
     layout: str = "auto"
+    canonical: bool = False
 
     @classmethod
     def quick(cls) -> CensusConfig:
@@ -75,18 +79,38 @@ def run(cfg: CensusConfig, out, *, progress: bool = False) -> dict[str, Any]:
     from ..models.loading import load_model
 
     cfg.validate()
-    model = build_preset(cfg.preset, cfg.seed) if cfg.preset else load_model(
-        cfg.model, quiet=True, argument="--model", hint=f"Or use --preset NAME ({sorted(PRESETS)}).")
+    model = build_preset(cfg.preset, cfg.seed) if cfg.preset else load_model(  # --canonical: with its LM head
+        cfg.model, head="checkpoint" if cfg.canonical else "base", quiet=True, argument="--model",
+        hint=f"Or use --preset NAME ({sorted(PRESETS)}).")
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
     inputs, gen = None, torch.Generator().manual_seed(cfg.seed)
     if cfg.preset:
         inputs = preset_inputs(cfg.preset, model, gen, tokens=cfg.tokens)
     elif hasattr(model, "config"):
         inputs = default_inputs(model, gen, tokens=cfg.tokens)
+    if cfg.canonical:
+        model = _canonical(model, inputs, cfg.seed)
     result = census(model, inputs, dtype=dtype, seed=cfg.seed, name=cfg.preset or cfg.model, copy_model=False,
                     progress=progress, layout=cfg.layout).to_json()
     out.write_json("timing.json", {"seconds": result.pop("seconds")})
     return result
+
+
+def _canonical(model, inputs, seed: int):
+    """``model``'s canonical form (float64, embeddings untied) for ``--canonical``."""
+    import torch
+
+    from ..census import default_inputs
+    from ..census.canonical import canonical_form
+    from ..census.walk import _output
+    from ..models.adapters import require_eager
+
+    if not hasattr(model, "config"):
+        raise ConfigError(f"--canonical needs a Hugging Face transformer with an LM head; received a "
+                          f"{type(model).__name__}. Drop --canonical.")
+    work = require_eager(model).double().eval()
+    batch = dict(inputs) if inputs is not None else default_inputs(work, torch.Generator().manual_seed(seed))
+    return canonical_form(work, batch, _output, untie=True)
 
 
 def report_markdown(result: dict, seconds: float | None = None) -> str:
@@ -105,6 +129,14 @@ def report_markdown(result: dict, seconds: float | None = None) -> str:
     for e in result["symmetries"]:
         lines.append(f"| {e['module']} | {e['kind']} | {e['dimension']:,} | {e['discrete_order'] or ''} | "
                      f"{e['verified_error']:.2e} | {e['motion']:.3f} | {'yes' if e['verified'] else '**NO**'} |")
+    rot = result.get("group", {}).get("residual_rotation")
+    if rot:
+        how = (f"{'verified' if rot['verified'] else '**NOT verified**'} on the canonical form (error "
+               f"{rot['verified_error']:.1e}, motion {rot['motion']:.2f})" if "verified_error" in rot else rot.get("note", "").rstrip("."))
+        lines += ["", f"Residual stream: {rot['group']}, dimension {rot['dimension']:,} — {how}."]
+    if result.get("refused"):  # issue 34: entries refused per layer, with their reasons (not counted)
+        lines += ["", "Refused (not claimed, not counted): "
+                  + "; ".join(f"{r['module']} {r['kind']}: {r['reason']}" for r in result["refused"])]
     if result["unrecognised_modules"]:
         lines += ["", "Modules with parameters that no listed symmetry moves: "
                   + ", ".join(f"{u['module']} ({u['type']})" for u in result["unrecognised_modules"])]

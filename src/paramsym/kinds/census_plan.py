@@ -18,7 +18,9 @@ def census_plan(model, seed: int = 0, symmetries=None) -> dict:
     ``permutation, attention``). Returns ``{"spec": PermutationSpec, "attention": [AttentionLayout
     per layer] or [], "rotation": StreamRotation or None, "symmetries": [...]}``. ``rotation`` applies to models
     whose stream norms are all RMS-type without bias and whose output is read by a linear map (an
-    LM head): :func:`paramsym.census.rotation.rotate_residual` (``M = I``) folds the norm scales.
+    LM head): :func:`paramsym.census.rotation.rotate_residual` (``M = I``: the canonical form,
+    :func:`paramsym.census.canonical.canonical_form`) folds the norm scales. LayerNorm models are
+    refused here (their canonical form has RMS norms: not a checkpoint of their class once rotated).
 
     Raises:
         ConfigError: an unknown or empty ``symmetries``, or one without ``permutation``.
@@ -53,6 +55,13 @@ def census_plan(model, seed: int = 0, symmetries=None) -> dict:
     spec = spec_from_spaces(sp, {k: v.detach() for k, v in model.named_parameters()}, sub_blocks=True)
     plan = {"spec": spec, "attention": [], "rotation": None, "symmetries": ["permutation"]}
     if asked is not None and "rotation" in asked:
+        centred = sorted(n for n, info in sp.norms.items() if info.centred)
+        if centred:  # the canonical form swaps LayerNorm for nn.RMSNorm: not a checkpoint of this class once rotated
+            raise SymmetryNotApplicableError(
+                f"--symmetries rotation does not apply to this {type(model).__name__} yet: its stream norms {centred[:2]}… "
+                "are LayerNorms, whose canonical form (paramsym.census.canonical.canonical_form) replaces them by RMS "
+                "norms, so a rotated model is no longer a save_pretrained checkpoint of this class. Drop it from "
+                "--symmetries.")
         try:
             folded, _ = rotate_residual(work, inputs, _output, gen(), M=torch.eye(sp.hidden_size, dtype=torch.float64),
                                      spaces=sp)

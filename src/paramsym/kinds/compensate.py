@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.memory import MemoryBudget
 from ..presets import Preset, PresetTable
 
 __all__ = ["KIND", "MODELS", "CompensateConfig", "render", "run"]
@@ -78,7 +79,7 @@ class CompensateConfig:
     compensators: int | None = None
     motion: float = 1.5e-3
     seed: int = 0
-    max_memory: int = 2 * 2**30
+    max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
     learned: bool = False
     objective: str = "hybrid"
     action: str = "direct"

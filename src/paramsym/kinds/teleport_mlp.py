@@ -76,9 +76,15 @@ def train_preset(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, tele
     """One training run of ``cfg.preset`` (with teleports when ``teleport``; the tuning values from ``cfg``).
 
     ``objective="grad-norm"`` teleports ``regression-mlp`` by the paper's ``‖∇L‖²``
-    (:func:`~paramsym.teleport.core.grad_norm_objective`) instead of the lookahead (the measurement
+    (:func:`~paramsym.teleport.objectives.grad_norm_objective`) instead of the lookahead (the measurement
     ``teleport-grad-norm`` of docs/teleport.md: why the preset uses the lookahead)."""
-    from ..teleport import Teleporter, descent_objective, mlp_rescaling, train_with_teleports
+    from ..teleport import (
+        AscentConfig,
+        Teleporter,
+        descent_objective,
+        mlp_rescaling,
+        train_with_teleports,
+    )
     from ..teleport.objectives import LinearizedLookahead
 
     preset, every, lr = cfg.preset, cfg.every if teleport else None, cfg.lr[opt_name]
@@ -122,30 +128,28 @@ def train_preset(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, tele
                                       activation=nn.LeakyReLU(0.1) if preset == "regression-mlp" else "relu")
         action = action.double()
         if preset == "regression-mlp":
-            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5], steps=cfg.regression_ascent_steps, step_size=1.0,
-                              tol=1e-10)
+            tele = Teleporter(model, opt, action, block, every=every, at=() if every else [5],
+                              config=AscentConfig(steps=cfg.regression_ascent_steps, step_size=1.0, tol=1e-10))
         else:
             tele = Teleporter(model, opt, action, block, every=every or cfg.every_per_optimizer[opt_name],
-                              steps=cfg.ascent_steps, step_size=0.5, tol=1e-10, max_factor=cfg.max_factor,
-                              radius=cfg.radius)
+                              config=AscentConfig(steps=cfg.ascent_steps, step_size=0.5, tol=1e-10,
+                                                  max_factor=cfg.max_factor, radius=cfg.radius))
     acc_at_target = None
     target = cfg.targets.get(opt_name) if data is not None else None
 
     def prepare(k: int):
-        """The teleport at step ``k``: its objective set, the loss it keeps returned."""
+        """The teleport at step ``k``: the loss it keeps and its objective (``None``: ``‖∇L‖²``)."""
         base = {n: p.detach() for n, p in model.named_parameters()}
         theta = tele.block.gather(base)
         if preset == "regression-mlp" and objective == "grad-norm":
-            tele.kwargs.pop("objective", None)  # the teleport's default: ‖∇L‖² of the loss
-            return loss_params
+            return loss_params, None  # the teleport's default objective: ‖∇L‖² of the loss
         if preset == "regression-mlp":
             sm = None
             if opt_name == "adagrad":
                 sm = tele.block.gather({n: opt.state[p]["sum"] for n, p in model.named_parameters()})
-            tele.kwargs["objective"] = LinearizedLookahead(
-                tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x), y,
-                lr, 100, sm)
-            return loss_params
+            lookahead = LinearizedLookahead(tele.action, theta, lambda th, b=base: forward(tele.block.scatter(th, b), x),
+                                            y, lr, 100, sm)
+            return loss_params, lookahead
         # the teleport's batch: cfg.teleport_batch training examples drawn for this teleport
         n = len(y) if cfg.teleport_batch is None else min(cfg.teleport_batch, len(y))
         pick = torch.randperm(len(y), generator=torch.Generator().manual_seed(1000 * seed + k))[:n]
@@ -160,8 +164,7 @@ def train_preset(cfg: TeleportConfig, opt_name: str, seed: int, steps: int, tele
 
             def obj(th, _d=obj, _s=sq0, _lam=cfg.norm_penalty):
                 return _d(th) - _lam * (th.pow(2).sum() / _s - 1)
-        tele.kwargs["objective"] = obj
-        return sub_loss
+        return sub_loss, obj
 
     def on_loss(k: int, value: float) -> None:
         nonlocal acc_at_target

@@ -40,6 +40,8 @@ from ..presets import Preset, PresetTable
 if TYPE_CHECKING:
     import torch
 
+    from ..teleport import AscentConfig
+
 __all__ = ["DEFAULT_SEEDS", "DEFAULT_STEPS", "PRESETS", "TELEPORT_PRESETS", "TeleportConfig", "aggregate", "steps_to",
            "OPTIMIZERS", "Job"]
 
@@ -182,8 +184,9 @@ def steps_to(losses: list[float], target: float) -> int | None:
 
 
 def gd_run(f: Callable, p0: torch.Tensor, lr: float, steps: int, due: Callable[[int], bool] | None = None,
-           action=None, teleport_kwargs: dict | None = None) -> dict:
-    """Plain GD on a 2-D function ``f`` with teleports (``paramsym.teleport.teleport``) on ``due`` steps.
+           action=None, ascent: AscentConfig | None = None, objective=None) -> dict:
+    """Plain GD on a 2-D function ``f`` with teleports (``paramsym.teleport.teleport`` with the
+    settings ``ascent`` and the orbit ``objective``, default ``‖∇f‖²``) on ``due`` steps.
 
     ``losses[k]`` is the loss after ``k`` updates; a teleport on step ``k`` happens before update ``k``.
     """
@@ -195,7 +198,7 @@ def gd_run(f: Callable, p0: torch.Tensor, lr: float, steps: int, due: Callable[[
     t0 = time.perf_counter()
     for k in range(steps + 1):
         if due is not None and k < steps and due(k):
-            res = teleport(action, p, f, **(teleport_kwargs or {}))
+            res = teleport(action, p, f, ascent, objective=objective)
             p, t_tele = res.theta, t_tele + res.seconds
             summaries.append({"step": k, **res.summary()})
         p = p.detach().requires_grad_(True)
@@ -211,7 +214,7 @@ def gd_run(f: Callable, p0: torch.Tensor, lr: float, steps: int, due: Callable[[
 def _two_d(cfg: TeleportConfig, progress: bool, job: Job = _no_checkpoint) -> dict:
     import torch
 
-    from ..teleport import descent_objective
+    from ..teleport import AscentConfig, descent_objective
     from ..teleport.functions import BoothRotation, RosenbrockRotation, booth, rosenbrock
 
     booth_like = cfg.preset == "booth"
@@ -224,15 +227,14 @@ def _two_d(cfg: TeleportConfig, progress: bool, job: Job = _no_checkpoint) -> di
         due = (lambda k, e=cfg.every: k > 0 and k % e == e - 1) if not booth_like else (lambda k, e=cfg.every: k > 0 and k % e == 0)
     else:
         due = (lambda k: k == 4) if booth_like else (lambda k: k % 100 == 99)
-    kwargs = {"steps": 50, "step_size": 0.1, "tol": 1e-10}
-    if not booth_like:
-        kwargs["objective"] = descent_objective(f, lr)
+    ascent = AscentConfig(steps=50, step_size=0.1, tol=1e-10)
+    objective = None if booth_like else descent_objective(f, lr)
     def one(seed: int) -> dict:
         p0 = torch.tensor([5.0, -5.0] if booth_like else [-1.0, -1.0], dtype=torch.float64)
         if seed > 0 and not booth_like:
             p0 = p0 + 0.05 * torch.randn(2, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         base = gd_run(f, p0, lr, steps)
-        tele = gd_run(f, p0, lr, steps, due, action, kwargs)
+        tele = gd_run(f, p0, lr, steps, due, action, ascent, objective)
         return {"seed": seed, "optimizer": "gd", "start": p0.tolist(), "baseline": base, "teleport": tele}
 
     runs = [job("gd", seed, lambda seed=seed: one(seed)) for seed in cfg.seed_values()]

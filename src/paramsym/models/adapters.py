@@ -133,6 +133,7 @@ class AttentionLayout:
     head_dim: int
     rotary_dim: int = 0
     rotary_freqs: tuple[float, ...] = ()
+    qk_refused: str | None = None  # why no query/key symmetry is claimed (traced; e.g. q/k norms, interleaved rotary)
 
     @property
     def group_size(self) -> int:
@@ -192,6 +193,7 @@ class LayerLayout:
     ffn: FFNLayout
     norm_attention: str | None = None
     norm_ffn: str | None = None
+    norm_shared: str | None = None  # one norm feeding both q,k,v and up/gate (parallel blocks: old Falcon, GPT-J)
 
 
 @dataclass(frozen=True)

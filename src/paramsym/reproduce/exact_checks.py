@@ -1,7 +1,7 @@
 """Small exact computations behind claims that no experiment or command prints.
 
-:func:`reynolds_mexican_hat` — [Attribution] App. B/C.1: the 64-point Reynolds rule on SO(2)
-"reproduces an exactly equivariant field to ~1e-15 relative error". The field is the
+:func:`reynolds_mexican_hat` — [Attribution] App. A.5 ("Probe sets and quadrature") and C.1: the
+64-point Reynolds rule on SO(2) "reproduces an exactly equivariant field to ~1e-15 relative error". The field is the
 Mexican-hat force ``F(q; α) = −(α + ‖q‖²) q`` on the polar grid of 15 radii × 32 angles in
 ``‖q‖ ≤ 1``, stacked over the paper's eight training values ``α ∈ {±1.1, ±0.8, ±0.6, ±0.2}``
 (3,840 points), SO(2) acting on ``q`` and on ``F``. Measured: ``‖P_E F − F‖ / ‖F‖``, the orbit

@@ -67,14 +67,14 @@ class RunSpec:
 
 
 def run_cli(args: list[str], out: Path, name: str = "result.json") -> dict[str, Any]:
-    """Run ``python -m paramsym.cli ARGS`` (one thread, offline); parse stdout as JSON; keep it.
+    """Run ``python -m paramsym.cli ARGS`` (one thread; offline as every command); parse stdout as JSON; keep it.
 
     Raises:
         RunDirError: the command failed (its exit status and last stderr line are in the message)
             or printed no JSON.
     """
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # offline: the model loader reads local files only
     proc = subprocess.run([sys.executable, "-m", "paramsym.cli", *args], capture_output=True, text=True, env=env,
                           check=False)
     (out / (name[:-5] + ".stderr.txt")).write_text(proc.stderr[-20000:])
@@ -122,46 +122,22 @@ def kept(compute: Callable[[bool, Path], dict[str, Any]]) -> Make:
 # ------------------------------------------------------------------------------- trained experiments
 
 
-OBJECTIVES_SEEDS = [1, 2, 3, 4, 5]  # five seeds per objective, as Table 1 (5/5 fits)
-#: protocol v2 of the lifting row (fixed 2026-12-02 before its runs): five fresh training seeds, as
-#: Fig. 2(c) (seeds 0–4 served protocol v1, equal β, which failed at 3.6×, and the β development),
-#: and the unit's β by the equal-field-norm rule, so both actions move alike at each ρ
-#: protocol v3 (fixed 2026-12-04 before its run, issue 33): the statistic is the geometric mean of the matched
-#: ratios (:mod:`paramsym.paper_stats`), on fresh seeds 10–14 (v2's 5–9 were seen under the v2 statistic)
-LIFTING_SEEDS = [10, 11, 12, 13, 14]
-#: the learned transformer's units, fixed before any result (issue 17): every other layer of the six,
-#: 1, 3 and 5, and in each the unit of largest feature RMS on the 16-token prefix; three seeds; the
-#: direct map's two objectives and the flow action
-TRANSFORMER_UNITS = [[1, None], [3, None], [5, None]]
-#: protocol v3 (fixed 2026-12-03 before its runs, with the compensation-span recipe): three fresh seeds
-#: (seeds 0–2 served protocol v1, 3–5 protocol v2; seed 0 of each unit served v2's and v3's development)
-TRANSFORMER_SEEDS = [6, 7, 8]
-TRANSFORMER_VARIANTS = ["hybrid", "finite", "flow"]
-#: the flow action on the same seeds as the direct map (protocol v3: its 2000 steps cost about the
-#: direct map's 6000; v2 ran it on the first seed only)
-TRANSFORMER_FLOW_SEEDS = [6, 7, 8]
-
-
 def _objectives_cfg(quick: bool):
-    from ..experiments.discovery.table1 import run as objectives
+    from ..experiments.discovery.table1.run import ObjectivesConfig
 
-    return objectives.ObjectivesConfig.quick() if quick else objectives.ObjectivesConfig(seeds=list(OBJECTIVES_SEEDS))
+    return ObjectivesConfig.quick() if quick else ObjectivesConfig.paper()
 
 
 def _lifting_cfg(quick: bool):
-    from ..experiments.discovery.lifting import run as lifting
+    from ..experiments.discovery.lifting.run import LiftingConfig
 
-    return lifting.LiftingConfig.quick() if quick else lifting.LiftingConfig(
-        seeds=list(LIFTING_SEEDS), unit_beta=lifting.EQUAL_FIELD)
+    return LiftingConfig.quick() if quick else LiftingConfig.paper()
 
 
 def _transformer_cfg(quick: bool):
-    from ..experiments.discovery.transformer import run as td
+    from ..experiments.discovery.transformer.run import TransformerDiscoveryConfig
 
-    if quick:
-        return td.TransformerDiscoveryConfig.quick()
-    return td.TransformerDiscoveryConfig(units=[list(u) for u in TRANSFORMER_UNITS], seeds=list(TRANSFORMER_SEEDS),
-                                         variants=list(TRANSFORMER_VARIANTS), flow_seeds=list(TRANSFORMER_FLOW_SEEDS))
+    return TransformerDiscoveryConfig.quick() if quick else TransformerDiscoveryConfig.paper()
 
 
 def _experiment_config(module: str, make_cfg: Callable[[bool], Any]) -> Callable[[bool], Any]:
@@ -198,27 +174,26 @@ _lifting = _experiment("discovery.lifting.run", _lifting_cfg)
 _transformer = _experiment("discovery.transformer.run", _transformer_cfg)
 
 
-def _attribution_cfg(preset: str, stage: str | None, overrides: tuple[str, ...] = (),
+def _attribution_cfg(preset: str, stage: str | None, paper: bool = False,
                      flows: tuple[str, ...] | None = None) -> Callable[[bool], Any]:
     def config(quick: bool) -> dict[str, Any]:
         from ..config import to_dict
         from ..experiments.attribution import presets as registry
 
         return {"preset": preset, "config": to_dict(registry.resolve_attribution_config(
-            preset, stage=stage, quick=quick, overrides=overrides, flows=flows))}
+            preset, stage=stage, quick=quick, paper=paper, flows=flows))}
 
     return config
 
 
-def _attribution(preset: str, stage: str | None, overrides: tuple[str, ...] = (),
+def _attribution(preset: str, stage: str | None, paper: bool = False,
                  flows: tuple[str, ...] | None = None) -> Callable[[bool], Callable]:
     def make(quick: bool) -> Callable[[Path, str], dict[str, Any]]:
         def go(out: Path, reuse: str = "refuse") -> dict[str, Any]:
             from ..experiments.attribution import presets as registry
             from ..runs.rundir import RunDir
 
-            cfg = registry.resolve_attribution_config(preset, stage=stage, quick=quick, overrides=overrides,
-                                                      flows=flows)
+            cfg = registry.resolve_attribution_config(preset, stage=stage, quick=quick, paper=paper, flows=flows)
             summary = registry.run_attribution(preset, cfg, RunDir(out), progress=False)
             metrics = json.loads((out / "metrics.json").read_text())
             timing = json.loads((out / "timing.json").read_text()) if (out / "timing.json").exists() else {}
@@ -303,7 +278,6 @@ def _budget_config(full: Any, quick_: Any) -> Callable[[bool], Any]:
     return lambda quick: quick_ if quick else full
 
 
-PAPER_ANNULUS = ("protocol=paper", "gauge=paper")
 ANNULUS_TIME = ("≈ 40 min per configuration, both flow modes, 200 Euler steps (docs/attribution.md, loaded 2-core "
                 "machine)")
 
@@ -324,14 +298,14 @@ RUNS: dict[str, RunSpec] = {
         _spec("compensation", "paramsym compensate --model minilm --layer 3 --unit 7 --tokens 16 --json",
               _compensation, "≈ 15 s (closed form)", exact=True),
         _spec("annulus-wedge", "paramsym attribute --preset annulus-wedge --set protocol=paper --set gauge=paper",
-              _attribution("annulus-wedge", "trained", PAPER_ANNULUS), ANNULUS_TIME,
-              config=_attribution_cfg("annulus-wedge", "trained", PAPER_ANNULUS)),
+              _attribution("annulus-wedge", "trained", paper=True), ANNULUS_TIME,
+              config=_attribution_cfg("annulus-wedge", "trained", paper=True)),
         _spec("annulus-full", "paramsym attribute --preset annulus-full --set protocol=paper --set gauge=paper",
-              _attribution("annulus-full", "trained", PAPER_ANNULUS), ANNULUS_TIME,
-              config=_attribution_cfg("annulus-full", "trained", PAPER_ANNULUS)),
+              _attribution("annulus-full", "trained", paper=True), ANNULUS_TIME,
+              config=_attribution_cfg("annulus-full", "trained", paper=True)),
         _spec("annulus-init", "paramsym attribute --preset annulus-wedge --stage init --set protocol=paper "
-              "--set gauge=paper", _attribution("annulus-wedge", "init", PAPER_ANNULUS), ANNULUS_TIME,
-              config=_attribution_cfg("annulus-wedge", "init", PAPER_ANNULUS)),
+              "--set gauge=paper", _attribution("annulus-wedge", "init", paper=True), ANNULUS_TIME,
+              config=_attribution_cfg("annulus-wedge", "init", paper=True)),
         _spec("annulus-lifts", "paramsym reproduce annulus-eta-lifting-criterion",
               _attribution("annulus-wedge", "trained", flows=()),
               "measured 32 CPU-s (298 s wall under load): preset annulus-wedge (seed 42) without its flows — training "

@@ -1,15 +1,13 @@
 """The run verb: :func:`execute` (the one place a run directory's common files are written, fresh
 or resumed) and :func:`load_run_config` (the typed configuration of a run, back from its
-``config.json``, with :func:`config_from_json`).
+``config.json``). ``config.json`` is written and read by the one serializer
+(:func:`paramsym.config.to_document` / :func:`paramsym.config.from_document`).
 
 It imports :mod:`.kinds` and :mod:`.reports`, neither of which imports it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import sys
-import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +15,7 @@ from ..errors import ParamsymError, RunDirError, RunFileError
 from .kinds import checked_config, get_kind
 from .reports import render
 
-__all__ = ["Outcome", "config_from_json", "execute", "load_run_config"]
+__all__ = ["Outcome", "execute", "load_run_config"]
 
 
 # ------------------------------------------------------------------------------- the runner
@@ -33,41 +31,6 @@ class Outcome:
     already_finished: bool = False
 
 
-def _field_value(tp: Any, value: Any) -> Any:
-    """``value`` (read from JSON) as the type hint ``tp`` of a config field: lists become tuples
-    where the field is a tuple, nested dataclasses are rebuilt."""
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
-        return config_from_json(tp, value)
-    if (tp is tuple or origin is tuple) and isinstance(value, list):
-        return tuple(value)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", typing.Union)):
-        for arg in typing.get_args(tp):
-            if arg is not type(None):
-                converted = _field_value(arg, value)
-                if converted is not value:
-                    return converted
-    return value
-
-
-def config_from_json(cls: type, data: dict[str, Any]) -> Any:
-    """The dataclass ``cls`` from the JSON object of its fields (other keys, e.g. ``kind``, ignored).
-
-    Raises:
-        RunFileError: ``data`` is not an object or lacks a field without a default.
-    """
-    if not isinstance(data, dict):
-        raise RunFileError(f"a {cls.__name__} is stored as a JSON object; found {type(data).__name__}. Restore "
-                           "config.json, or start the run again.")
-    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-    values = {f.name: _field_value(hints.get(f.name), data[f.name]) for f in dataclasses.fields(cls) if f.name in data}
-    try:
-        return cls(**values)
-    except TypeError as exc:
-        raise RunFileError(f"config.json does not hold a {cls.__name__} ({exc}); restore it, or start the run "
-                           "again.") from None
-
-
 def load_run_config(run) -> Any:
     """The typed configuration of run directory ``run`` (by the kind in its ``config.json``).
 
@@ -75,7 +38,9 @@ def load_run_config(run) -> Any:
         RunDirError: unknown kind, or a kind without a configuration class.
         RunFileError: ``config.json`` corrupt, or edited since the run started (its ``config_hash``
             no longer matches the configuration).
+        ConfigFileError: a field of ``config.json`` unknown or of the wrong type (named).
     """
+    from ..config import DOCUMENT_KEYS, from_document
     from .provenance import config_hash
 
     data = checked_config(run)
@@ -84,13 +49,13 @@ def load_run_config(run) -> Any:
     if spec.config is None:
         raise RunDirError(f"{str(run.path)!r} is a {kind.name} run, whose configuration is its preset's; rerun it "
                           f"with `{kind.command}`.")
-    cfg = config_from_json(spec.config, data)
     stored = (data.get("provenance") or {}).get("config_hash") if isinstance(data.get("provenance"), dict) else None
-    if stored is not None and stored != config_hash(cfg):
+    # the hash is of the fields as written (before the reader's renames and type coercions)
+    if stored is not None and stored != config_hash({k: v for k, v in data.items() if k not in DOCUMENT_KEYS}):
         raise RunFileError(f"{str(run.file('config.json'))!r} was edited after the run started (its config_hash "
                            f"{stored!r} no longer matches the configuration); restore it, or start a fresh run with "
                            "--out NEWDIR.")
-    return cfg
+    return from_document(spec.config, data, str(run.file("config.json")))
 
 
 def _discard(out) -> None:
@@ -114,7 +79,7 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
     """Run a managed kind: the one place its run directory's common files are written.
 
     A fresh run writes ``config.json`` = ``{"kind": kind, <fields of cfg>, "provenance": {...}}``
-    (:func:`paramsym.runs.provenance.provenance` of ``cfg`` and ``command``), appends a start to
+    (:func:`paramsym.config.to_document`; :func:`paramsym.runs.provenance.provenance` of ``cfg`` and ``command``), appends a start to
     ``env.json``, calls the kind's ``run(cfg, out, progress=...)`` and writes its metrics to
     ``metrics.json`` and the rendered ``report.md``. With ``resume=True`` the run in ``out``
     continues: a finished run (``metrics.json`` present) is returned unchanged; otherwise the
@@ -137,7 +102,8 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
     Raises:
         RunDirError: ``kind`` is not a managed kind, or ``out`` holds another kind's run.
     """
-    from .provenance import canonical, provenance
+    from ..config import to_document
+    from .provenance import provenance
 
     spec = get_kind(kind).load()
     if not spec.managed or spec.config is None or not isinstance(cfg, spec.config):
@@ -150,7 +116,7 @@ def execute(kind: str, cfg: Any, out, *, resume: bool = False, command: str | No
         if out.has("metrics.json"):
             return Outcome(out.read_json("metrics.json"), out, already_finished=True)
     else:
-        out.write_json("config.json", {"kind": kind, **canonical(cfg), "provenance": provenance(cfg, command=command)})
+        out.write_json("config.json", to_document(kind, cfg, provenance(cfg, command=command)))
     out.write_env(seed, **{"resumed": resume, **(env or {})})
     try:
         metrics = spec.run(cfg, out, progress=progress, **(options or {}))

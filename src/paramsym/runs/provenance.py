@@ -8,7 +8,8 @@ One definition each, used by every run directory and every reproduction row:
   modifications never share a version; docs, tests and the changelog do not count); outside a
   git checkout ``paramsym-<version>`` (an installed wheel).
 * ``config_hash(cfg)`` — ``sha256`` of the canonical JSON of the *resolved* configuration
-  (dataclasses → dicts, keys sorted, floats by ``repr``), first 16 hex digits. Two runs have
+  (:func:`paramsym.config.to_dict`, the one serializer of a configuration: dataclasses → dicts;
+  keys sorted, floats by ``repr``), first 16 hex digits. Two runs have
   the same hash iff their resolved configurations are equal as data; a recipe is part of the
   configuration, so editing a recipe value changes the hash.
 * ``provenance(cfg, command=..., budget=...)`` — the record stored with a result:
@@ -17,25 +18,23 @@ One definition each, used by every run directory and every reproduction row:
   the current code (``None`` when it may): reuse requires equal ``config_hash`` and
   ``code_version`` (a bare ``-dirty`` suffix, without the diff hash, never matches).
 
-Pure standard library; never imports torch.
+Standard library and :mod:`paramsym.config` only; never imports torch.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-import enum
 import functools
 import hashlib
 import json
-import math
-import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["canonical", "code_version", "config_hash", "provenance", "stale_reason"]
+from ..config import to_dict
+
+__all__ = ["code_version", "config_hash", "provenance", "stale_reason"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,31 +59,9 @@ def code_version() -> str:
     return sha + ("-dirty." + hashlib.sha256(diff).hexdigest()[:12] if diff.strip() else "")
 
 
-def canonical(obj: Any) -> Any:
-    """``obj`` as plain JSON data: dataclasses/mappings → dicts (string keys), sequences → lists,
-    enums → values, paths → strings, non-finite floats → their ``repr`` (JSON has none)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: canonical(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): canonical(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [canonical(v) for v in obj]
-    if isinstance(obj, (set, frozenset)):
-        return sorted(canonical(v) for v in obj)
-    if isinstance(obj, enum.Enum):
-        return canonical(obj.value)
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return repr(obj)
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    return repr(obj)
-
-
 def config_hash(cfg: Any) -> str:
     """First 16 hex digits of ``sha256`` of the canonical JSON of ``cfg`` (module docstring)."""
-    text = json.dumps(canonical(cfg), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(to_dict(cfg), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

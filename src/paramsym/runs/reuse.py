@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import to_dict
+from ..config import DOCUMENT_KEYS, to_dict
 from ..errors import ConfigError, RunDirError, StaleRunError
 from .provenance import config_hash, provenance, stale_reason
 from .rundir import read_json, write_json
@@ -107,7 +107,7 @@ def plan_subrun(path: Path, cfg: Any, reuse: str = "refuse") -> dict[str, Any]:
         raise StaleRunError(f"finished sub-run {str(path)!r} is stale: {reason}; {_HINT}.")
     if (path / "config.json").exists():
         saved = read_json(path / "config.json", "a sub-run configuration")
-        saved = {k: v for k, v in saved.items() if k != "kind"} if isinstance(saved, dict) else saved
+        saved = {k: v for k, v in saved.items() if k not in DOCUMENT_KEYS} if isinstance(saved, dict) else saved
         if config_hash(saved) == config_hash(data):
             return {"action": "resume", "stale": False, "reason": None}
         reason = f"its saved configuration (hash {config_hash(saved)}) differs from this one ({config_hash(data)})"

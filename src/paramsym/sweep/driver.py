@@ -106,7 +106,7 @@ def _trial(spec: SweepSpec, variant: str, point: dict[str, Any], seed: int, step
 def _open_out(spec: SweepSpec | None, out: str | os.PathLike | None, resume: bool) -> RunDir:
     """The run directory: a fresh one (missing or empty), or with ``resume`` an existing sweep's,
     whose spec must equal ``spec`` (when given)."""
-    from ..runs.provenance import canonical
+    from ..config import to_dict
 
     if out is None:
         if resume:
@@ -124,9 +124,9 @@ def _open_out(spec: SweepSpec | None, out: str | os.PathLike | None, resume: boo
                           "--out of an earlier `paramsym sweep`, or a new directory without --resume.")
     if spec is not None:
         stored = run.read_json("config.json").get("spec")
-        if not isinstance(stored, dict) or stored != canonical(spec):
+        if not isinstance(stored, dict) or stored != to_dict(spec):
             stored = stored if isinstance(stored, dict) else {}
-            keys = sorted(k for k in set(stored) | set(canonical(spec)) if stored.get(k) != canonical(spec).get(k))
+            keys = sorted(k for k in set(stored) | set(to_dict(spec)) if stored.get(k) != to_dict(spec).get(k))
             raise SweepSpecError(f"the spec differs from the one the sweep in {str(run.path)!r} was started with "
                                  f"(keys {keys}); its trials belong to that spec. Resume with the original spec "
                                  "(or without SPEC: it is read from config.json), or start the edited spec with "

@@ -27,7 +27,7 @@ from torch import Tensor
 from ..actions.base import GroupAction
 from ..errors import ConfigError
 from ..targets import Target
-from .core import teleport
+from .core import AscentConfig, teleport
 
 __all__ = ["LEARNED_TOL", "teleport_learned"]
 
@@ -45,7 +45,8 @@ def teleport_learned(action: GroupAction, target: Target, *, targets: Tensor | N
         target: the model's block on its probe batch (converted to float64).
         targets: regression targets Y of the output's shape (default: N(0, 1) from ``seed``).
         tol: level-set tolerance (relative loss change), default 1e-6.
-        steps, step_size, objective: passed to :func:`paramsym.teleport.teleport`.
+        steps, step_size: the ascent's settings (:class:`~paramsym.teleport.core.AscentConfig`, with ``tol``);
+            objective: the orbit objective (:func:`paramsym.teleport.teleport`).
         seed: seed of the default targets.
         keep_theta: also return the teleported block ``theta`` (a tensor; not JSON).
 
@@ -76,7 +77,7 @@ def teleport_learned(action: GroupAction, target: Target, *, targets: Tensor | N
         return 0.5 * (target(th) - y).pow(2).mean()
 
     t0 = time.perf_counter()
-    res = teleport(action, theta, loss_fn, objective=objective, steps=steps, step_size=step_size, tol=tol)
+    res = teleport(action, theta, loss_fn, AscentConfig(steps=steps, step_size=step_size, tol=tol), objective=objective)
     seconds = time.perf_counter() - t0
     with torch.no_grad():
         out1 = target(res.theta)

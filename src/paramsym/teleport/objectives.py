@@ -4,7 +4,7 @@
 gradient arbitrarily large, and the next fixed-step-size steps diverge). The objectives here score
 a point by the loss the *actual* optimiser would reach from it:
 
-* :func:`paramsym.teleport.core.descent_objective`: ``L(θ) − L(θ_m)`` after ``m`` real gradient
+* :func:`descent_objective`: ``L(θ) − L(θ_m)`` after ``m`` real gradient
   steps (exact, costs ``m`` double backward passes per evaluation);
 * :class:`LinearizedLookahead`: for a squared loss ``L = ½ ‖f(θ) − Y‖²`` on a batch, the model is
   linearised at the teleported point, ``f(θ' + Δ) ≈ f(θ') + J' Δ``, and ``m`` steps of
@@ -34,7 +34,41 @@ from torch.func import jacrev, vjp, vmap
 from ..errors import ConfigError
 from .fast import monomial_exponents
 
-__all__ = ["LinearizedLookahead"]
+__all__ = ["LinearizedLookahead", "Objective", "descent_objective", "grad_norm_objective"]
+
+#: an orbit objective ``θ ↦ J(θ)`` (or ``(θ, g) ↦ J`` when it has ``needs_element = True``)
+Objective = Callable[[Tensor], Tensor]
+
+
+def grad_norm_objective(loss_fn: Callable[[Tensor], Tensor]) -> Objective:
+    """``J(θ) = ‖∇L(θ)‖²`` as a differentiable function of θ (double backward)."""
+
+    def objective(theta: Tensor) -> Tensor:
+        if not theta.requires_grad:
+            theta = theta.detach().requires_grad_(True)
+        (grad,) = torch.autograd.grad(loss_fn(theta), theta, create_graph=True)
+        return grad.pow(2).sum()
+
+    return objective
+
+
+def descent_objective(loss_fn: Callable[[Tensor], Tensor], lr: float, lookahead: int = 1) -> Objective:
+    """``J(θ) = L(θ) − L(θ_m)`` with ``θ_{j+1} = θ_j − lr ∇L(θ_j)``, ``θ_0 = θ``, ``m = lookahead``:
+    the decrease of ``m`` plain gradient steps. On the level set ``L(θ)`` is constant, so this
+    maximises the progress of the next steps at the learning rate actually used — unlike
+    ``‖∇L‖²``, it never prefers a point where the step ``lr`` overshoots (curvature ≫ 2/lr)."""
+
+    def objective(theta: Tensor) -> Tensor:
+        if not theta.requires_grad:
+            theta = theta.detach().requires_grad_(True)
+        start = loss_fn(theta)
+        th = theta
+        for _ in range(lookahead):
+            (grad,) = torch.autograd.grad(loss_fn(th), th, create_graph=True)
+            th = th - lr * grad
+        return start - loss_fn(th)
+
+    return objective
 
 
 class LinearizedLookahead:

@@ -40,7 +40,8 @@ from torch.func import vjp
 
 from ..errors import ActionError, ConfigError, ShapeError, TooLargeError
 from ..params import ParameterBlock
-from .core import TeleportResult, teleport
+from .core import AscentConfig, TeleportResult, teleport
+from .objectives import Objective
 
 __all__ = ["covector_map", "transform_state", "Teleporter", "train_with_teleports", "FIRST_MOMENTS", "SECOND_MOMENTS"]
 
@@ -147,8 +148,10 @@ class Teleporter:
             or a list of whole-tensor names).
         every: teleport on steps ``every, 2·every, …`` (``None``: only on ``at``).
         at: explicit steps to teleport on (e.g. ``[5]``).
-        **teleport_kwargs: passed to :func:`paramsym.teleport.core.teleport` (``steps``,
-            ``step_size``, ``tol``, ``strict``, ``objective``, ``max_factor``).
+        config: the settings of each teleport (:class:`~paramsym.teleport.core.AscentConfig`;
+            default ``AscentConfig()``).
+        objective: the orbit objective of every teleport (default ``‖∇L‖²``); one call may pass
+            its own (:meth:`teleport`).
 
     Raises:
         ConfigError: ``every`` < 1.
@@ -157,7 +160,8 @@ class Teleporter:
     """
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None, action, block: ParameterBlock | list[str],
-                 *, every: int | None = None, at: Iterable[int] = (), **teleport_kwargs):
+                 *, every: int | None = None, at: Iterable[int] = (), config: AscentConfig | None = None,
+                 objective: Objective | None = None):
         if every is not None and (not isinstance(every, int) or every < 1):
             raise ConfigError(f"Teleporter: every must be an integer ≥ 1 (teleport every k steps); received {every!r}.")
         self.model, self.optimizer, self.action = model, optimizer, action
@@ -166,7 +170,7 @@ class Teleporter:
             block = ParameterBlock.from_params(self.named, list(block))
         check_applies(action, block, self.named)
         self.block, self.every, self.at = block, every, set(int(s) for s in at)
-        self.kwargs = teleport_kwargs
+        self.config, self.objective = config if config is not None else AscentConfig(), objective
         self.results: list[TeleportResult] = []
         self.seconds = 0.0
 
@@ -178,15 +182,18 @@ class Teleporter:
         """Teleport if ``step`` is scheduled (see :meth:`teleport`)."""
         return self.teleport(loss_fn) if self.due(step) else None
 
-    def teleport(self, loss_fn: Callable[[dict[str, Tensor]], Tensor]) -> TeleportResult:
+    def teleport(self, loss_fn: Callable[[dict[str, Tensor]], Tensor], *,
+                 objective: Objective | None = None) -> TeleportResult:
         """Teleport now: ``loss_fn(params)`` is the loss of the model with parameters ``params``
-        (names → tensors, e.g. via ``torch.func.functional_call``) on a fixed batch."""
+        (names → tensors, e.g. via ``torch.func.functional_call``) on a fixed batch; ``objective``
+        (built for this teleport) replaces the Teleporter's own for this call."""
         import time
 
         t0 = time.perf_counter()
         base = {n: p.detach() for n, p in self.named.items()}
         theta = self.block.gather(base)
-        res = teleport(self.action, theta, lambda th: loss_fn(self.block.scatter(th, base)), **self.kwargs)
+        res = teleport(self.action, theta, lambda th: loss_fn(self.block.scatter(th, base)), self.config,
+                       objective=objective if objective is not None else self.objective)
         if res.steps:
             new = self.block.scatter(res.theta, base)
             if self.optimizer is not None:
@@ -222,13 +229,15 @@ def check_applies(action, block: ParameterBlock, named: Mapping[str, Tensor]) ->
 
 def train_with_teleports(optimizer: torch.optim.Optimizer, loss: Callable[[], Tensor], steps: int,
                          teleporter: Teleporter | None = None,
-                         prepare: Callable[[int], Callable[[dict[str, Tensor]], Tensor]] | None = None,
+                         prepare: Callable[[int], tuple[Callable[[dict[str, Tensor]], Tensor], Objective | None]]
+                         | None = None,
                          on_loss: Callable[[int, float], None] | None = None) -> list[float]:
     """Full-batch training with teleports: the losses ``L_0, …, L_steps``.
 
     At each step ``k = 0, …, steps``: when ``teleporter.due(k)`` (and ``k < steps``), ``prepare(k)``
-    returns the loss ``L(params)`` the teleport keeps invariant (it may set the teleport's objective
-    in ``teleporter.kwargs``; its time counts as teleport time) and the model teleports along it;
+    returns the loss ``L(params)`` the teleport keeps invariant and the orbit objective of this
+    teleport (``None``: the teleporter's own; building it counts as teleport time), and the model
+    teleports along it;
     then the training loss ``L_k = loss()`` is recorded (``on_loss(k, L_k)``) and, for ``k < steps``,
     one optimizer step is taken on it. ``steps`` optimizer steps in all, ``steps + 1`` losses.
 
@@ -237,20 +246,21 @@ def train_with_teleports(optimizer: torch.optim.Optimizer, loss: Callable[[], Te
         loss: the training loss of the model's current parameters (a scalar with a graph).
         steps: optimizer steps, ``>= 0``.
         teleporter: the :class:`Teleporter` (``None``: plain training).
-        prepare: ``k -> loss_fn`` for a due step (required with a teleporter).
+        prepare: ``k -> (loss_fn, objective)`` for a due step (required with a teleporter).
         on_loss: called with ``(k, L_k)`` after each loss is recorded.
     """
     import time
 
     if teleporter is not None and prepare is None:
-        raise ConfigError("train_with_teleports: a teleporter needs prepare(k) -> the loss the teleport keeps.")
+        raise ConfigError("train_with_teleports: a teleporter needs prepare(k) -> (the loss the teleport keeps, "
+                          "its objective or None).")
     losses: list[float] = []
     for k in range(steps + 1):
         if teleporter is not None and k < steps and teleporter.due(k):
             t_obj = time.perf_counter()  # building the objective counts as teleport time
-            loss_fn = prepare(k)
+            loss_fn, objective = prepare(k)
             teleporter.seconds += time.perf_counter() - t_obj
-            teleporter.teleport(loss_fn)
+            teleporter.teleport(loss_fn, objective=objective)
         optimizer.zero_grad()
         value = loss()
         losses.append(float(value.detach()))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from torch import Tensor, nn
 from torch.func import vmap
 
 from .. import verdict as V
-from ..actions.base import GroupAction
+from ..actions.base import GroupAction, float64_copy
 from ..errors import (
     ActionError,
     ConfigError,
@@ -291,7 +290,7 @@ def check_action(
         s_F = est_F if s_F is None else float(s_F)
         s_theta = est_theta if s_theta is None else float(s_theta)
 
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     discrete = getattr(action, "order", None) is not None
     results: list[MetricResult] = []
     cells: list[dict[str, float]] = []

@@ -89,12 +89,14 @@ def resolve_attribution_config(
     stage: str | None = None,
     seed: int | None = None,
     quick: bool = False,
+    paper: bool = False,
     flows: Iterable[str] | None = None,
     overrides: Iterable[str] = (),
     weights: str | None = None,
     probes: str | None = None,
 ) -> Any:
-    """The config of preset ``name``: ``quick()`` or defaults ← entry fields ← stage, seed, flows ← overrides.
+    """The config of preset ``name``: ``quick()`` or defaults (``paper``: the config's ``paper(quick=quick)``,
+    the paper's protocol) ← entry fields ← stage, seed, flows ← overrides.
 
     ``weights`` / ``probes`` (``--weights`` / ``--probes``) set the config fields of the same
     name for presets that can analyse a user's network (the annulus presets).
@@ -127,7 +129,10 @@ def resolve_attribution_config(
             able = [n for n, p in ATTRIBUTION_PRESETS.items() if n.startswith("annulus")]
             raise ConfigError(f"preset {name} does not accept --{key}; presets that analyse your own network: {able}.")
         values[key] = str(val)
-    cfg = spec.config.quick() if quick else spec.config()
+    if paper and not hasattr(spec.config, "paper"):
+        raise ConfigError(f"preset {name} has no paper protocol of its own (its default is the paper's run); drop "
+                          "the paper option.")
+    cfg = spec.config.paper(quick=quick) if paper else spec.config.quick() if quick else spec.config()
     cfg = dataclasses.replace(cfg, **values)
     return apply_overrides(cfg, list(overrides))
 

@@ -2,7 +2,7 @@
 annulus flows and the lifting criterion (§3.1, §2.2, App. C.2;
 :mod:`paramsym.experiments.attribution.annulus.claims`), the lifting sanity checks (§2.2;
 :mod:`~paramsym.experiments.attribution.sanity.claims`), the Hamiltonian walk and the Reynolds rule
-(§3.2, App. B, C.1; :mod:`~paramsym.experiments.attribution.hamiltonian.claims`).
+(§3.2, App. C.1; App. A.5; :mod:`~paramsym.experiments.attribution.hamiltonian.claims`).
 """
 
 from __future__ import annotations

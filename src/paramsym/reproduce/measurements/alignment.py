@@ -60,16 +60,17 @@ def _modadd(quick: bool, out: Path) -> dict[str, Any]:
 
 
 def _align_claim(r):
-    ok = all(v["barrier_permutation"] < v["barrier_before"]
-             and max(v["function_error"], v["function_error_permutation"]) <= 1e-10 for v in r.values())
+    ok = bool(r) and all(v["barrier_permutation"] < v["barrier_before"]
+                         and max(v["function_error"], v["function_error_permutation"]) <= 1e-10 for v in r.values())
     return Measured("; ".join(f"width {w}: test barrier {v['barrier_before']:.3g} → {v['barrier_permutation']:.3g}"
                               for w, v in r.items()), ok, {"widths": r})
 
 
 def _rebasin_claim(r):
     """Ours (permutations) against rebasin's permutation coordinate descent, same pair, same evaluation."""
-    ok = all(v["permutation"]["test_barrier"] <= 1.1 * v["rebasin"]["test_barrier"]
-             and max(v["permutation"]["function_error"], v["rebasin"]["function_error"]) <= 1e-10 for v in r.values())
+    ok = bool(r) and all(v["permutation"]["test_barrier"] <= 1.1 * v["rebasin"]["test_barrier"]  # no width: nothing holds
+                         and max(v["permutation"]["function_error"], v["rebasin"]["function_error"]) <= 1e-10
+                         for v in r.values())
     return Measured("; ".join(f"width {w}: test barrier ours {v['permutation']['test_barrier']:.3g}, rebasin "
                               f"{v['rebasin']['test_barrier']:.3g}" for w, v in r.items()), ok, {"widths": r})
 

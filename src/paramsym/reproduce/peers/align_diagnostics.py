@@ -10,7 +10,8 @@
   are related by a rotation, which is not an exact symmetry of GPT-2;
 * the barriers when the residual-stream permutation is left out.
 
-Run: ``[PARAMSYM_CACHE=DIR] OMP_NUM_THREADS=1 PYTHONPATH=src python -m paramsym.reproduce.peers.align_diagnostics``.
+Run: ``OMP_NUM_THREADS=1 PYTHONPATH=src python -m paramsym.reproduce.peers.align_diagnostics [--cache-dir DIR]``
+(``DIR``: where ``paramsym align --preset`` cached the models; default ``~/.cache/paramsym``).
 """
 
 from __future__ import annotations
@@ -56,7 +57,18 @@ def modadd_diagnostics(cache_dir: str | None = None, points: int = 13, modadd=No
     return out
 
 
-if __name__ == "__main__":  # a script: the cache directory comes from $PARAMSYM_CACHE, as in the command line
-    import os
+def main(argv: list[str] | None = None) -> int:
+    """``python -m paramsym.reproduce.peers.align_diagnostics [--cache-dir DIR]``: the diagnostics as JSON.
 
-    print(json.dumps(modadd_diagnostics(os.environ.get("PARAMSYM_CACHE")), indent=1))
+    The cache directory is an argument (the library reads no environment)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="why alignment does not lower the modadd barrier (module docstring)")
+    parser.add_argument("--cache-dir", default=None, help="the cache of `paramsym align --preset` (default "
+                        "~/.cache/paramsym; `paramsym align` reads it from $PARAMSYM_CACHE)")
+    print(json.dumps(modadd_diagnostics(parser.parse_args(argv).cache_dir), indent=1))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

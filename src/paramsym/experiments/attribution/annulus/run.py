@@ -122,6 +122,15 @@ class AnnulusConfig:
         """A small, fast version for tests and smoke runs (60 epochs, flows to t = 0.04)."""
         return cls(epochs=60, t_end=0.04, dt=0.02, boundary_grid=31, sweep_rtols=(), sparse_iters=0)
 
+    @classmethod
+    def paper(cls, quick: bool = False) -> AnnulusConfig:
+        """The paper's protocol of the annulus flows (``paramsym reproduce annulus-wedge|annulus-full|annulus-init``):
+        ``protocol="paper"`` and ``gauge="paper"`` (the same as ``--set protocol=paper --set gauge=paper``),
+        at the default budget, or at the quick one with ``quick``."""
+        import dataclasses
+
+        return dataclasses.replace(cls.quick() if quick else cls(), protocol="paper", gauge="paper")
+
     @property
     def preset(self) -> str:
         """The preset name: ``annulus-wedge`` or ``annulus-full``."""
@@ -359,8 +368,8 @@ def _check_resumable(out: RunDir, config: dict[str, Any]) -> None:
         RunDirError: ``out`` is not empty and its ``config.json`` is missing or differs from
             ``config`` (the differing keys are named).
     """
+    from ....config import to_dict
     from ....errors import RunDirError
-    from ....runs.provenance import canonical
     from ....runs.reuse import RECORD
 
     # `paramsym reproduce` writes its record into the directory before the run starts
@@ -370,7 +379,7 @@ def _check_resumable(out: RunDir, config: dict[str, Any]) -> None:
         raise RunDirError(f"--out {str(out.path)!r} is not empty and holds no config.json (not a run of this preset); "
                           "its files would be mixed with this run's. Choose a new or empty --out.")
     old = out.read_json("config.json")
-    diff = _differences(canonical(old), canonical(config)) if isinstance(old, dict) else ["(not a configuration)"]
+    diff = _differences(to_dict(old), to_dict(config)) if isinstance(old, dict) else ["(not a configuration)"]
     if diff:
         shown = ", ".join(diff[:6]) + (f" (+{len(diff) - 6} more)" if len(diff) > 6 else "")
         raise RunDirError(f"--out {str(out.path)!r} holds a run with another configuration (differs in: {shown}); its "

@@ -1,4 +1,4 @@
-"""The Hamiltonian claims ([Attribution] §3.2, App. B, App. C.1: the resolved walk tracks the orbit,
+"""The Hamiltonian claims ([Attribution] §3.2, App. C.1: the resolved walk tracks the orbit; App. A.5:
 the 64-point Reynolds rule) and their generated docs block (``hamiltonian``), read from the runs
 ``hamiltonian`` and ``reynolds``.
 """
@@ -53,7 +53,7 @@ CLAIMS: list[Claim] = [
           "resolved walk tracks the orbit; fixed walks fall behind", "qualitative (figures)",
           "resolved +c phase shift within 2% of prediction, resolved −b ‖δ‖ within 1%, fixed tracking error ≥ "
           "resolved's (qualitative in the paper, thresholds ours: related)", "hamiltonian", _ham_walk, "related"),
-    Claim("hamiltonian-reynolds", f"{A} App. B", "64-point Reynolds rule reproduces an equivariant field",
+    Claim("hamiltonian-reynolds", f"{A} App. A.5", "64-point Reynolds rule reproduces an equivariant field",
           "~1e-15 relative", f"‖P_E F − F‖/‖F‖ {P_REYNOLDS.le()} (at most the paper's, printed precision)", "reynolds",
           _reynolds),
 ]

@@ -29,7 +29,6 @@ Source (Pythia-1B, ρ = 0.5): drift 129× below random, 49× below uncompensated
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ....actions.base import float64_copy
 from ....actions.ffn_unit import (
     BETA_RULES,
     EVAL_KEYS,
@@ -48,7 +48,7 @@ from ....actions.ffn_unit import (
     incoming_range,
     motion_beta,
 )
-from ....config import to_dict
+from ....config import to_document
 from ....discovery.config import DiscoverOverrides
 from ....discovery.resolve import resolve_discover_config
 from ....errors import ConfigError
@@ -122,6 +122,17 @@ class TransformerDiscoveryConfig:
         return cls(steps=3, samples=4, overrides=DiscoverOverrides({
             "action": {"width": 16}, "train": {"batch": 4, "log_every": 1},
             "verdict": {"samples": 20, "rhos": [0.5], "factors": [1], "curve_points": 2, "curve_times": 3}}))
+
+    @classmethod
+    def paper(cls) -> TransformerDiscoveryConfig:
+        """The paper's run of the learned transformer rows (``paramsym reproduce transformer``; ``paramsym
+        experiment transformer --paper``), protocol v3 (fixed 2026-12-03 before its runs): the units fixed
+        before any result (issue 17) — every other layer of the six, 1, 3 and 5, in each the unit of largest
+        feature RMS on the 16-token prefix; three fresh seeds 6–8 (seeds 0–2 served protocol v1, 3–5
+        protocol v2; seed 0 of each unit served v2's and v3's development); the direct map's two objectives
+        and the flow action, the flow on the same seeds (its 2,000 steps cost about the direct map's 6,000)."""
+        return cls(units=[[1, None], [3, None], [5, None]], seeds=[6, 7, 8], variants=["hybrid", "finite", "flow"],
+                   flow_seeds=[6, 7, 8])
 
     def validate(self) -> None:
         bad = [v for v in self.variants if v not in VARIANTS]
@@ -224,7 +235,7 @@ def learned_edit(problem, action, *, rho: float = 0.5, generator: torch.Generato
     from ....actions.ffn_unit import uncompensated_theta
 
     rho = check_rho(rho)
-    act = copy.deepcopy(action).double().eval()
+    act = float64_copy(action)
     grp = act.group
     th0 = problem.target.theta0.double()
     with torch.no_grad():
@@ -316,7 +327,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     configs = subrun_configs(cfg, betas, {label: pr.name for label, pr in problems.items()})
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
         plan_subrun(out.path / name, dcfg, reuse)
-    out.write_json("config.json", {"kind": KIND, **to_dict(cfg)})
+    out.write_json("config.json", to_document(KIND, cfg))
     out.write_env(cfg.seeds[0])
     per_unit: dict[str, dict[str, Any]] = {}
     infos: dict[str, dict[str, Any]] = {}

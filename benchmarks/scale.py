@@ -1,0 +1,182 @@
+"""Spec export of real-size checkpoints beside one forward pass (issue 34).
+
+Writes random **bf16, sharded** checkpoints of real shapes (``--shapes tinyllama`` = TinyLlama-1.1B's
+config: 22 layers, hidden 2048, FFN 5632, 32 query / 4 key-value heads, vocabulary 32000;
+``llama2-7b`` = Llama-2-7B's: 32 layers, hidden 4096, FFN 11008, 32 heads) into ``--dir`` (one
+shard at a time: the model is never held whole; weights ``N(0, 0.02²)``, norm scales
+``1 + N(0, 0.02²)``), then measures, each in a fresh process (``os.wait4``: wall time of the
+child, its CPU time and peak RSS, imports included):
+
+* ``spec``: ``paramsym census --model DIR --export permutation-spec --without-weights`` (headers,
+  a 2-layer copy traced at the real widths in ``--spec-dtype``, the spec extended and named as stored);
+* ``headers``: :func:`paramsym.census.stored.read_checkpoint` alone;
+* ``forward``: the floor — ``from_pretrained`` (bf16, eager) and one forward pass on 2 × 8 tokens.
+
+It prints the table and the ratios spec / forward (wall and peak RSS) per shape, and the time of
+the spec per parameter from the smallest to the largest shape. The weighted census / export are
+not run here (they hold float64 copies of the whole model: ~16 bytes per parameter measured in
+the issue); their memory estimate (``loading_estimate``) is printed for the ``--max-memory`` check.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/scale.py --dir /tmp/scale [--shapes tinyllama,llama2-7b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SHAPES = {
+    "smoke": dict(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                  vocab_size=1000, max_position_embeddings=256, rms_norm_eps=1e-5, tie_word_embeddings=False),
+    "tinyllama": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+                      num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048, rms_norm_eps=1e-5,
+                      tie_word_embeddings=False),
+    "llama2-7b": dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+                      num_key_value_heads=32, vocab_size=32000, max_position_embeddings=4096, rms_norm_eps=1e-5,
+                      tie_word_embeddings=False),
+}
+SHARD_BYTES = 1 << 30
+
+
+def write_checkpoint(shape: str, directory: Path, seed: int = 0) -> int:
+    """Write the random sharded bf16 checkpoint; returns its parameter count. Nothing is held whole:
+    the names and shapes come from a model on the meta device, each shard is filled and saved alone."""
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+
+    cfg = transformers.LlamaConfig(**SHAPES[shape], architectures=["LlamaForCausalLM"], torch_dtype="bfloat16")
+    with torch.device("meta"):
+        meta = transformers.LlamaForCausalLM(cfg)
+    shapes = [(n, tuple(t.shape)) for n, t in meta.state_dict().items()]
+    gen = torch.Generator().manual_seed(seed)
+    directory.mkdir(parents=True, exist_ok=False)
+    cfg.save_pretrained(directory)
+    shards: list[list[tuple[str, tuple[int, ...]]]] = [[]]
+    size = 0
+    for n, s in shapes:
+        b = 2 * int(torch.Size(s).numel())
+        if shards[-1] and size + b > SHARD_BYTES:
+            shards.append([])
+            size = 0
+        shards[-1].append((n, s))
+        size += b
+    weight_map, total = {}, 0
+    for i, shard in enumerate(shards):
+        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        tensors = {}
+        for n, s in shard:
+            t = 0.02 * torch.randn(s, generator=gen)
+            tensors[n] = (t + 1 if len(s) == 1 else t).to(torch.bfloat16)
+            weight_map[n] = fname
+            total += t.numel()
+        save_file(tensors, str(directory / fname), metadata={"format": "pt"})
+        del tensors
+    (directory / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": 2 * total}, "weight_map": weight_map}, indent=1))
+    return total
+
+
+def _child(what: str, directory: str, dtype: str) -> None:
+    if what == "write":
+        write_checkpoint(dtype, Path(directory))  # dtype carries the shape name here
+        return
+    t0 = time.perf_counter()
+    out: dict = {}
+    if what == "spec":
+        from paramsym.cli import main
+
+        spec = Path(directory).parent / f"{Path(directory).name}.spec.json"
+        if spec.exists():
+            spec.unlink()
+        rc = main(["census", "--model", directory, "--export", "permutation-spec", "--without-weights", "--json",
+                   "--dtype", dtype, "--out", str(spec)])
+        data = json.loads(spec.read_text())
+        out = {"rc": rc, "perms": len(data["perms"]), "tensors": len(data["axes"])}
+    elif what == "headers":
+        from paramsym.census.stored import loading_estimate, read_checkpoint
+
+        stored = read_checkpoint(directory)
+        out = {"tensors": len(stored), "weighted_estimate_GiB": round(loading_estimate(stored) / 2**30, 1)}
+    else:
+        import torch
+        import transformers
+
+        model = transformers.AutoModelForCausalLM.from_pretrained(directory, attn_implementation="eager",
+                                                                  dtype=torch.bfloat16).eval()
+        ids = torch.randint(0, model.config.vocab_size, (2, 8), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits
+        out = {"finite": bool(torch.isfinite(logits).all())}
+    out["seconds"] = time.perf_counter() - t0
+    print("RESULT " + json.dumps(out))
+
+
+def measure(what: str, directory: Path, dtype: str = "float64") -> dict:
+    """Run one measurement in a fresh process; its wall time, CPU time and peak RSS (``os.wait4``)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, __file__, "--child", what, str(directory), dtype], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    stdout = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    line = next((ln for ln in stdout.splitlines() if ln.startswith("RESULT ")), None)
+    res = json.loads(line[7:]) if line else {"error": f"exit {proc.returncode}"}
+    return {"what": what, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_MiB": usage.ru_maxrss / 1024, **res}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", help="where the checkpoints are written (DIR/<shape>; reused if present)")
+    ap.add_argument("--shapes", default="tinyllama", help=f"comma-separated among {sorted(SHAPES)}")
+    ap.add_argument("--what", default="headers,spec,forward", help="measurements, comma-separated (forward of a 7B "
+                    "checkpoint needs ~14 GB: leave it out on a shared 24 GB machine)")
+    ap.add_argument("--spec-dtype", default="float64", choices=["float64", "float32"],
+                    help="dtype of the traced 2-layer copy (--dtype of the census)")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(*args.child)
+        return 0
+    if not args.dir:
+        ap.error("--dir DIR is required")
+    rows = []
+    for shape in args.shapes.split(","):
+        d = Path(args.dir) / shape
+        if not d.exists():  # written by a child: a forked child's peak RSS counts its parent's pages before exec
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, __file__, "--child", "write", str(d), shape], check=True)
+            n = json.loads((d / "model.safetensors.index.json").read_text())["metadata"]["total_size"] // 2
+            print(f"wrote {d}: {n:,} parameters, bf16, {len(list(d.glob('*.safetensors')))} shards, "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+        n = json.loads((d / "model.safetensors.index.json").read_text())["metadata"]["total_size"] // 2
+        for what in args.what.split(","):
+            r = measure(what, d, args.spec_dtype)
+            r["params"] = n
+            rows.append((shape, r))
+            extra = {k: v for k, v in r.items() if k not in ("what", "wall", "cpu", "rss_MiB", "params", "seconds")}
+            print(f"{shape:10s} {what:8s} wall {r['wall']:8.1f} s  cpu {r['cpu']:8.1f} s  peak RSS {r['rss_MiB']:.0f} MiB  "
+                  f"{extra}", flush=True)
+    print("\n| shape | parameters | what | wall s | CPU s | peak RSS MiB |\n|---|---:|---|---:|---:|---:|")
+    for shape, r in rows:
+        print(f"| {shape} | {r['params']:,} | {r['what']} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['rss_MiB']:.0f} |")
+    for shape in dict.fromkeys(s for s, _ in rows):
+        got = {r["what"]: r for s, r in rows if s == shape}
+        if "spec" in got and "forward" in got:
+            print(f"{shape}: spec / forward: wall {got['spec']['wall'] / got['forward']['wall']:.2f}, peak RSS "
+                  f"{got['spec']['rss_MiB'] / got['forward']['rss_MiB']:.2f}")
+    specs = [(s, r) for s, r in rows if r["what"] == "spec"]
+    if len(specs) > 1:
+        (s0, a), (s1, b) = specs[0], specs[-1]
+        print(f"spec time per parameter {s1} / {s0}: {(b['wall'] / b['params']) / (a['wall'] / a['params']):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

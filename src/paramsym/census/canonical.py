@@ -1,0 +1,272 @@
+"""The canonical form of a pre-norm transformer: norm scales and biases folded, LayerNorm made RMS.
+
+A pre-norm transformer reads its residual stream ``x`` only through norms,
+``N(x) = γ ⊙ n(x) + β``, whose outputs only linear maps read, ``W N(x) + b``. The canonical form
+computes the same function with every norm at unit gain and no bias:
+
+* **scale and bias** go into the readers: ``W N(x) + b = (W diag γ) n(x) + (W β + b)`` —
+  ``W' = W diag γ``, ``b' = b + W β`` (a reader without a bias that needs one is given one:
+  GPT-2's LM head, StableLM's q/k/v; the only place ``β`` can go while the stream rotates);
+* **LayerNorm → RMS norm.** A LayerNorm is ``n(x) = C x / rms(C x)`` with the centring
+  ``C = I − 𝟙𝟙ᵀ/D``; an RMS norm is ``x / rms(x)``. The centring is **folded into the writers**
+  (SliceGPT): every embedding row and every writer's output (weight rows, bias) is centred,
+  ``E' = E C``, ``W_write' = C W_write``, ``b_write' = C b_write``. The stream is a sum of those,
+  so it lies in ``𝟙⊥`` and ``C x = x``: the LayerNorm's centring is the identity there and the
+  module becomes an ``nn.RMSNorm`` (same ``ε``: ``var(x) = mean(x²)`` on ``𝟙⊥``). Centring is
+  exact because every reader of the stream is a centred norm, which discards ``𝟙`` anyway.
+  Why not keep an explicit centring (a LayerNorm at unit gain)? ``C`` commutes only with the
+  orthogonal maps fixing ``𝟙`` (``O(D−1) × O(1)``), so the stream's group would shrink by
+  ``D − 1`` dimensions; with the centring folded, the whole ``O(D)`` acts
+  (:func:`paramsym.census.rotation.rotate_residual`). (The canonical weights are still a valid
+  checkpoint of the LayerNorm class — on a centred stream LayerNorm at unit gain *is* the RMS
+  norm — and so are their rotations by ``Q`` with ``Q 𝟙 = ±𝟙``; a general ``Q`` needs the RMS module.)
+* **tied embeddings.** A tied LM head ``E`` reads the final norm; its scale can be folded only
+  into an untied head, so with ``untie=False`` a tied model whose final scale is not 1 is
+  refused (``untie=True`` gives the head its own copy ``E diag γ``). Centring ``E`` is harmless
+  for a tied head: it reads ``n(x) ∈ 𝟙⊥``.
+
+After the fold, ``E ↦ E Mᵀ``, ``W_read ↦ W_read Mᵀ``, ``W_write ↦ M W_write``, ``b_write ↦ M b_write``
+leaves the outputs unchanged for every orthogonal ``M`` (``n(M x) = M n(x)``).
+
+Refusals (:class:`~paramsym.errors.SymmetryNotApplicableError`, naming the norm and why): a
+**post-norm** model (BERT, RoBERTa, DistilBERT: a norm's output is also the residual, so scaling
+it is not absorbed by its readers — probed by scaling each norm by a random ``d`` and its
+readers by ``1/d``); a norm whose output feeds no linear map (a base model's final norm — load
+it with its LM head; a width-``D`` q/k norm over a whole projection); centred and
+uncentred norms mixed on one stream; an unrecognised scale parametrisation; tied embeddings
+with ``untie=False`` as above; and a canonical model whose output moved beyond rounding.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call
+
+from ..errors import NonFiniteError, SymmetryNotApplicableError
+from ..targets.base import model_output
+from .spaces import Spaces, derive_spaces
+from .verifying import PROBE_TOL
+
+__all__ = ["canonical_form", "canonical_tolerance", "readers_of", "weight_name"]
+
+
+def canonical_tolerance(model: nn.Module, spaces: Spaces) -> float:
+    """Relative output change allowed between a model and its canonical form: ``10·(L+1)·√D·ε``
+    with ``ε`` the float32 epsilon where the model runs in float32 or its norms compute in float32
+    inside (HF's RMSNorm), the float64 epsilon otherwise — ``L + 1`` norm–read–write blocks, each a
+    ``D``-long inner product whose rounding grows like ``√D·ε``, and a margin of 10."""
+    dtype = next(model.parameters()).dtype
+    f32 = dtype != torch.float64 or spaces.float32_inside
+    eps = torch.finfo(torch.float32 if f32 else torch.float64).eps
+    return 10.0 * (len(spaces.layout.layers) + 1) * spaces.hidden_size**0.5 * eps
+
+
+def weight_name(model: nn.Module, p: Tensor) -> str:
+    """The name under which ``model`` holds the parameter ``p`` ("" if it does not)."""
+    for n, q in model.named_parameters():
+        if q is p:
+            return n
+    return ""
+
+
+def readers_of(model: nn.Module, inputs: Mapping[str, Any], sp: Spaces) -> dict[str, list[str]]:
+    """Norm module → the reader modules whose input is its output, found on ``model`` (a copy of
+    the traced one: an untied LM head included) by one forward pass with hooks."""
+    mods = dict(model.named_modules())
+    rec: dict[str, Tensor] = {}
+    nrec: dict[str, Tensor] = {}
+
+    def keep(store: dict[str, Tensor], name: str, t: Tensor) -> None:  # a hook returning None keeps the output
+        store.setdefault(name, t.detach())
+
+    hooks = [mods[r].register_forward_hook(lambda m, a, o, r=r: keep(rec, r, a[0])) for r in sp.readers if r in mods]
+    hooks += [mods[n].register_forward_hook(lambda m, a, o, n=n: keep(nrec, n, o[0] if isinstance(o, tuple) else o))
+              for n in sp.norms]
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    finally:
+        for h in hooks:
+            h.remove()
+    out: dict[str, list[str]] = {}
+    for r, x in rec.items():
+        for n, y in nrec.items():
+            if (x.shape == y.shape and torch.equal(x, y)) or (x.dim() == y.dim() - 1 and torch.equal(x, y[:, 0])):
+                out.setdefault(n, []).append(r)
+    return out
+
+
+def _rel(a: Tensor, b: Tensor) -> float:
+    return float((a - b).norm() / b.norm())
+
+
+def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
+                   output: Callable[[Any], Tensor] = model_output, *, untie: bool = False,
+                   spaces: Spaces | None = None) -> nn.Module:
+    """An equivalent copy of the pre-norm transformer ``model`` in canonical form (module docstring).
+
+    Args:
+        model: an HF model with an LM head (float64 recommended; float32 works).
+        inputs, output: a batch (``input_ids``, ≥ 2 tokens; e.g. random token ids from
+            :func:`paramsym.census.walk.default_inputs`) and the output map (default the logits),
+            used to trace the spaces, probe the norms and verify the result.
+        untie: give a tied LM head its own weight so the final norm's scale can be folded into it.
+        spaces: the traced spaces of ``model`` (traced here when ``None``).
+
+    Returns:
+        The canonical copy, in eval mode: every stream norm an RMS norm at unit gain without bias
+        (LayerNorms replaced by ``nn.RMSNorm``; RMS norms keep their class with the identity
+        scale, ``w = 1`` or ``w = 0`` for ``γ = 1 + w``); outputs equal to
+        :func:`canonical_tolerance`.
+
+    Raises:
+        NonFiniteError: a parameter holds NaN or inf (named).
+        SymmetryNotApplicableError: the refusals of the module docstring, each naming the norm.
+    """
+    bad = [n for n, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise NonFiniteError(f"canonical form of {type(model).__name__}: the parameters {bad[:3]} hold NaN or inf "
+                             f"({len(bad)} tensors); fix or reload the checkpoint.")
+    sp = spaces if spaces is not None else derive_spaces(model, inputs, output)
+    name = type(model).__name__
+    if sp.output_in_stream:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: the model's output is a norm's output over the "
+                                         "stream (a base model); load it with its LM head (head='causal-lm') so the "
+                                         "final norm's scale can be folded into it.")
+    if not sp.norms:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: no norm over the residual stream was found.")
+    centred = {info.centred for info in sp.norms.values()}
+    if len(centred) > 1:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: the stream norms mix centred (LayerNorm) and "
+                                         f"uncentred (RMS) ones {sorted(sp.norms)}; centring the stream would change "
+                                         "what the RMS norms read.")
+    odd = [n for n, info in sp.norms.items() if info.scale_offset is None]
+    if odd:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: the norms {odd} compute neither n(x)·w nor "
+                                         "n(x)·(1+w) (probed); their scales cannot be folded.")
+    new = copy.deepcopy(model).eval()
+    emb_in = new.get_input_embeddings()
+    head = new.get_output_embeddings() if hasattr(new, "get_output_embeddings") else None
+    tied = head is not None and head.weight is emb_in.weight
+    if tied and untie:
+        new.config.tie_word_embeddings = False
+        head.weight = nn.Parameter(head.weight.detach().clone())
+        tied = False
+    mods = dict(new.named_modules())
+    read = readers_of(new, inputs, sp)
+    for n in sp.norms:
+        if not read.get(n):
+            raise SymmetryNotApplicableError(
+                f"canonical form of {name}: the norm {n} (width {sp.hidden_size}) feeds no linear map, so its scale has "
+                "nowhere to go (a norm inside attention over a whole projection, such as a width-D q/k norm, or a final "
+                "norm read by no LM head).")
+    params = dict(new.named_parameters())
+    with torch.no_grad():
+        base = output(new(**inputs))
+    gammas = {n: (params[info.weight] + info.scale_offset).detach().clone() for n, info in sp.norms.items()}
+    _probe_pre_norm(new, inputs, output, sp, read, base, tied, head, name)
+    if tied:
+        final = [n for n, rs in read.items() if head in (mods[r] for r in rs)]
+        if any(not torch.all(gammas[n] == 1) for n in final):
+            raise SymmetryNotApplicableError(f"canonical form of {name}: the LM head is tied to the input embedding and "
+                                             f"the final norm {final} has a scale ≠ 1, which only an untied head can "
+                                             "absorb; pass untie=True (paramsym census --canonical always unties).")
+    with torch.no_grad():
+        for n, info in sp.norms.items():
+            beta = params[info.bias].detach().clone() if info.bias else None
+            for r in read[n]:
+                _fold_into_reader(new, mods[r], gammas[n], beta, sp, name)
+            if info.centred:
+                _set_module(new, n, _rms_like(mods[n], params[info.weight], name))
+            else:
+                params[info.weight].fill_(1.0 - info.scale_offset)
+        if centred == {True}:  # after the fold: a tied head's b + E β uses the uncentred E
+            _centre_stream(new, sp, mods, params)
+        got = output(new(**inputs))
+    err, tol = _rel(got, base), canonical_tolerance(model, sp)
+    if not err <= tol:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: the folded model's output differs by {err:.2e} "
+                                         f"relative (> {tol:.1e}); something reads the stream other than through its "
+                                         f"norms (modules not followed: {[u['module'] for u in sp.unfollowed]}).")
+    return new.eval()
+
+
+def _probe_pre_norm(model, inputs, output, sp: Spaces, read, base, tied, head, name) -> None:
+    """Refuse a norm whose scale its readers do not absorb: scale it by a random ``d ∈ [1.5, 2.5]``
+    (``γ ↦ d⊙γ``, ``β ↦ d⊙β``) and its readers' input columns by ``1/d``; in a pre-norm model the
+    output stays put (the readers are the norm's only consumers), in a post-norm one the residual
+    carries the scaled output on."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    mods = dict(model.named_modules())
+    g = torch.Generator().manual_seed(0)
+    tol = PROBE_TOL if base.dtype == torch.float64 else 1e-4
+    for n, info in sp.norms.items():
+        if tied and any(mods[r] is head for r in read[n]):
+            continue  # the head's columns are the embedding's: checked by the final verification instead
+        d = 1.5 + torch.rand(info.size, generator=g, dtype=base.dtype)
+        p = dict(params)
+        p[info.weight] = d * (params[info.weight] + info.scale_offset) - info.scale_offset
+        if info.bias:
+            p[info.bias] = d * params[info.bias]
+        for r in read[n]:
+            w = weight_name(model, mods[r].weight)
+            lay = sp.layouts.get(w, sp.layouts.get(sp.readers.get(r, ""), "out_in"))
+            p[w] = params[w] / (d[None, :] if lay == "out_in" else d[:, None])
+        with torch.no_grad():
+            err = _rel(output(functional_call(model, p, (), dict(inputs))), base)
+        if err > tol:
+            raise SymmetryNotApplicableError(
+                f"canonical form of {name}: scaling the norm {n} by d and its readers {read[n]} by 1/d changes the output "
+                f"by {err:.2e} relative: its output is also the residual stream (a post-norm model: BERT, RoBERTa, "
+                "DistilBERT), so its scale cannot be folded; only permutations of the stream apply.")
+
+
+def _layout(model: nn.Module, sp: Spaces, weight: Tensor) -> str:
+    return sp.layouts.get(weight_name(model, weight), "out_in")
+
+
+def _centre_stream(model: nn.Module, sp: Spaces, mods, params) -> None:
+    """``E ↦ E C`` (embedding rows), ``W ↦ C W``, ``b ↦ C b`` (writers' outputs), ``C = I − 𝟙𝟙ᵀ/D``."""
+    for e in sp.embeddings:
+        params[e].sub_(params[e].mean(1, keepdim=True))
+    for w in sp.writers:
+        mod = mods[w]
+        ax = 0 if _layout(model, sp, mod.weight) == "out_in" else 1
+        mod.weight.sub_(mod.weight.mean(ax, keepdim=True))
+        if getattr(mod, "bias", None) is not None:
+            mod.bias.sub_(mod.bias.mean())
+
+
+def _fold_into_reader(model: nn.Module, mod: nn.Module, gamma: Tensor, beta: Tensor | None, sp: Spaces, name: str) -> None:
+    """``b ↦ b + W β`` (with the original ``W``; a bias created where there is none), then ``W ↦ W diag γ``."""
+    W = mod.weight
+    out_in = _layout(model, sp, W) == "out_in"
+    if beta is not None and bool(beta.any()):
+        shift = W @ beta if out_in else beta @ W
+        if getattr(mod, "bias", None) is None:
+            if not isinstance(mod, nn.Linear):
+                raise SymmetryNotApplicableError(f"canonical form of {name}: the norm bias has to go into the reader "
+                                                 f"{type(mod).__name__}, which has no bias and is no nn.Linear.")
+            mod.bias = nn.Parameter(shift.clone())
+        else:
+            mod.bias.add_(shift)
+    W.mul_(gamma[None, :] if out_in else gamma[:, None])
+
+
+def _rms_like(ln: nn.Module, weight: Tensor, name: str) -> nn.Module:
+    """An ``nn.RMSNorm`` with the LayerNorm's ``ε`` at unit gain (same device and dtype)."""
+    eps = getattr(ln, "eps", getattr(ln, "variance_epsilon", None))
+    if eps is None:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: the LayerNorm {type(ln).__name__} states no ε "
+                                         "(eps / variance_epsilon); the RMS norm replacing it needs the same ε.")
+    return nn.RMSNorm(weight.numel(), eps=float(eps), elementwise_affine=True, device=weight.device, dtype=weight.dtype)
+
+
+def _set_module(model: nn.Module, path: str, mod: nn.Module) -> None:
+    parent, _, leaf = path.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, leaf, mod)

@@ -1,0 +1,260 @@
+"""What a safetensors checkpoint stores, read from its headers, and the loaded model's names for it.
+
+A checkpoint directory holds ``model.safetensors`` or shards ``model-0000i-of-0000n.safetensors``
+with ``model.safetensors.index.json`` (``weight_map``: tensor name → shard). A safetensors file
+is ``u64 N`` (little-endian), an ``N``-byte JSON header ``{name: {dtype, shape, data_offsets}}``
+and the data; :func:`read_checkpoint` reads only the headers (no tensor is allocated) and checks
+that the index and the shards agree and that no shard is truncated (the largest
+``data_offsets`` end must equal the file's data length) — each disagreement a
+:class:`~paramsym.errors.CheckpointError` naming the file and the tensor.
+
+The loaded model may call a stored tensor otherwise: transformers renames on loading (GPT-NeoX
+stores ``embed_out.weight``, the model's parameter is ``lm_head.weight``), and ties (GPT-2's
+``lm_head.weight`` is the input embedding, stored once). :func:`stored_names` maps each tensor the
+model would save (``state_dict`` names, tied repeats once) to the names the checkpoint stores it
+under: the same name with the same shape, else the one stored tensor of that shape **whose
+values equal the model's** (read one at a time with ``safe_open``); a model name stored under
+its own name *and* as a tied repeat gets both. Exports name these stored tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import CheckpointError
+
+__all__ = ["StoredTensor", "read_checkpoint", "stored_names", "loading_estimate", "INDEX_FILE"]
+
+INDEX_FILE = "model.safetensors.index.json"
+_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
+                "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """One tensor of a checkpoint: its shard, shape, safetensors dtype and size in bytes."""
+
+    name: str
+    file: Path
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+def _header(path: Path) -> dict[str, StoredTensor]:
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise CheckpointError(f"checkpoint shard {str(path)!r} is {size} bytes, shorter than a safetensors header; "
+                                  "the file is truncated: copy or save it again.")
+        (n,) = struct.unpack("<Q", head)
+        if n > size - 8:
+            raise CheckpointError(f"checkpoint shard {str(path)!r} declares a {n}-byte header but holds {size - 8} bytes "
+                                  "after the length; the file is truncated or not safetensors: copy or save it again.")
+        try:
+            meta = json.loads(fh.read(n))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CheckpointError(f"checkpoint shard {str(path)!r}: unreadable safetensors header ({exc}); copy or save "
+                                  "it again.") from None
+    out, end = {}, 0
+    for name, info in meta.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        end = max(end, int(hi))
+        out[name] = StoredTensor(name, path, tuple(int(s) for s in info["shape"]), str(info["dtype"]), int(hi) - int(lo))
+    if end != size - 8 - n:
+        raise CheckpointError(f"checkpoint shard {str(path)!r}: its header places tensor data up to byte {end} but the "
+                              f"file holds {size - 8 - n} data bytes; the shard is truncated or padded: copy or save "
+                              "it again.")
+    return out
+
+
+def read_checkpoint(directory: str | Path) -> dict[str, StoredTensor]:
+    """Every stored tensor of the safetensors checkpoint in ``directory``, from the headers only.
+
+    Raises:
+        CheckpointError: no safetensors file; an index that is not JSON or names a shard the
+            directory lacks or a tensor its shard does not hold; a shard the index does not
+            name; a truncated shard; a tensor stored in two shards.
+    """
+    d = Path(directory)
+    files = sorted(d.glob("*.safetensors"))
+    index = d / INDEX_FILE
+    weight_map: dict[str, str] | None = None
+    if index.is_file():
+        try:
+            weight_map = dict(json.loads(index.read_text())["weight_map"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint index {str(index)!r} is not a safetensors index with a weight_map "
+                                  f"({type(exc).__name__}: {exc}); save the model again.") from None
+        shards = sorted(set(weight_map.values()))
+        missing = [s for s in shards if not (d / s).is_file()]
+        if missing:
+            raise CheckpointError(f"checkpoint index {str(index)!r} names shard {missing[0]!r} "
+                                  f"({sum(1 for v in weight_map.values() if v == missing[0])} tensors), which "
+                                  f"{str(d)!r} lacks; copy the missing shard(s) {missing[:3]}.")
+        unlisted = [f.name for f in files if f.name not in set(shards)]
+        if unlisted:
+            raise CheckpointError(f"checkpoint {str(d)!r}: shard {unlisted[0]!r} is missing from the index "
+                                  f"{INDEX_FILE} (which names {shards[:3]}); remove the stray file or save the model "
+                                  "again.")
+        files = [d / s for s in shards]
+    if not files:
+        raise CheckpointError(f"checkpoint {str(d)!r} holds no *.safetensors file; give a directory written by "
+                              "save_pretrained.")
+    out: dict[str, StoredTensor] = {}
+    for f in files:
+        for name, t in _header(f).items():
+            if name in out:
+                raise CheckpointError(f"checkpoint {str(d)!r}: tensor {name!r} is stored in both {out[name].file.name!r} "
+                                      f"and {f.name!r}; save the model again.")
+            out[name] = t
+    if weight_map is not None:
+        for name, shard in weight_map.items():
+            if name not in out or out[name].file.name != shard:
+                raise CheckpointError(f"checkpoint index {str(index)!r} names tensor {name!r} in shard {shard!r}, which "
+                                      f"does not hold it{f' (it is in {out[name].file.name!r})' if name in out else ''}; "
+                                      "save the model again.")
+    return out
+
+
+def _load_one(t: StoredTensor) -> Tensor:
+    from safetensors import safe_open
+
+    with safe_open(str(t.file), framework="pt") as fh:
+        return fh.get_tensor(t.name)
+
+
+def stored_names(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[str, list[str]]:
+    """``{model name: [stored names]}`` for every tensor ``model`` saves (``state_dict`` keys,
+    tied repeats folded into their first name), resolved against the checkpoint (module
+    docstring). Call it on the model as loaded (values unchanged; any dtype the stored values
+    convert to exactly), or on a model on the ``meta`` device (no values: an unmatched name is
+    resolved only when exactly one unmatched stored tensor has its shape).
+
+    Raises:
+        CheckpointError: a model tensor with no stored counterpart (neither its name nor a
+            stored tensor of its shape and values), or one whose values match several stored tensors.
+    """
+    first: dict[int, str] = {}
+    tied: dict[str, list[str]] = {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        canon = first.setdefault(id(t), name)
+        tied.setdefault(canon, []).append(name)
+    tensors = {n: t.detach() for n, t in model.state_dict(keep_vars=True).items() if n in tied}
+    out: dict[str, list[str]] = {}
+    for canon, names in tied.items():
+        same = [n for n in names if n in stored and stored[n].shape == tuple(tensors[canon].shape)]
+        if same:
+            out[canon] = same
+    taken = {s for v in out.values() for s in v}
+    for canon in tied:
+        if canon in out:
+            continue
+        p = tensors[canon]
+        shaped = [s for s, t in stored.items() if s not in taken and t.shape == tuple(p.shape)]
+        if p.is_meta:  # no values (a model built on the meta device): the one unmatched stored tensor of its shape
+            equal = shaped
+        else:
+            equal = [s for s in shaped if torch.equal(_load_one(stored[s]).to(p.dtype), p)]
+        if len(equal) != 1:
+            why = ("no stored tensor has its shape and values" if not equal
+                   else f"{'its shape matches' if p.is_meta else 'its values equal'} {len(equal)} stored tensors {equal[:3]}")
+            raise CheckpointError(f"model tensor {canon!r} {tuple(p.shape)} of {type(model).__name__}: not stored under "
+                                  f"that name and {why} (of {len(shaped)} stored tensors of its shape); the checkpoint "
+                                  "stores it transformed (split, fused or converted), which an export cannot name.")
+        out[canon] = equal
+        taken.add(equal[0])
+    return out
+
+
+def renaming(stored_as: Mapping[str, list[str]]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(model → stored, stored → model)``: each model tensor's first stored name, and every
+    stored name back to its model tensor."""
+    return ({m: s[0] for m, s in stored_as.items()}, {x: m for m, s in stored_as.items() for x in s})
+
+
+def spec_to_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]]) -> dict[str, object]:
+    """A permutation-spec JSON (``{"perms", "axes", ...}``) with every tensor named as the
+    checkpoint stores it (a tensor stored under several names gets each, with the same axes).
+
+    Raises:
+        CheckpointError: the spec names a tensor the checkpoint does not store.
+    """
+    axes: dict[str, object] = {}
+    for name, ax in dict(data["axes"]).items():  # type: ignore[call-overload]
+        if name not in stored_as:
+            raise CheckpointError(f"the permutation spec names {name!r}, which the checkpoint does not store.")
+        for s in stored_as[name]:
+            axes[s] = ax
+    return {**data, "axes": axes}
+
+
+def spec_from_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]]) -> dict[str, object]:
+    """The inverse of :func:`spec_to_stored` (for verifying a written spec on the loaded model).
+
+    Raises:
+        CheckpointError: a stored name that is no model tensor's, or two stored names of one model
+            tensor with different axes.
+    """
+    _, back = renaming(stored_as)
+    axes: dict[str, object] = {}
+    for name, ax in dict(data["axes"]).items():  # type: ignore[call-overload]
+        if name not in back:
+            raise CheckpointError(f"the permutation spec names {name!r}, which is no tensor of the checkpoint.")
+        m = back[name]
+        if m in axes and axes[m] != ax:
+            raise CheckpointError(f"the permutation spec gives {name!r} other axes than another stored name of {m!r}.")
+        axes[m] = ax
+    return {**data, "axes": axes}
+
+
+def rename_architecture(arch: Mapping[str, object], rename: Mapping[str, str]) -> dict[str, object]:
+    """A MergeKit architecture dict with ``name`` and ``tied_names`` of the pre/post weights renamed
+    by ``rename`` (names not in it unchanged). Layer templates are kept and must need no renaming.
+
+    Raises:
+        CheckpointError: ``rename`` renames a layer tensor (a template cannot state per-layer names).
+    """
+    def one(e: Mapping[str, object]) -> dict[str, object]:
+        out = dict(e, name=rename.get(str(e["name"]), e["name"]))
+        if e.get("tied_names"):
+            out["tied_names"] = [rename.get(t, t) for t in e["tied_names"]]  # type: ignore[union-attr]
+        return out
+
+    layer = [str(e["name"]) for e in arch["layer_templates"]["weights"]]  # type: ignore[index]
+    moved = [n for n in rename if rename[n] != n and any(_matches(t, n) for t in layer)]
+    if moved:
+        raise CheckpointError(f"the checkpoint stores layer tensor {moved[0]!r} as {rename[moved[0]]!r}; a MergeKit "
+                              "layer template cannot state per-layer renamings: use --export permutation-spec.")
+    return {**arch, "pre_weights": [one(e) for e in arch["pre_weights"]],  # type: ignore[union-attr]
+            "post_weights": [one(e) for e in arch["post_weights"]]}  # type: ignore[union-attr]
+
+
+def _matches(template: str, name: str) -> bool:
+    import re
+
+    head, sep, tail = template.partition("${layer_index}")
+    return bool(re.fullmatch(re.escape(head) + r"\d+" + re.escape(tail), name)) if sep else template == name
+
+
+def loading_estimate(stored: Mapping[str, StoredTensor], copies: int = 3) -> int:
+    """Bytes of loading the checkpoint (as stored) and holding ``copies`` float64 copies of it (the
+    float64 model, a transformed parameter set, the export's comparison): an estimate checked
+    against ``--max-memory`` before anything is loaded."""
+    total = 0
+    for t in stored.values():
+        n = 1
+        for s in t.shape:
+            n *= s
+        total += t.nbytes + copies * 8 * n
+    return total
