@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from paramsym.runs import provenance as pv
 
 
@@ -45,3 +47,22 @@ def test_stale_reason(monkeypatch):
 def test_code_version_names_this_checkout():
     v = pv.code_version()
     assert v.startswith("paramsym-") or len(v.split("-")[0]) == 40
+
+
+def test_code_version_covers_the_whole_package_not_one_sub_package():
+    """The dirty suffix hashes ``git diff HEAD`` of all of ``src/paramsym`` (a change in any of its
+    sub-packages changes the version), not only of the folder holding provenance.py."""
+    import hashlib
+    import subprocess
+    from pathlib import Path
+
+    import paramsym
+
+    package = Path(paramsym.__file__).resolve().parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout (an installed wheel has no diff)")
+    diff = subprocess.run(["git", "diff", "HEAD", "--", "."], cwd=package, capture_output=True).stdout
+    expected = head.stdout.strip() + ("-dirty." + hashlib.sha256(diff).hexdigest()[:12] if diff.strip() else "")
+    pv.code_version.cache_clear()
+    assert pv.code_version() == expected

@@ -340,7 +340,7 @@ def test_census_groups_cli_symmetries_and_bad_inputs(tmp_path, capsys):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("keep")
     assert main(base + ["--out", str(tmp_path / "taken")]) == 2
-    assert "OutputFileError" in capsys.readouterr().err
+    assert "RunDirError" in capsys.readouterr().err  # --out must be new or empty, as for every run
     assert [f.name for f in (tmp_path / "taken").iterdir()] == ["keep.txt"]
     pk = tmp_path / "pickle"
     pk.mkdir()

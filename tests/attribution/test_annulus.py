@@ -91,16 +91,21 @@ def test_attribute_command_quick_end_to_end(tmp_path, capsys):
     os.remove(out / "figures" / "delta_norm.png")
     assert render(run) == text
     assert (out / "figures" / "delta_norm.png").exists()
-    # rerunning into the same directory with the same options resumes: finished flows are not
-    # recomputed; other options (here only the fixed flows) are refused, nothing touched (no mix-up)
+    # an interrupted run (no metrics.json yet) continues with --resume: finished flows are not
+    # recomputed, and it ends with the same metrics; other options beside --resume, or the same
+    # directory as a fresh --out, are refused with nothing touched (no mix-up)
+    metrics = (out / "metrics.json").read_bytes()
+    os.remove(out / "metrics.json")
+    os.remove(out / "report.md")
     stamp = {p.name: p.stat().st_mtime_ns for p in (out / "flows").iterdir()}
-    assert main(["attribute", "--preset", "annulus-wedge", "--quick", "--json", "--out", str(out)]) == 0
+    assert main(["attribute", "--resume", str(out), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["flows"] == summary["flows"]
+    assert again["flows"] == summary["flows"] and (out / "metrics.json").read_bytes() == metrics
     assert {p.name: p.stat().st_mtime_ns for p in (out / "flows").iterdir()} == stamp
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    assert main(["attribute", "--preset", "annulus-wedge", "--quick", "--json", "--out", str(out),
-                 "--flow", "fixed"]) == 2
+    assert main(["attribute", "--resume", str(out), "--json", "--flow", "fixed"]) == 2
+    assert "ConfigError" in capsys.readouterr().err
+    assert main(["attribute", "--preset", "annulus-wedge", "--quick", "--json", "--out", str(out)]) == 2
     assert "RunDirError" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 

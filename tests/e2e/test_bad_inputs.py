@@ -212,25 +212,35 @@ def test_truncated_newest_checkpoint_falls_back(tmp_path: Path, capsys) -> None:
 
 # ------------------------------------------------------------------------------ silent mix-up
 def test_attribute_out_holding_another_run_is_refused(fx, capsys) -> None:
-    """A finished seed-42 annulus run (its config.json and flows) is never mixed with a seed-5 run."""
-    from paramsym.experiments.attribution.annulus.run import _cfg_dict, _check_resumable
-    from paramsym.experiments.attribution.presets import resolve_attribution_config
+    """A seed-42 annulus run (its config.json and flows) is never mixed with a seed-5 run: --out must be
+    empty, --resume takes the saved configuration only, and re-entering the directory from Python
+    (as `paramsym reproduce` does) names the differing key."""
+    from paramsym.config import to_dict
+    from paramsym.errors import RunDirError
+    from paramsym.experiments.attribution.presets import (
+        AttributionConfig,
+        check_resumable,
+        resolve_attribution_config,
+        run_attribution,
+    )
     from paramsym.runs.rundir import RunDir
 
     out = fx / "att"
-    cfg = resolve_attribution_config("annulus-wedge", stage=None, seed=42, quick=True, flows=None, overrides=[],
-                                     weights=None, probes=None)
-    config = {"kind": "attribution", "preset": cfg.preset, "stage": cfg.stage, "flows": list(cfg.flows),
-              "config": _cfg_dict(cfg)}
-    RunDir(out).write_json("config.json", config)
+    cfg = AttributionConfig("annulus-wedge", resolve_attribution_config(
+        "annulus-wedge", stage=None, seed=42, quick=True, flows=None, overrides=[], weights=None, probes=None))
+    RunDir(out).write_json("config.json", {"kind": "attribution", **to_dict(cfg)})
     (out / "flows").mkdir()
     (out / "flows" / "resolved_c.json").write_text('{"record": {}}')
     before = _files(out)
     refused(capsys, ["attribute", "--preset", "annulus-wedge", "--quick", "--seed", "5", "--out", out], "RunDirError",
-            "config.seed")
+            "not empty")
+    refused(capsys, ["attribute", "--resume", out, "--seed", "5"], "ConfigError", "--seed")
     refused(capsys, ["attribute", "--preset", "lifting-sanity", "--quick", "--out", out], "RunDirError", "not empty")
+    other = AttributionConfig("annulus-wedge", resolve_attribution_config("annulus-wedge", seed=5, quick=True))
+    with pytest.raises(RunDirError, match="config.seed"):
+        run_attribution("annulus-wedge", other, RunDir(out), progress=False)
     assert _files(out) == before
-    _check_resumable(RunDir(out), config)  # the same configuration resumes
+    assert check_resumable(RunDir(out), cfg)  # the same configuration resumes
 
 
 # ------------------------------------------------------------------------------ noise

@@ -234,13 +234,18 @@ def test_a_wrapped_attribution_run_starts_in_a_directory_holding_only_the_record
     run's other-run check must treat that directory as empty (it refused every full annulus row),
     and still refuse one holding any other file."""
     from paramsym.errors import RunDirError
-    from paramsym.experiments.attribution.annulus.run import _check_resumable
+    from paramsym.experiments.attribution.presets import (
+        AttributionConfig,
+        check_resumable,
+        resolve_attribution_config,
+    )
     from paramsym.runs.rundir import RunDir
 
+    cfg = AttributionConfig("annulus-wedge", resolve_attribution_config("annulus-wedge", quick=True))
     d = tmp_path / "annulus-wedge"
     d.mkdir()
     (d / RECORD).write_text("{}")
-    _check_resumable(RunDir(d), {"preset": "annulus-wedge"})
+    assert check_resumable(RunDir(d), cfg) is False  # nothing to continue: a fresh run starts there
     (d / "metrics.json").write_text("{}")
     with pytest.raises(RunDirError, match="holds no config.json"):
-        _check_resumable(RunDir(d), {"preset": "annulus-wedge"})
+        check_resumable(RunDir(d), cfg)

@@ -34,7 +34,8 @@ def test_sigkilled_sweep_resumes_to_the_same_table(tmp_path, finished) -> None:
         proc.wait()
     assert not (out / "table.json").exists()
     done = len(list(out.glob("trials/*/metrics.json")))
-    res = subprocess.run([*cmd, "--resume", "--json"], env=env, capture_output=True, text=True, timeout=300)
+    resume = [sys.executable, "-m", "paramsym.cli", "sweep", str(TINY), "--resume", str(out), "--workers", "1", "--quiet"]
+    res = subprocess.run([*resume, "--json"], env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == reference
     stages = json.loads((out / "stages.json").read_text())

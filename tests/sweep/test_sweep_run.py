@@ -103,7 +103,7 @@ def test_a_finished_sweep_resumes_without_training(finished, tiny_spec, capsys) 
 
     out, table = finished
     before = _snapshot(out), {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
-    assert main(["sweep", str(TINY), "--out", str(out), "--resume", "--json", "--quiet"]) == 0
+    assert main(["sweep", str(TINY), "--resume", str(out), "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out) == table
     assert main(["sweep", "--resume", str(out), "--json", "--quiet"]) == 0  # the spec read from config.json
     assert json.loads(capsys.readouterr().out) == table
@@ -120,7 +120,7 @@ def test_unreachable_ray_address_fails_fast_and_keeps_the_trials(finished, tiny_
         run_sweep(tiny_spec, out, backend="ray", address="127.0.0.1:9", resume=True, progress=False)
     msg = str(info.value)
     assert "127.0.0.1:9" in msg and "ray start --head --port=9" in msg and "--backend local" in msg and "--resume" in msg
-    assert main(["sweep", str(TINY), "--out", str(out), "--resume", "--backend", "ray", "--address", "nohost"]) == 2
+    assert main(["sweep", str(TINY), "--resume", str(out), "--backend", "ray", "--address", "nohost"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "BackendUnavailableError" in err and "HOST:PORT" in err
     assert _snapshot(out) == before
@@ -138,8 +138,9 @@ def test_cli_named_errors(tmp_path, capsys) -> None:
     assert "--address is for --backend ray" in capsys.readouterr().err
     assert main(["sweep", str(TINY), "--workers", "0"]) == 2
     assert "--workers must be an integer >= 1" in capsys.readouterr().err
-    assert main(["sweep", str(TINY), "--resume"]) == 2
-    assert "--resume needs the directory of the sweep" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # --resume takes its DIR, as in every command (a usage error)
+        main(["sweep", str(TINY), "--resume"])
+    assert usage.value.code == 2 and "--resume: expected one argument" in capsys.readouterr().err
     assert main(["sweep", str(TINY), "--resume", str(tmp_path / "missing")]) == 2
     assert "no such directory" in capsys.readouterr().err
     assert main(["sweep"]) == 2

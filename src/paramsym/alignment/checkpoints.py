@@ -241,12 +241,15 @@ def align_checkpoints(model_a: nn.Module, model_b: nn.Module, spec, out: str | o
     ``aligned_b`` is B folded and aligned, and ``merged`` the midpoint of folded A and it.
 
     Raises:
-        OutputFileError: ``out`` exists and is not empty (nothing is written).
+        OutputFileError: ``out`` already holds ``aligned_b``, ``merged`` or ``alignment.json``
+            (nothing is written; the command's ``--out`` must be new or empty).
         ArchitectureMismatchError: different model classes, or different tensor names/shapes.
     """
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise OutputFileError(f"--out {str(out)!r} exists and is not empty; alignment writes into a new directory.")
+    taken = [name for name in ("aligned_b", "merged", "alignment.json") if (out / name).exists()]
+    if taken:
+        raise OutputFileError(f"--out {str(out)!r} already holds {', '.join(taken)}; alignment never overwrites: choose "
+                              "a new directory.")
     if type(model_a) is not type(model_b):
         raise ArchitectureMismatchError(f"A is a {type(model_a).__name__} and B a {type(model_b).__name__}; alignment needs "
                                         "two checkpoints of the same architecture.")

@@ -35,7 +35,8 @@ def render(run: RunDir, sections: Callable[[RunDir], str] | None = None) -> str:
         raise RunDirError(f"{run.path}/metrics.json has no 'summary'; the preset did not finish.")
     preset = cfg.get("preset", "?")
     env = run.read_json("env.json") if run.has("env.json") else {}
-    lines = [f"# Attribution run — preset `{preset}`" + (f", stage `{cfg['stage']}`" if cfg.get("stage") else ""), ""]
+    stage = cfg.get("stage") or (cfg.get("config") if isinstance(cfg.get("config"), dict) else {}).get("stage")
+    lines = [f"# Attribution run — preset `{preset}`" + (f", stage `{stage}`" if stage else ""), ""]
     lines.append(f"paramsym {env.get('paramsym', '?')}, torch {env.get('torch', '?')}, git {env.get('git_sha', '?')}, "
                  f"seed {env.get('seed')}, {env.get('time_utc', '')}.")
     lines += ["", "## Lifting verdicts", ""]

@@ -78,6 +78,17 @@ def _flags() -> dict:
             "max_memory": lambda raw, flag: parse_memory(raw)}
 
 
+def _resumes(args: argparse.Namespace, kind: str) -> bool:
+    """``--resume DIR`` of a run of ``kind`` (``paramsym align --resume DIR`` continues either kind)."""
+    import os
+
+    if args.resume is None or not os.path.isfile(os.path.join(args.resume, "config.json")):
+        return False
+    from ..runs.rundir import RunDir
+
+    return RunDir(args.resume).kind() == kind
+
+
 def align_config(args: argparse.Namespace):
     """The configuration of a fresh run: the flags and ``--set`` over ``AlignConfig()``; a preset's
     cache directory resolved (``--cache-dir``, else ``$PARAMSYM_CACHE``, else ``~/.cache/paramsym``)."""
@@ -102,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
-    if args.census_groups:
+    if args.census_groups or _resumes(args, "align-census"):
         return _census_groups(args, threads)
     args.models = list(args.models) or None  # none given: not a configuration flag (for --resume)
     cfg = align_config(args) if args.resume is None else None  # read back from the run directory when resuming
@@ -121,39 +132,25 @@ def _run(args: argparse.Namespace) -> int:
 #: the groups ``--census-groups`` aligns over (``--symmetries``; default: permutation,attention —
 #: the rotation rewrites the model (norm scales folded, embeddings untied), so it is asked for)
 def _census_groups(args: argparse.Namespace, threads: int) -> int:
-    """``--census-groups``: align two HF checkpoints over the census's whole group (permutations,
-    the residual rotation of folded RMSNorm models, per-head GL / rotary commutant)."""
-    from pathlib import Path
+    """``--census-groups``: the ``align-census`` run kind (:mod:`paramsym.kinds.align_census`): align two
+    HF checkpoints over the census's whole group (permutations, the residual rotation of folded RMSNorm
+    models, per-head GL / rotary commutant) into the run directory (aligned_b/, merged/, alignment.json)."""
+    from ..errors import ConfigError
+    from ..kinds.align_census import KIND, AlignCensusConfig, summary_line
+    from .options import run_kind, seed_option
 
-    import torch
-
-    from ..alignment.checkpoints import align_checkpoints
-    from ..errors import ConfigError, OutputFileError
-    from ..models.loading import load_model
-    from .options import seed_option
-
-    models = list(args.models or ())
-    if args.resume is not None or args.preset or not args.out or len(models) != 2:
-        raise ConfigError("--census-groups needs two checkpoints A B and --out DIR (a new directory); it takes "
-                          "neither --preset nor --resume.")
-    seed = seed_option(args.seed) if args.seed is not None else 0
-    if Path(args.out).exists() and any(Path(args.out).iterdir()):
-        raise OutputFileError(f"--out {args.out!r} exists and is not empty; alignment writes into a new directory.")
-    torch.set_num_threads(threads)
-    ma, mb = (load_model(m, head="auto", quiet=True, argument=w) for m, w in zip(models, "AB"))
-    from ..kinds.census_plan import census_plan
-
-    plan = census_plan(ma, seed, None if args.symmetries is None else args.symmetries.split(","))
-    spec = plan["spec"]
-    info = align_checkpoints(ma, mb, spec, args.out, seed=seed, attention=plan["attention"], rotation=plan["rotation"])
-    info |= {"A": models[0], "B": models[1], "log10_order": spec.log10_order(), "omitted": spec.omitted,
-             "symmetries": plan["symmetries"]}
-    qk = info.get("attention_query_key")
-    syms = [s if s != "attention" or not qk else f"attention (query/key: GL(d_k) on {qk['gl']} layers, rotary "
-            f"commutant on {qk['rotary_commutant']})" for s in plan["symmetries"][1:]]
-    print(json.dumps(info, indent=1) if args.json else
-          f"aligned B to A over {len(info['perms'])} permutation groups (log10 order {info['log10_order']:.1f})"
-          f"{' and ' + ', '.join(syms) if syms else ''}: distance "
-          + " -> ".join(f"{v:.4g}" for v in info["distance"].values()) + f" ({', '.join(info['distance'])}); wrote "
-          f"{info['aligned_b']} and {info['merged']}")
+    flags = {"models": None, "symmetries": None, "seed": seed_option, "preset": None}
+    args.models = list(args.models or ()) or None  # none given: not a configuration flag (for --resume)
+    cfg = None  # read back from the run directory when resuming
+    if args.resume is None:
+        models = list(args.models or ())
+        if args.preset or not args.out or len(models) != 2:
+            raise ConfigError("--census-groups needs two checkpoints A B and --out DIR (a new directory); it takes no "
+                              "--preset.")
+        seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
+        symmetries = None if args.symmetries is None else tuple(s.strip() for s in args.symmetries.split(","))
+        cfg = AlignCensusConfig(models=tuple(models), symmetries=symmetries, seed=seed)
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
+    info = outcome.metrics
+    print(json.dumps(info, indent=1) if args.json else summary_line(info))
     return 0

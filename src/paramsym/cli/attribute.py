@@ -11,8 +11,11 @@
 the start, end and predicted ‖δ‖ (``delta_start``, ``delta_end``, ``delta_predicted``) and the
 residuals, and for each lift its residual, rank and liftability verdict. Without ``--json`` the
 verdicts and a flow table are printed. The run directory holds ``config.json`` (``"kind":
-"attribution"``), ``metrics.json``, ``env.json``, ``figures/`` and ``report.md``; an
-interrupted annulus run resumes its finished flows when rerun with the same ``--out``.
+"attribution"``, the preset and its configuration, the provenance), ``metrics.json``,
+``env.json``, ``figures/`` and ``report.md``, written through the run verb
+(:func:`paramsym.runs.execute.execute`); ``--out`` must be new or empty, and ``--resume DIR``
+continues an interrupted run with its saved configuration (finished flows and a trained model
+reused).
 
 The presets are those of :data:`paramsym.experiments.attribution.presets.ATTRIBUTION_PRESETS`; this
 module is the only place that turns the flags into a preset's typed configuration (through
@@ -49,7 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--flow", choices=["resolved", "fixed"], action="append", default=None,
                    help="flow mode(s) to run (repeatable; default both)")
     p.add_argument("--quick", action="store_true", help="small fast version (tests, smoke runs)")
-    add_run_options(p, resume=False, out="run directory (default runs/attribute-<preset>-<time>)",
+    add_run_options(p, out="run directory, new or empty (default runs/attribute-<preset>-<time>)",
                     json="print the summary as JSON on stdout",
                     set_help="set a config key of the preset (repeatable), e.g. --set dt=0.01 (--seed and --flow are "
                     "sugar for --set seed= and flows=)")
@@ -99,25 +102,25 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from .options import int_option
 
     threads = int_option(args.threads, "--threads", 1, 4096) if args.threads is not None else 1
-    cfg = attribute_config(args)
+    from ..experiments.attribution.presets import AttributionConfig
+    from ..runs.execute import load_run_config
+    from ..runs.rundir import default_run_dir
+    from .options import command_line, open_run
+
+    if args.resume is not None:
+        out, resuming = open_run(args, kind="attribution", config_flags=dict.fromkeys(
+            ("preset", "stage", "flow", "quick", "seed", "weights", "probes")))
+        cfg = load_run_config(out)
+    else:
+        cfg = AttributionConfig(args.preset, attribute_config(args))
+        stage = getattr(cfg.config, "stage", None)
+        name = args.preset + (f"-{stage}" if stage else "")
+        out, resuming = open_run(args, kind="attribution", default=str(default_run_dir("attribute", name)))
     import torch
 
-    from ..runs.rundir import RunDir, default_run_dir
-
     torch.set_num_threads(threads)
-    stage = getattr(cfg, "stage", None)
-    name = args.preset + (f"-{stage}" if stage else "")
-    out = RunDir(args.out or default_run_dir("attribute", name))
-    if args.out and out.path.is_dir() and any(out.path.iterdir()):
-        # a non-empty --out is resumed only when it holds a run of this preset (the preset then checks
-        # that the configuration is the same); anything else would mix two runs' files
-        from ..errors import RunDirError
-
-        old = out.read_json("config.json") if out.has("config.json") else None
-        if not (isinstance(old, dict) and old.get("kind") == "attribution" and old.get("preset") == args.preset):
-            raise RunDirError(f"--out {args.out!r} is not empty and does not hold a `paramsym attribute --preset "
-                              f"{args.preset}` run; its files would be mixed with this run's. Choose a new or empty --out.")
-    summary = run_attribution(args.preset, cfg, out, progress=not args.quiet and not args.json)
+    summary = run_attribution(cfg.preset, cfg, out, progress=not args.quiet and not args.json, resume=resuming,
+                              command=command_line(args))
     if args.json:
         print(json.dumps(summary, indent=2, default=_json_default))
         return 0

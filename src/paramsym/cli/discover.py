@@ -79,8 +79,9 @@ def _experiment_arguments(parser: argparse.ArgumentParser, func, config) -> None
     budget.add_argument("--quick", action="store_true", help="small fast version (20 steps, tiny verdict; smoke runs)")
     budget.add_argument("--paper", action="store_true", help="the paper's run (the configuration's paper() value: its "
                         "seeds, units, variants; what `paramsym reproduce` runs)")
-    add_run_options(parser, seed=False, seeds=True, threads=False, resume=False, json="print the comparison metrics as "
-                    "JSON", out="output directory (finished sub-runs in it are reused)",
+    add_run_options(parser, seed=False, seeds=True, threads=False, json="print the comparison metrics as JSON",
+                    out="the run directory (new or empty; default runs/<experiment>-<preset>-<time>); --resume DIR "
+                    "continues it (finished sub-runs reused, interrupted ones resumed from their checkpoints)",
                     set_help="set a key of the experiment's configuration (e.g. --set seeds=[1,2]; each flag is sugar "
                     "for --set of its key) or of every training run's discovery configuration (e.g. --set "
                     "train.lr=3e-4: added to its overrides); repeatable")
@@ -134,7 +135,7 @@ def discover_config(args: argparse.Namespace):
 
 def cmd_discover(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
-    from .options import MAX_SEED, device_option, int_option
+    from .options import MAX_SEED, command_line, device_option, int_option
 
     if args.steps is not None:  # the flags' values are checked before anything else
         int_option(args.steps, "--steps", 1)
@@ -161,7 +162,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
         problem = None if run.has("metrics.json") or cfg.problem.preset not in PRESETS else resolve_problem(cfg)
         if problem is not None:
             _set_threads(cfg, problem)
-        res = resume_run(args.resume, device=device, progress=not args.quiet, problem=problem)
+        res = resume_run(args.resume, device=device, progress=not args.quiet, problem=problem,
+                         command=command_line(args))
         if res.already_finished:
             print(f"{res.run.path} is already finished; `paramsym report {res.run.path}` regenerates its report.",
                   file=sys.stderr)
@@ -172,7 +174,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         _check_device(cfg.device, "--device" if device else "device (--set device=...)")
         problem = resolve_problem(cfg)  # built once: the thread count and the run use the same problem
         _set_threads(cfg, problem)
-        res = start_run(cfg, args.out, progress=not args.quiet, problem=problem)
+        res = start_run(cfg, args.out, progress=not args.quiet, problem=problem, command=command_line(args))
     if args.json:
         print(json.dumps(res.metrics, indent=2))
     else:
@@ -305,31 +307,53 @@ def transformer_config(args: argparse.Namespace):
     return cfg
 
 
-def cmd_experiment_objectives(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.table1.run import run
-    from ..runs.rundir import RunDir, default_run_dir
+#: the flags of ``paramsym experiment ...`` that set the configuration (refused beside --resume)
+_EXPERIMENT_FLAGS = ("preset", "variants", "steps", "seeds", "quick", "paper", "unit_beta", "units", "compensators",
+                     "tokens")
 
-    cfg = objectives_config(args)
-    out = RunDir(args.out or default_run_dir("objectives", cfg.preset))
-    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+
+def _run_experiment(args: argparse.Namespace, kind: str, module: str, build, prefix: str, name) -> int:
+    """Run ``paramsym experiment ...`` by the one rule of a run (:func:`paramsym.cli.options.open_run`):
+    a fresh run in ``--out`` (default ``runs/<prefix>-<name(cfg)>-<time>``) with the configuration ``build()``
+    (resolved before the directory is created), or ``--resume DIR`` with the run's saved one;
+    through :func:`paramsym.runs.execute.execute` (``module.run``)."""
+    import importlib
+
+    from ..errors import ConfigError
+    from ..runs.execute import load_run_config
+    from ..runs.rundir import default_run_dir
+    from .options import command_line, open_run
+
+    if args.resume is not None:
+        if args.overrides:
+            raise ConfigError("--resume continues a run with its saved configuration; do not pass --set with it (or "
+                              "start a fresh run with --out NEWDIR).")
+        run_dir, resuming = open_run(args, kind=kind, config_flags=dict.fromkeys(_EXPERIMENT_FLAGS))
+        cfg = load_run_config(run_dir)
+    else:
+        cfg = build()
+        run_dir, resuming = open_run(args, kind=kind, default=str(default_run_dir(prefix, name(cfg))))
+    mod = importlib.import_module(f"paramsym.experiments.discovery.{module}.run")
+    metrics = mod.run(cfg, run_dir, progress=not args.quiet and not args.json, resume=resuming,
+                      command=command_line(args))
+    return _print_experiment(args, run_dir, metrics)
+
+
+def cmd_experiment_objectives(args: argparse.Namespace) -> int:
+    return _run_experiment(args, "discovery-objectives", "table1", lambda: objectives_config(args), "objectives",
+                           lambda cfg: cfg.preset)
 
 
 def cmd_experiment_lifting(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.lifting.run import run
-    from ..runs.rundir import RunDir, default_run_dir
-
-    cfg = lifting_config(args)
-    out = RunDir(args.out or default_run_dir("lifting", "relu2881"))
-    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+    return _run_experiment(args, "discovery-lifting", "lifting", lambda: lifting_config(args), "lifting",
+                           lambda cfg: "relu2881")
 
 
 def cmd_experiment_transformer(args: argparse.Namespace) -> int:
-    from ..experiments.discovery.transformer.run import PRESET, run
-    from ..runs.rundir import RunDir, default_run_dir
+    from ..experiments.discovery.transformer.run import PRESET
 
-    cfg = transformer_config(args)
-    out = RunDir(args.out or default_run_dir("transformer", PRESET))
-    return _print_experiment(args, out, run(cfg, out, progress=not args.quiet))
+    return _run_experiment(args, "transformer-discovery", "transformer", lambda: transformer_config(args),
+                           "transformer", lambda cfg: PRESET)
 
 
 def _units_option(text: str, flag: str = "--units") -> list[list[int | None]]:

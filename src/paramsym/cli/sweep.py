@@ -3,7 +3,7 @@
 ::
 
     paramsym sweep SPEC.yaml [--out DIR] [--backend local|ray] [--workers N] [--json] [--quiet] [--plan]
-    paramsym sweep [SPEC.yaml] --resume DIR      (or: SPEC.yaml --out DIR --resume)
+    paramsym sweep [SPEC.yaml] --resume DIR
 
 The output directory is a run of kind ``sweep`` (:mod:`paramsym.sweep.kind`):
 ``config.json`` (the spec), ``metrics.json`` (= ``table.json``), ``env.json``, ``report.md``,
@@ -41,8 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --backend ray: an existing cluster's head node HOST:PORT (or ray://HOST:PORT, auto); "
                    "default: start Ray on this machine with --workers CPUs")
     p.add_argument("--workers", default="1", metavar="N", help="trials run at once (processes / Ray CPUs; default 1)")
-    p.add_argument("--resume", nargs="?", const="", default=None, metavar="DIR",
-                   help="continue the sweep in DIR (or in --out) with the spec it was started with: finished trials "
+    p.add_argument("--resume", default=None, metavar="DIR",
+                   help="continue the sweep in DIR with the spec it was started with: finished trials "
                    "are reused, interrupted ones resume from their checkpoints; a finished sweep is reported")
     p.add_argument("--out", default=None, metavar="DIR", help="output directory, new or empty (default "
                    "runs/sweep-<name>-<time>)")
@@ -88,7 +88,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ConfigError(f"--address is for --backend ray (a Ray cluster's head node); received --address "
                           f"{args.address[:80]!r} with --backend {args.backend}. Drop --address, or add --backend ray.")
     resume, out = args.resume is not None, args.out
-    if args.resume:  # --resume DIR
+    if resume:  # --resume DIR, as every command's
         if out is not None and os.path.abspath(out) != os.path.abspath(args.resume):
             raise ConfigError(f"--resume {args.resume!r} continues the sweep in that directory; drop --out {out!r} "
                               "(or pass the same directory).")
@@ -114,7 +114,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"  {'total':10s} {plan['trials']:5d} trials {plan['steps']:>12,} steps")
         return 0
     table = run_sweep(spec, out, backend=args.backend, workers=workers, address=args.address,
-                      resume=resume, progress=not args.quiet, command=command_line())
+                      resume=resume, progress=not args.quiet, command=command_line(args))
     if args.json:
         print(json.dumps(table, indent=2))
     else:

@@ -1,9 +1,11 @@
 """The entry points of a discovery run: problem → scales → training (checkpointed) → verdict → files.
 
 :func:`discover` (Python, one configuration), :func:`start_run`, :func:`resume_run` and
-:func:`run_discovery` (the run kind's ``run``). Files written into the run directory (see
-:mod:`paramsym.runs.rundir`): ``config.json`` and ``block.json`` (:mod:`.files`), ``env.json`` (one
-entry per start), ``checkpoint/`` (every ``train.checkpoint_every`` steps and every
+:func:`run_discovery` all go through the run verb, :func:`paramsym.runs.execute.execute` (which
+writes ``config.json`` with its provenance, ``env.json``, ``metrics.json`` and ``report.md``),
+around :func:`train`, the ``discovery`` kind's ``run``; :func:`prepare_run` validates first. Files
+written into the run directory (see :mod:`paramsym.runs.rundir`): ``config.json``, ``block.json``
+(:mod:`.files`), ``env.json`` (one entry per start), ``checkpoint/`` (every ``train.checkpoint_every`` steps and every
 ``train.checkpoint_seconds`` seconds, atomic), ``action.safetensors`` (final weights),
 ``history.json`` (loss curves), ``curves.json`` (generated curves), ``metrics.json`` (verdict
 and analyses; written last), ``timing.json``, ``figures/*.png`` and ``report.md``.
@@ -34,13 +36,14 @@ from ..runs.rundir import RunDir, default_run_dir, save_tensors
 from ..targets import Target
 from .config import DiscoverConfig, DiscoverOverrides
 from .evaluation import evaluate_action
-from .files import KIND, check_block, describe_block, load_config, read_block, save_config
+from .files import KIND, check_block, describe_block, load_config, read_block
 from .objectives import Scales
 from .problems import PRESETS, DiscoveryProblem, problem_scales, resolve_problem
 from .reload import load_learned_action
 from .train import Trainer, check_memory
 
-__all__ = ["DiscoveryResult", "discover", "resume_run", "run_discovery", "start_run", "train_run"]
+__all__ = ["DiscoveryResult", "Prepared", "discover", "prepare_run", "resume_run", "run_discovery", "start_run", "train",
+           "train_run"]
 
 
 def _prepare(cfg: DiscoverConfig, problem: DiscoveryProblem | None) -> tuple[DiscoverConfig, DiscoveryProblem, Scales, Trainer]:
@@ -55,21 +58,48 @@ def _prepare(cfg: DiscoverConfig, problem: DiscoveryProblem | None) -> tuple[Dis
     return cfg, problem, scales, Trainer(problem, cfg, scales, device=cfg.device)
 
 
-def _execute(cfg: DiscoverConfig, run: RunDir, *, resume: bool, progress: bool,
-             problem: DiscoveryProblem | None) -> tuple[dict[str, Any], LearnedAction]:
+@dataclass
+class Prepared:
+    """A discovery run validated and ready to train: the configuration (problem name resolved),
+    its problem, scales and trainer (holding the checkpoint it continues from, if any)."""
+
+    cfg: DiscoverConfig
+    problem: DiscoveryProblem
+    scales: Scales
+    trainer: Trainer
+    #: the step of the checkpoint loaded (``None``: none)
+    from_step: int | None = None
+
+
+def prepare_run(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, problem: DiscoveryProblem | None = None,
+                from_checkpoint: bool = False) -> Prepared:
+    """Everything that can fail on bad input, before any file of ``run`` is written: the problem,
+    its scales and memory, the trainer, the checkpoint to continue from (``resume`` or
+    ``from_checkpoint``), the recorded block (``resume``) and a readable ``env.json``."""
     cfg, problem, scales, trainer = _prepare(cfg, problem)
-    ck = run.load_checkpoint() if resume else None
+    ck = run.load_checkpoint() if resume or from_checkpoint else None
     if ck is not None:
         trainer.load(*ck)
     if resume and run.has("block.json"):
         check_block(read_block(run), problem.target)
     run.starts()  # read env.json first: a damaged one refuses the resume before any file is (re)written
-    if not (resume and run.has("config.json")):
-        save_config(run, cfg)
+    return Prepared(cfg, problem, scales, trainer, trainer.state.step if ck is not None else None)
+
+
+def train(cfg: DiscoverConfig, run: RunDir, *, progress: bool = True, prepared: Prepared | None = None,
+          problem: DiscoveryProblem | None = None) -> dict[str, Any]:
+    """The ``run`` of the ``discovery`` kind (called by :func:`paramsym.runs.execute.execute`, which
+    writes ``config.json``, ``env.json``, ``metrics.json`` and ``report.md`` around it): train from
+    the checkpoint in ``run`` if any, judge, write the run's own files; return the metrics.
+
+    ``prepared``: the run already validated by :func:`prepare_run` (else it is prepared here,
+    continuing from a checkpoint in ``run`` if one is there).
+    """
+    if prepared is None:
+        prepared = prepare_run(cfg, run, problem=problem, from_checkpoint=True)
+    cfg, problem, scales, trainer = prepared.cfg, prepared.problem, prepared.scales, prepared.trainer
     if not run.has("block.json"):
         run.write_json("block.json", describe_block(problem))
-    run.write_env(cfg.seed, cfg.device, preset=problem.name,
-                  resumed_from_step=(trainer.state.step if ck is not None else 0) if resume else None)
 
     def checkpoint(tr: Trainer) -> None:
         run.save_checkpoint(tr.state_tensors(), tr.state_json())
@@ -101,18 +131,17 @@ def _execute(cfg: DiscoverConfig, run: RunDir, *, resume: bool, progress: bool,
         **results,
     }
     run.write_json("timing.json", {"train_seconds": train_seconds, "eval_seconds": eval_seconds})
-    run.write_json("metrics.json", metrics)
-    from .report import write_report
-
-    write_report(run)
-    return metrics, trainer.action.eval()
+    return metrics
 
 
 def run_discovery(
     cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
-    problem: DiscoveryProblem | None = None,
+    problem: DiscoveryProblem | None = None, from_checkpoint: bool = False, command: str | None = None,
 ) -> dict[str, Any]:
     """Train and judge a learned action; write everything into ``run``; return the metrics.
+
+    The run goes through the run verb (:func:`paramsym.runs.execute.execute`): ``config.json``
+    with its provenance, ``env.json``, ``metrics.json`` and ``report.md`` are written there.
 
     Args:
         cfg: the resolved configuration.
@@ -121,19 +150,34 @@ def run_discovery(
             (killed before its first one) restarts from step 0 with its saved configuration.
         progress: show progress bars.
         problem: a custom problem (your own target); default: the preset ``cfg.problem.preset``.
+        from_checkpoint: a new run (its ``config.json`` written now) that trains on from the
+            checkpoint already in ``run`` (a sweep's continued trial).
+        command: the command line recorded in the provenance.
 
     Raises:
         ConfigError: invalid configuration or device; RunFileError: unwritable directory or a
         corrupt checkpoint; BlockMismatchError: ``problem`` is not the block the run trained.
     """
-    return train_run(cfg, run, resume=resume, progress=progress, problem=problem)[0]
+    return train_run(cfg, run, resume=resume, progress=progress, problem=problem, from_checkpoint=from_checkpoint,
+                     command=command)[0]
 
 
 def train_run(cfg: DiscoverConfig, run: RunDir, *, resume: bool = False, progress: bool = True,
-              problem: DiscoveryProblem | None = None) -> tuple[dict[str, Any], LearnedAction]:
+              problem: DiscoveryProblem | None = None, from_checkpoint: bool = False, command: str | None = None
+              ) -> tuple[dict[str, Any], LearnedAction]:
     """:func:`run_discovery` that also returns the trained action (in memory, eval mode), for callers
     that evaluate it further without reloading it from ``action.safetensors``."""
-    return _execute(cfg, run, resume=resume, progress=progress, problem=problem)
+    from ..runs.execute import execute
+
+    prepared = prepare_run(cfg, run, resume=resume, problem=problem, from_checkpoint=from_checkpoint)
+    cfg = prepared.cfg
+    from_step = prepared.from_step if prepared.from_step is not None else (0 if resume else None)
+    outcome = execute(KIND, cfg, run, resume=resume, command=command, progress=progress, seed=cfg.seed,
+                      options={"prepared": prepared},
+                      env={"device": cfg.device, "preset": prepared.problem.name, "resumed_from_step": from_step})
+    if outcome.already_finished:
+        return outcome.metrics, load_learned_action(run)
+    return outcome.metrics, prepared.trainer.action.eval()
 
 
 @dataclass
@@ -148,7 +192,7 @@ class DiscoveryResult:
 
 
 def start_run(cfg: DiscoverConfig, out: str | os.PathLike | None = None, *, progress: bool = True,
-              problem: DiscoveryProblem | None = None) -> DiscoveryResult:
+              problem: DiscoveryProblem | None = None, command: str | None = None) -> DiscoveryResult:
     """A new discovery run in ``out`` (missing or empty; default ``runs/discover-<name>-<time>``).
 
     Raises:
@@ -156,13 +200,13 @@ def start_run(cfg: DiscoverConfig, out: str | os.PathLike | None = None, *, prog
         ConfigError and the errors of :func:`run_discovery`.
     """
     name = problem.name if problem is not None else cfg.problem.preset
-    run = RunDir.fresh(out if out is not None else default_run_dir("discover", name))
-    metrics, action = _execute(cfg, run, resume=False, progress=progress, problem=problem)
+    run = RunDir.fresh(out if out is not None else default_run_dir("discover", name), command="paramsym discover")
+    metrics, action = train_run(cfg, run, progress=progress, problem=problem, command=command)
     return DiscoveryResult(action=action, metrics=metrics, run=run)
 
 
 def resume_run(path: str | os.PathLike, *, device: str | None = None, progress: bool = True,
-               target: Target | None = None, problem: DiscoveryProblem | None = None,
+               target: Target | None = None, problem: DiscoveryProblem | None = None, command: str | None = None,
                **problem_kwargs: Any) -> DiscoveryResult:
     """Continue the run in ``path`` from its last checkpoint (from step 0 if it has none).
 
@@ -202,7 +246,7 @@ def resume_run(path: str | os.PathLike, *, device: str | None = None, progress: 
     if run.has("metrics.json"):
         return DiscoveryResult(action=load_learned_action(run), metrics=run.read_json("metrics.json"), run=run,
                                already_finished=True)
-    metrics, action = _execute(cfg, run, resume=True, progress=progress, problem=problem)
+    metrics, action = train_run(cfg, run, resume=True, progress=progress, problem=problem, command=command)
     return DiscoveryResult(action=action, metrics=metrics, run=run)
 
 

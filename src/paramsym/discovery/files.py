@@ -23,9 +23,13 @@ __all__ = ["KIND", "check_block", "describe_block", "load_config", "read_block",
 KIND = "discovery"
 
 
-def save_config(run: RunDir, cfg: DiscoverConfig) -> None:
-    """Write the resolved configuration to ``config.json`` (with ``kind = "discovery"``; :func:`to_document`)."""
-    run.write_json("config.json", to_document(KIND, cfg))
+def save_config(run: RunDir, cfg: DiscoverConfig, command: str | None = None) -> None:
+    """Write the resolved configuration to ``config.json`` in the one shape of every run
+    (:func:`to_document`: ``{"kind": "discovery", <fields>, "provenance": {...}}``, as
+    :func:`paramsym.runs.execute.execute` writes it)."""
+    from ..runs.provenance import provenance
+
+    run.write_json("config.json", to_document(KIND, cfg, provenance(cfg, command=command)))
 
 
 def load_config(run: RunDir) -> DiscoverConfig:
@@ -35,7 +39,17 @@ def load_config(run: RunDir) -> DiscoverConfig:
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise RunDirError(f"{str(run.path)!r} is not a discovery run directory (config.json kind is not {KIND!r}); "
                           "pass a directory written by `paramsym discover`.")
-    return from_document(DiscoverConfig, data, str(run.file("config.json")))
+    cfg = from_document(DiscoverConfig, data, str(run.file("config.json")))
+    prov = data.get("provenance")
+    stored = prov.get("config_hash") if isinstance(prov, dict) else None
+    if stored is not None:
+        from ..runs.provenance import config_hash
+
+        if stored != config_hash(cfg):
+            raise RunFileError(f"{str(run.file('config.json'))!r} was edited after the run started (its config_hash "
+                               f"{stored!r} no longer matches the configuration); restore it, or start a fresh run "
+                               "with --out NEWDIR.")
+    return cfg
 
 
 def describe_block(problem: DiscoveryProblem) -> dict[str, Any]:

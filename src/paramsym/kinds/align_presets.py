@@ -15,12 +15,13 @@
 
 Models are trained on first use and cached as safetensors (written atomically) under
 ``cache_dir`` (default ``~/.cache/paramsym``; the command line's ``$PARAMSYM_CACHE``; sub-folder ``align``); the
-file name carries every training setting, so a changed setting trains anew.
+file name carries every training setting, and a cached model is reused only by the one reuse rule
+(:func:`paramsym.runs.reuse.cached_tensors`: its recorded config hash and code version equal
+today's; otherwise it is trained again, the old file moved aside).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,7 +34,6 @@ from ..alignment.arch import Architecture, hf_architecture, mlp_architecture
 from ..errors import ConfigError
 from ..models.datasets import Split, digits, modular_addition
 from ..models.mlp import mlp
-from ..runs.rundir import load_tensors, save_tensors
 
 __all__ = ["PRESETS", "DigitsConfig", "ModAddConfig", "cache_root", "load_preset", "run_preset"]
 
@@ -136,13 +136,15 @@ def train_modadd(cfg: ModAddConfig, seed: int, data: Split) -> dict[str, Tensor]
 
 
 # -- presets ----------------------------------------------------------------------------------
-def _cached(path: Path, train, meta: dict) -> dict[str, Tensor]:
-    if path.exists():
-        return load_tensors(path)
-    save_tensors(path, train(), {"config": json.dumps(meta)})
-    # read back: a fresh and a cached run then align the very same tensors (the in-memory ones gave
-    # last-bit differences in the distances), so a resumed run's metrics equal an uninterrupted one's
-    return load_tensors(path)
+def _cached(path: Path, train, meta: dict, reuse: str = "rerun") -> dict[str, Tensor]:
+    """A trained model of a preset, from the cache by the one reuse rule
+    (:func:`paramsym.runs.reuse.cached_tensors`: equal config hash and code version, else trained
+    again, the stale file moved aside) — read back from the file also when trained now: a fresh
+    and a cached run then align the very same tensors (the in-memory ones gave last-bit
+    differences in the distances), so a resumed run's metrics equal an uninterrupted one's."""
+    from ..runs.reuse import cached_tensors
+
+    return cached_tensors(path, meta, train, reuse)
 
 
 def load_preset(name: str, *, cache_dir: str | os.PathLike | None = None, width: int | None = None,

@@ -10,35 +10,35 @@ from ..runs.kinds import KindSpec
 
 def discovery() -> KindSpec:
     from ..discovery.config import DiscoverConfig
+    from ..discovery.entry import train
     from ..discovery.report import render as render_discovery
-    from ..discovery.run import run_discovery
 
-    return KindSpec(DiscoverConfig, run_discovery, render_discovery)
+    return KindSpec(DiscoverConfig, train, render_discovery, managed=True)
 
 
 def objectives() -> KindSpec:
     from ..experiments.discovery.table1 import run as objectives
 
-    return KindSpec(objectives.ObjectivesConfig, objectives.run, objectives.render)
+    return KindSpec(objectives.ObjectivesConfig, objectives.compute, objectives.render, managed=True)
 
 
 def lifting() -> KindSpec:
     from ..experiments.discovery.lifting import run as lifting
 
-    return KindSpec(lifting.LiftingConfig, lifting.run, lifting.render)
+    return KindSpec(lifting.LiftingConfig, lifting.compute, lifting.render, managed=True)
 
 
 def transformer() -> KindSpec:
     from ..experiments.discovery.transformer import run as transformer_discovery
 
-    return KindSpec(transformer_discovery.TransformerDiscoveryConfig, transformer_discovery.run,
-                    transformer_discovery.render)
+    return KindSpec(transformer_discovery.TransformerDiscoveryConfig, transformer_discovery.compute,
+                    transformer_discovery.render, managed=True)
 
 
 def attribution() -> KindSpec:
-    from ..experiments.attribution.presets import render_run
+    from ..experiments.attribution.presets import AttributionConfig, render_run, run_kind
 
-    return KindSpec(None, None, render_run)
+    return KindSpec(AttributionConfig, run_kind, render_run, managed=True)
 
 
 def attention() -> KindSpec:
@@ -105,6 +105,12 @@ def teleport_learned() -> KindSpec:
 
     return KindSpec(kind_teleport.LearnedTeleportConfig, kind_teleport.run_learned, kind_teleport.render_learned,
                     managed=True)
+
+
+def align_census() -> KindSpec:
+    from . import align_census
+
+    return KindSpec(align_census.AlignCensusConfig, align_census.run, align_census.render, managed=True)
 
 
 def align() -> KindSpec:

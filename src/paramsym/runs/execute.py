@@ -58,18 +58,28 @@ def load_run_config(run) -> Any:
     return from_document(spec.config, data, str(run.file("config.json")))
 
 
+_COMMON = ("config.json", "env.json", "timing.json")
+
+
 def _discard(out) -> None:
-    """Remove the files :func:`execute` wrote into a fresh run directory (and it, when left empty)."""
+    """Remove the files :func:`execute` wrote into a fresh run directory (and it, when left empty)
+    — only while the run made nothing else: a run that had begun its own files (a checkpoint, a
+    sub-run) keeps its ``config.json``, so it can be resumed or inspected."""
     import os
 
-    for name in ("config.json", "env.json", "timing.json"):
+    try:
+        if any(entry.name not in _COMMON for entry in os.scandir(out.path)):
+            return
+    except OSError:
+        return
+    for name in _COMMON:
         try:
             os.unlink(out.file(name))
         except OSError:
             pass
     try:
         os.rmdir(out.path)
-    except OSError:  # not empty (the kind's own files) or already gone
+    except OSError:  # not empty or already gone
         pass
 
 

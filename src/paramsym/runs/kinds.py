@@ -25,12 +25,11 @@ class KindSpec:
     """What a run kind is made of, once loaded.
 
     Attributes:
-        config: its configuration dataclass, with ``quick()`` (``None`` where the run is built by
-            its command only: ``attribution``, whose configuration is the preset's).
-        run: ``run(cfg, out, *, progress) -> metrics`` (``None`` likewise).
+        config: its configuration dataclass, with ``quick()``.
+        run: ``run(cfg, out, *, progress, **options) -> metrics`` (the kind's own files only).
         render: ``render(run_dir) -> str``, the markdown of ``report.md``.
         managed: :func:`~paramsym.runs.execute.execute` writes ``config.json``, ``env.json``, ``metrics.json`` and
-            ``report.md`` around ``run`` (``False``: ``run`` writes them itself).
+            ``report.md`` around ``run`` (every kind is: the one run verb).
     """
 
     config: type | None
@@ -64,13 +63,13 @@ KINDS: dict[str, RunKind] = {
     for k in (
         RunKind("discovery", "learned symmetry of a parameter block, with its verdict", "paramsym discover", "paramsym.kinds.loaders:discovery", True),
         RunKind("discovery-objectives", "hybrid vs finite objectives at the same step budget",
-                "paramsym experiment objectives", "paramsym.kinds.loaders:objectives"),
+                "paramsym experiment objectives", "paramsym.kinds.loaders:objectives", True),
         RunKind("discovery-lifting", "ReLU (2,8,8,1): one unit vs all weights, full-network error",
-                "paramsym experiment lifting", "paramsym.kinds.loaders:lifting"),
+                "paramsym experiment lifting", "paramsym.kinds.loaders:lifting", True),
         RunKind("transformer-discovery", "all-MiniLM-L6-v2 FFN unit + compensators: learned edits installed in the "
-                "full model, drift vs random/uncompensated", "paramsym experiment transformer", "paramsym.kinds.loaders:transformer"),
+                "full model, drift vs random/uncompensated", "paramsym experiment transformer", "paramsym.kinds.loaders:transformer", True),
         RunKind("attribution", "parameter-level attribution of a learned symmetry", "paramsym attribute",
-                "paramsym.kinds.loaders:attribution"),
+                "paramsym.kinds.loaders:attribution", True),
         RunKind("attention", "equivariant-attention component counts over a range of copies (table, figure)",
                 "paramsym attention table", "paramsym.kinds.loaders:attention", True),
         RunKind("attention-count", "c_(G,d)(V) and the Theorem 9 bound for one V = R^C ⊗ ρ",
@@ -92,6 +91,8 @@ KINDS: dict[str, RunKind] = {
                 "paramsym teleport", "paramsym.kinds.loaders:teleport_learned", True),
         RunKind("align", "two models aligned modulo their symmetries and merged (loss barriers)", "paramsym align",
                 "paramsym.kinds.loaders:align", True),
+        RunKind("align-census", "two HF checkpoints of any traced architecture aligned over the census's groups "
+                "and merged", "paramsym align", "paramsym.kinds.loaders:align_census", True),
         RunKind("sweep", "recipe search: candidates, the best continued, replication on fresh seeds",
                 "paramsym sweep", "paramsym.sweep.kind:kind_spec", True),
     )

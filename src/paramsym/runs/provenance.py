@@ -47,7 +47,7 @@ def code_version() -> str:
     from .. import __version__
     from .rundir import git_sha
 
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the package (src/paramsym), not this sub-package
     sha = git_sha(here)
     if not sha:
         return f"paramsym-{__version__}"

@@ -34,7 +34,8 @@ from ..errors import ConfigError, RunDirError, StaleRunError
 from .provenance import config_hash, provenance, stale_reason
 from .rundir import read_json, write_json
 
-__all__ = ["PROVENANCE", "RECORD", "REUSE_MODES", "check_reuse", "cpu_seconds", "elapsed_seconds", "move_aside",
+__all__ = ["PROVENANCE", "RECORD", "REUSE_MODES", "cached_tensors", "check_reuse", "cpu_seconds", "elapsed_seconds",
+           "move_aside",
            "plan_subrun", "run_subrun", "write_subruns"]
 
 REUSE_MODES = ("refuse", "rerun", "stale")
@@ -171,3 +172,60 @@ def write_subruns(out: Path, infos: Mapping[str, Mapping[str, Any]]) -> None:
     """Write ``out/subruns.json``: per sub-run what :func:`run_subrun` reported (kept out of ``metrics.json``,
     which holds no wall-clock times)."""
     write_json(out / SUBRUNS, {k: dict(v) for k, v in infos.items()})
+
+
+def _file_record(path: Path) -> dict[str, Any] | None:
+    """The provenance record kept in the metadata of cache file ``path`` (``None``: it has none)."""
+    import json
+
+    from safetensors import safe_open
+
+    from ..errors import RunFileError
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = fh.metadata() or {}
+    except Exception as exc:  # SafetensorError or OSError: a truncated or foreign file
+        raise RunFileError(f"cache file {str(path)!r} is truncated or not a safetensors file ({type(exc).__name__}: "
+                           f"{exc}); move it away (it is made again).") from None
+    try:
+        record = json.loads(meta["provenance"]) if "provenance" in meta else None
+    except json.JSONDecodeError:
+        record = None
+    return record if isinstance(record, dict) else None
+
+
+def cached_tensors(path: Path, cfg: Any, make: Callable[[], Mapping[str, Any]], reuse: str = "rerun") -> dict[str, Any]:
+    """The tensors of cache file ``path`` made by ``make()`` from configuration ``cfg``, by the one
+    reuse rule: a cached file is reused only when the provenance in its metadata
+    (:func:`paramsym.runs.provenance.provenance` of ``cfg``) has this ``config_hash`` and the
+    current ``code_version`` (:func:`paramsym.runs.provenance.stale_reason`); otherwise, by
+    ``reuse``, it is moved aside (``<name>.stale-<UTC time>``, nothing deleted) and made again
+    (``"rerun"``, the default), refused (``"refuse"``: :class:`~paramsym.errors.StaleRunError`
+    naming the file and why), or reused marked by a line on stderr (``"stale"``).
+
+    A new file is written atomically and read back (a fresh and a cached run then use the very
+    same tensors).
+    """
+    import sys
+
+    from .rundir import load_tensors, save_tensors
+
+    check_reuse(reuse)
+    path = Path(path)
+    if path.exists():
+        reason = stale_reason(_file_record(path), cfg)
+        if reason is None:
+            return load_tensors(path)
+        if reuse == "refuse":
+            raise StaleRunError(f"cache file {str(path)!r} is stale: {reason}; move it away, or let it be made again "
+                                "(reuse 'rerun').")
+        if reuse == "stale":
+            print(f"paramsym: reusing the stale cache file {str(path)!r} ({reason}).", file=sys.stderr)
+            return load_tensors(path)
+        move_aside(path)
+    import json
+
+    data = to_dict(cfg)
+    save_tensors(path, make(), {"config": json.dumps(data), "provenance": json.dumps(provenance(data))})
+    return load_tensors(path)

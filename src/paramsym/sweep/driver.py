@@ -110,8 +110,7 @@ def _open_out(spec: SweepSpec | None, out: str | os.PathLike | None, resume: boo
 
     if out is None:
         if resume:
-            raise RunDirError("--resume needs the directory of the sweep to continue: `paramsym sweep --resume DIR` "
-                              "(or --out DIR --resume).")
+            raise RunDirError("--resume needs the directory of the sweep to continue: `paramsym sweep --resume DIR`.")
         return RunDir.fresh(default_out(spec), command="paramsym sweep")
     run = RunDir(out)
     if not resume:

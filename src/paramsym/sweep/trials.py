@@ -123,7 +123,7 @@ def run_trial(trial: Mapping[str, Any], trials_root: str | os.PathLike) -> dict[
     the run itself (e.g. divergence) is returned as ``{"id", "error"}`` and written to
     ``error.json``; nothing in the directory is deleted.
     """
-    from ..discovery.run import run_discovery, save_config
+    from ..discovery.run import run_discovery
     from ..errors import ParamsymError
     from ..runs.rundir import RunDir
 
@@ -136,11 +136,12 @@ def run_trial(trial: Mapping[str, Any], trials_root: str | os.PathLike) -> dict[
     cfg = trial_config(trial)
     run.write_json("trial.json", dict(trial))
     try:
-        if not run.has("config.json") and trial.get("parent"):
+        resume, continued = run.has("config.json"), False
+        if not resume and trial.get("parent"):
             _copy_checkpoint(root / trial["parent"], run.path, int(trial["steps"]))
-            save_config(run, cfg)
+            continued = True
         with _no_figures(bool(trial.get("figures", True))):
-            metrics = run_discovery(cfg, run, resume=run.has("config.json"), progress=False)
+            metrics = run_discovery(cfg, run, resume=resume, from_checkpoint=continued, progress=False)
         if not trial.get("figures", True):
             text = run.file("report.md").read_text(encoding="utf-8")
             run.write_text("report.md", text.replace(_NO_MATPLOTLIB, _NO_FIGURES))

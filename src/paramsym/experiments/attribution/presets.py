@@ -17,7 +17,8 @@ from typing import Any
 from ...errors import ConfigError
 from ...presets import Preset, PresetTable
 
-__all__ = ["ANNULUS_STAGES", "ATTRIBUTION_PRESETS", "PresetSpec", "get_attribution_preset", "render_run",
+__all__ = ["ANNULUS_STAGES", "ATTRIBUTION_PRESETS", "AttributionConfig", "PresetSpec", "check_resumable",
+           "get_attribution_preset", "render_run", "run_kind",
            "resolve_attribution_config", "run_attribution"]
 
 
@@ -137,14 +138,98 @@ def resolve_attribution_config(
     return apply_overrides(cfg, list(overrides))
 
 
-def run_attribution(name: str, cfg: Any, out, *, progress: bool = True) -> dict[str, Any]:
-    """Run attribution preset ``name`` with ``cfg`` into ``out``, write ``report.md``; return the summary."""
-    from ...runs.reports import render
+@dataclass
+class AttributionConfig:
+    """The configuration of an ``attribution`` run: its preset and the preset's resolved
+    configuration (``config.json`` = ``{"kind": "attribution", "preset", "config": {...},
+    "provenance"}``; a mapping ``config``, read back from that file, is rebuilt as the preset's
+    config class)."""
 
-    spec = get_attribution_preset(name).load()
-    summary = spec.run(cfg, out, progress=progress)
-    out.write_text("report.md", render(out))
-    return summary
+    preset: str = "lifting-sanity"
+    config: Any = None
+
+    def __post_init__(self) -> None:
+        from ...config import from_dict
+
+        spec = get_attribution_preset(self.preset).load()
+        if self.config is None:
+            self.config = spec.config()
+        elif isinstance(self.config, dict):
+            self.config = from_dict(spec.config, self.config)
+        elif not isinstance(self.config, spec.config):
+            raise ConfigError(f"preset {self.preset} takes a {spec.config.__name__}; received "
+                              f"{type(self.config).__name__}.")
+
+    @classmethod
+    def quick(cls) -> AttributionConfig:
+        """The ``lifting-sanity`` preset at its quick budget (seconds)."""
+        return cls("lifting-sanity", resolve_attribution_config("lifting-sanity", quick=True))
+
+    @property
+    def seed(self) -> int | None:
+        return getattr(self.config, "seed", None)
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in sorted(set(old) | set(new), key=str)
+                for d in _differences(old.get(k), new.get(k), f"{prefix}{k}.")]
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def check_resumable(out, cfg: AttributionConfig) -> bool:
+    """Whether ``out`` holds a run of this very configuration to continue (``False``: empty, or
+    holding only the record of ``paramsym reproduce``): finished flows and a trained model are
+    reused, so they must come from ``cfg``.
+
+    Raises:
+        RunDirError: ``out`` holds files without a ``config.json``, or the run of another
+            configuration (the differing keys are named); nothing is touched.
+    """
+    from ...config import to_dict
+    from ...errors import RunDirError
+    from ...runs.reuse import RECORD
+
+    if not out.path.is_dir() or not any(p.name != RECORD for p in out.path.iterdir()):
+        return False
+    if not out.has("config.json"):
+        raise RunDirError(f"--out {str(out.path)!r} is not empty and holds no config.json (not a run of this preset); "
+                          "its files would be mixed with this run's. Choose a new or empty --out.")
+    old = out.read_json("config.json")
+    old = {k: v for k, v in old.items() if k != "provenance"} if isinstance(old, dict) else old
+    diff = (_differences(to_dict(old), {"kind": "attribution", **to_dict(cfg)}) if isinstance(old, dict)
+            else ["(not a configuration)"])
+    if diff:
+        shown = ", ".join(diff[:6]) + (f" (+{len(diff) - 6} more)" if len(diff) > 6 else "")
+        raise RunDirError(f"--out {str(out.path)!r} holds a run with another configuration (differs in: {shown}); its "
+                          "finished flows would be mixed with this run's. Choose a new --out, or rerun with the "
+                          "original options to resume it.")
+    return True
+
+
+def run_kind(cfg: AttributionConfig, out, *, progress: bool = True) -> dict[str, Any]:
+    """The ``run`` of the ``attribution`` kind: the preset's run (finished flows and a trained model
+    in ``out`` reused); returns the metrics it wrote (``metrics.json``, with ``"summary"``)."""
+    get_attribution_preset(cfg.preset).load().run(cfg.config, out, progress=progress)
+    return out.read_json("metrics.json")
+
+
+def run_attribution(name: str, cfg: Any, out, *, progress: bool = True, resume: bool | None = None,
+                    command: str | None = None) -> dict[str, Any]:
+    """Run attribution preset ``name`` with ``cfg`` into ``out`` through the run verb
+    (:func:`paramsym.runs.execute.execute`: ``config.json`` with provenance, ``env.json``,
+    ``metrics.json``, ``report.md``); return the summary.
+
+    ``resume``: continue the run in ``out`` (``None``: when ``out`` holds a run of this very
+    configuration, :func:`check_resumable`, as `paramsym reproduce` re-enters its directories).
+    """
+    from ...runs.execute import execute
+
+    acfg = cfg if isinstance(cfg, AttributionConfig) else AttributionConfig(name, cfg)
+    if resume is None:
+        resume = check_resumable(out, acfg)
+    outcome = execute("attribution", acfg, out, resume=resume, command=command, progress=progress, seed=acfg.seed)
+    return outcome.metrics["summary"]
 
 
 def render_run(run) -> str:

@@ -1,13 +1,14 @@
-"""What every attribution preset writes: ``config.json``, ``env.json``, ``metrics.json``.
+"""What every attribution preset writes beside the run verb's files: ``metrics.json``.
 
 An attribution preset is ``run(cfg, out, *, progress=True) -> summary`` (registered in
-:mod:`paramsym.kinds.catalog`). It writes into the run directory ``out``:
+:mod:`paramsym.experiments.attribution.presets`), called by the ``attribution`` kind through
+:func:`paramsym.runs.execute.execute`, which writes ``config.json`` (``"kind": "attribution"``,
+``"preset"``, ``"config"``: the resolved configuration, ``"provenance"``), ``env.json`` and
+``report.md``. The preset writes into the run directory ``out``:
 
-* ``config.json`` with ``"kind": "attribution"``, ``"preset": <name>`` and ``"config"`` (its
-  resolved configuration);
-* figures under ``out.figures``;
-* ``metrics.json`` holding at least ``{"summary": <the returned dict>}``;
-* ``env.json`` (``out.write_env(seed)``);
+* figures under ``out.figures`` and its own files (flows, trained model, checkpoints);
+* ``metrics.json`` holding at least ``{"summary": <the returned dict>}`` (:func:`finish_run`;
+  the kind returns it to ``execute``, which writes the same bytes again);
 
 and returns the **summary** (JSON-able), which ``paramsym attribute --json`` prints::
 
@@ -23,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...attribution.flows import LiftRecord
-from ...config import to_dict
 from ...runs.rundir import RunDir
 
 __all__ = ["finish_run", "flow_record", "lift_records"]
@@ -49,7 +49,8 @@ def finish_run(
     seed: int | None = None,
     **config_extra: Any,
 ) -> None:
-    """Write ``config.json`` (``kind = "attribution"``), ``env.json`` and ``metrics.json``.
+    """Write ``metrics.json`` (``config.json`` and ``env.json`` are the run verb's,
+    :func:`paramsym.runs.execute.execute`).
 
     Args:
         out: the run directory.
@@ -60,9 +61,6 @@ def finish_run(
         seed: recorded in ``env.json``.
         config_extra: extra top-level config keys (e.g. ``stage``).
     """
-    cfg = to_dict(config) if not isinstance(config, Mapping) else dict(config)
-    out.write_json("config.json", {"kind": "attribution", "preset": preset, **config_extra, "config": cfg})
-    out.write_env(seed)
     full = dict(metrics or {})
     full["summary"] = dict(summary)
     out.write_json("metrics.json", full)

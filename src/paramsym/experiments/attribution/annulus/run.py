@@ -353,40 +353,6 @@ def start_diagnostics(problem: SymmetryProblem, att, x: Tensor, y: Tensor, cfg: 
     }
 
 
-def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [d for k in sorted(set(old) | set(new), key=str)
-                for d in _differences(old.get(k), new.get(k), f"{prefix}{k}.")]
-    return [] if old == new else [prefix.rstrip(".")]
-
-
-def _check_resumable(out: RunDir, config: dict[str, Any]) -> None:
-    """Refuse an ``out`` that holds files of another run: resuming reuses its finished flows, so
-    they must come from this very configuration.
-
-    Raises:
-        RunDirError: ``out`` is not empty and its ``config.json`` is missing or differs from
-            ``config`` (the differing keys are named).
-    """
-    from ....config import to_dict
-    from ....errors import RunDirError
-    from ....runs.reuse import RECORD
-
-    # `paramsym reproduce` writes its record into the directory before the run starts
-    if not out.path.is_dir() or not any(p.name != RECORD for p in out.path.iterdir()):
-        return
-    if not out.has("config.json"):
-        raise RunDirError(f"--out {str(out.path)!r} is not empty and holds no config.json (not a run of this preset); "
-                          "its files would be mixed with this run's. Choose a new or empty --out.")
-    old = out.read_json("config.json")
-    diff = _differences(to_dict(old), to_dict(config)) if isinstance(old, dict) else ["(not a configuration)"]
-    if diff:
-        shown = ", ".join(diff[:6]) + (f" (+{len(diff) - 6} more)" if len(diff) > 6 else "")
-        raise RunDirError(f"--out {str(out.path)!r} holds a run with another configuration (differs in: {shown}); its "
-                          "finished flows would be mixed with this run's. Choose a new --out, or rerun with the "
-                          "original options to resume it.")
-
-
 def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
     """Presets ``annulus-wedge`` / ``annulus-full`` (contract: :mod:`paramsym.experiments.attribution.records`).
 
@@ -395,9 +361,6 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
     run in the same ``out`` are reused.
     """
     cfg.validate()
-    config = {"kind": "attribution", "preset": cfg.preset, "stage": cfg.stage, "flows": list(cfg.flows),
-              "config": _cfg_dict(cfg)}
-    _check_resumable(out, config)
     if cfg.weights or cfg.probes:  # user files are checked before the run directory is written
         from .protocol import load_mlp_state, load_probes
 
@@ -405,8 +368,6 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
             load_mlp_state(cfg.weights, [2] + [cfg.hidden] * cfg.depth + [1], cfg.activation)
         if cfg.probes:
             load_probes(cfg.probes)
-    # config.json first, so an interrupted run can be recognised and resumed
-    out.write_json("config.json", config)
     problem, extra = build_problem(cfg, progress)
     info = extra["info"]
     x, y = extra["data"]

@@ -43,7 +43,6 @@ from ....attribution.polar import PolarGrid
 from ....attribution.problem import SymmetryProblem
 from ....attribution.symmetry import equivariance_error_x, polar_grid, so2
 from ....attribution.tables import tensor_table
-from ....config import to_dict
 from ....models.hamiltonian import (
     SeparableHamiltonian,
     force_function,
@@ -312,8 +311,6 @@ def run(cfg: HamiltonianConfig, out: RunDir, *, progress: bool = True) -> dict[s
     cfg.validate()
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
-    out.write_json("config.json", {"kind": "attribution", "preset": PRESET, "config": to_dict(cfg),
-                                   "flows": list(cfg.flows)})
     model, train_info = train_or_load(cfg, out, progress=progress)
     timing["train"] = time.perf_counter() - t0
     model = model.double()

@@ -27,7 +27,6 @@ from torch.func import vmap
 
 from .... import plots
 from ....actions.base import float64_copy
-from ....config import to_document
 from ....discovery.config import DiscoverOverrides
 from ....discovery.resolve import (
     QUICK_DISCOVER_STEPS,
@@ -196,7 +195,15 @@ def subrun_configs(cfg: LiftingConfig) -> dict[str, object]:
     return {name: out[name] for name in (f"{p}-seed{s}" for p in PRESETS for s in cfg.seeds)}
 
 
-def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
+def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse", *, resume: bool = False,
+        command: str | None = None) -> dict:
+    """:func:`compute` through the run verb (:func:`paramsym.experiments.discovery.run_experiment`)."""
+    from .. import run_experiment
+
+    return run_experiment(KIND, cfg, out, progress=progress, resume=resume, command=command, reuse=reuse)
+
+
+def compute(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
     """Train (or reuse, when their provenance matches) both actions per seed; compare them on the host.
 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`).
@@ -207,8 +214,6 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
     cfg.validate()
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
-    out.write_json("config.json", to_document(KIND, cfg))
-    out.write_env(cfg.seeds[0])
     results: dict[str, list] = {p: [] for p in PRESETS}
     infos: dict[str, dict] = {}
     s_F = None
@@ -237,8 +242,6 @@ def run(cfg: LiftingConfig, out: RunDir, progress: bool = True, reuse: str = "re
                "paper_ratio": PAPER_RATIO,
                "unit_beta": [configs[f"relu2881-unit-seed{seed}"].objective.beta for seed in cfg.seeds],
                "all_beta": [configs[f"relu2881-all-seed{seed}"].objective.beta for seed in cfg.seeds]}
-    out.write_json("metrics.json", metrics)
-    out.write_text("report.md", render(out))
     return metrics
 
 

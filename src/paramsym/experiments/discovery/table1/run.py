@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ....config import to_document
 from ....discovery.config import DiscoverOverrides
 from ....discovery.resolve import (
     QUICK_DISCOVER_STEPS,
@@ -72,7 +71,15 @@ def subrun_configs(cfg: ObjectivesConfig) -> dict[str, object]:
             for variant in cfg.variants for seed in cfg.seeds}
 
 
-def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
+def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse", *, resume: bool = False,
+        command: str | None = None) -> dict:
+    """:func:`compute` through the run verb (:func:`paramsym.experiments.discovery.run_experiment`)."""
+    from .. import run_experiment
+
+    return run_experiment(KIND, cfg, out, progress=progress, resume=resume, command=command, reuse=reuse)
+
+
+def compute(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = "refuse") -> dict:
     """Train every (variant, seed), reusing finished sub-runs whose provenance matches; write the comparison.
 
     ``reuse``: what to do with a stale sub-run (:mod:`paramsym.runs.reuse`): ``"refuse"``
@@ -84,8 +91,6 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = 
     cfg.validate()
     configs = subrun_configs(cfg)
     plans = {name: plan_subrun(out.path / name, dcfg, reuse) for name, dcfg in configs.items()}
-    out.write_json("config.json", to_document(KIND, cfg))
-    out.write_env(cfg.seeds[0])
     per: dict[str, list[dict]] = {v: [] for v in cfg.variants}
     infos: dict[str, dict] = {}
     for variant in cfg.variants:
@@ -102,8 +107,6 @@ def run(cfg: ObjectivesConfig, out: RunDir, progress: bool = True, reuse: str = 
     if "hybrid" in summary and "finite" in summary:
         metrics["composition_ratio_finite_over_hybrid"] = summary["finite"]["composition_err_p95"] / max(summary["hybrid"]["composition_err_p95"], 1e-300)
         metrics["motion_ratio_finite_over_hybrid"] = summary["finite"]["motion_median"] / max(summary["hybrid"]["motion_median"], 1e-300)
-    out.write_json("metrics.json", metrics)
-    out.write_text("report.md", render(out))
     return metrics
 
 

@@ -48,7 +48,6 @@ from ....actions.ffn_unit import (
     incoming_range,
     motion_beta,
 )
-from ....config import to_document
 from ....discovery.config import DiscoverOverrides
 from ....discovery.resolve import resolve_discover_config
 from ....errors import ConfigError
@@ -301,7 +300,22 @@ def _medians(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None,
-        reuse: str = "refuse") -> dict[str, Any]:
+        reuse: str = "refuse", *, resume: bool = False, command: str | None = None) -> dict[str, Any]:
+    """The experiment through the run verb (:func:`paramsym.runs.execute.execute`: ``config.json``
+    with its provenance, ``env.json``, ``metrics.json``, ``report.md``) around :func:`compute`;
+    returns the metrics with ``"timing"`` added (``timing.json``). ``resume``: continue the run in
+    ``out`` (finished sub-runs reused, interrupted ones resumed from their checkpoints)."""
+    from .. import run_experiment
+
+    if problem is not None:  # the run's configuration names the problem's unit (as compute() sets it)
+        cfg = dataclasses.replace(cfg, units=[[int(problem.info.get("layer", 0)), problem.info.get("unit")]])
+    metrics = run_experiment(KIND, cfg, out, progress=progress, resume=resume, command=command, problem=problem,
+                             reuse=reuse)
+    return {**metrics, "timing": out.read_json("timing.json") if out.has("timing.json") else {}}
+
+
+def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, problem=None,
+            reuse: str = "refuse") -> dict[str, Any]:
     """For every unit: set β, train every (variant, seed) (finished sub-runs reused when their
     provenance matches; ``reuse`` decides for stale ones, :mod:`paramsym.runs.reuse`),
     evaluate by the paper's protocol; write the report (and ``timing.json``).
@@ -327,8 +341,6 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
     configs = subrun_configs(cfg, betas, {label: pr.name for label, pr in problems.items()})
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
         plan_subrun(out.path / name, dcfg, reuse)
-    out.write_json("config.json", to_document(KIND, cfg))
-    out.write_env(cfg.seeds[0])
     per_unit: dict[str, dict[str, Any]] = {}
     infos: dict[str, dict[str, Any]] = {}
     timing: dict[str, dict[str, Any]] = {}
@@ -365,9 +377,7 @@ def run(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True, pro
                "per_seed": {v: [r for u in per_unit.values() for r in u["per_seed"][v]] for v in cfg.variants},
                "median": summary, "paper": PAPER}
     out.write_json("timing.json", timing)
-    out.write_json("metrics.json", metrics)
-    out.write_text("report.md", render(out))
-    return {**metrics, "timing": timing}
+    return metrics
 
 
 def render(run: RunDir) -> str:
