@@ -1,7 +1,10 @@
 """Property-based: the public Python entry points with bad inputs never raise a raw error.
 
 Hypothesis feeds ``Target``, ``check_action``, ``assert_invariant``, the catalogue actions
-(constructed from a tiny MLP's block), ``solve_affine``, ``teleport`` and ``align`` edge values —
+(constructed from a tiny MLP's block), ``solve_affine``, ``teleport``, ``align``, ``census``,
+``default_inputs``, the attention counts (``theorem9_bound``, ``count_partial_clusterings``,
+``component_count``), the alignment helpers (``distance``, ``interpolate``,
+``relative_output_error``) and ``load_model`` on incomplete or non-finite checkpoints edge values —
 negative, 0, ``2**64``, NaN, inf, booleans, text — malformed and foreign files (via
 ``paramsym.alignment.io.load_pair``: truncated, JSON, a pickle), wrong dtypes and the ``meta``
 device. Every call must either return or raise a :class:`~paramsym.errors.ParamsymError` whose
@@ -146,8 +149,9 @@ def test_solve_affine(samples, tol, radius, rule, max_memory) -> None:
 
 
 @API
-@given(steps=edge_int, step_size=edge_float, tol=edge_float, theta_kind=st.sampled_from(["ok", "nan", "short", "int", "meta"]))
-def test_teleport(steps, step_size, tol, theta_kind) -> None:
+@given(steps=edge_int, step_size=edge_float, tol=edge_float, theta_kind=st.sampled_from(["ok", "nan", "short", "int", "meta"]),
+       action_kind=st.sampled_from(["ok", "ok", "none", "text"]), loss_kind=st.sampled_from(["ok", "ok", "none"]))
+def test_teleport(steps, step_size, tol, theta_kind, action_kind, loss_kind) -> None:
     from paramsym.teleport import AscentConfig, mlp_rescaling, teleport
 
     g = torch.Generator().manual_seed(0)
@@ -165,7 +169,9 @@ def test_teleport(steps, step_size, tol, theta_kind) -> None:
              "int": theta.long(), "meta": theta.to("meta")}[theta_kind]
     if isinstance(steps, int) and not isinstance(steps, bool) and steps > 20:
         steps = 20
-    _outcome("teleport", teleport, action, theta, loss_fn, AscentConfig(steps=steps, step_size=step_size, tol=tol))
+    action = {"ok": action, "none": None, "text": "rescaling"}[action_kind]
+    _outcome("teleport", teleport, action, theta, loss_fn if loss_kind == "ok" else None,
+             AscentConfig(steps=steps, step_size=step_size, tol=tol))
 
 
 @API
@@ -218,12 +224,143 @@ def test_align(tmp_path_factory, points, b_kind, file_kind) -> None:
         assert before is None or path.read_bytes() == before  # nothing lost
 
 
+@API
+@given(model_kind=st.sampled_from(["ok", "nan-weight", "inf-weight", "meta", "none", "empty"]),
+       inputs=st.one_of(batches, st.sampled_from([3, "x", (), {}])),
+       dtype=st.sampled_from([torch.float64, torch.float32, torch.int32, torch.float16, "float64", None]),
+       layout=st.sampled_from(["auto", "derived", "adapter", "magic", None]))
+def test_census(model_kind, inputs, dtype, layout) -> None:
+    """census(model, inputs, dtype=, layout=) on an MLP: wrong-shape, int, meta, NaN or empty inputs,
+    NaN/inf weights, a meta or missing model and non-float dtypes are named errors (issue 36)."""
+    from paramsym.census import census
+
+    net = {"ok": _net, "nan-weight": _net, "inf-weight": _net, "meta": lambda: _net().to("meta"), "none": lambda: None,
+           "empty": lambda: torch.nn.Sequential()}[model_kind]()
+    if model_kind in ("nan-weight", "inf-weight"):
+        with torch.no_grad():
+            net[0].weight[1, 2] = math.nan if model_kind == "nan-weight" else math.inf
+    before = None if net is None or model_kind == "meta" else {k: v.clone() for k, v in net.state_dict().items()}
+    _outcome("census", census, net, inputs, dtype=dtype, layout=layout)
+    if before is not None:  # the model is not changed (census works on a copy)
+        assert all(torch.equal(v.nan_to_num(), net.state_dict()[k].nan_to_num()) for k, v in before.items())
+
+
+@API
+@given(model_kind=st.sampled_from(["mlp", "none", "text"]), tokens=edge_int, batch=edge_int,
+       generator=st.sampled_from(["ok", None, 0]))
+def test_default_inputs(model_kind, tokens, batch, generator) -> None:
+    from paramsym.census import default_inputs
+
+    model = {"mlp": _net(), "none": None, "text": "bert"}[model_kind]
+    gen = torch.Generator().manual_seed(0) if generator == "ok" else generator
+    _outcome("default_inputs", default_inputs, model, gen, tokens=tokens, batch=batch)
+
+
+@API
+@given(c=st.sampled_from([-3, 0, 1, 3, 10**6, True, 2.5, None, "3"]),
+       heads=st.sampled_from([-1, 0, 1, 2, 10**6, True, 2.5, None]),
+       group=st.sampled_from(["C6", "Z0", "D4", "C0", "perm:[[1,0]]", "", None, 3]),
+       rep=st.sampled_from(["regular(C2)", "regular(D4)", "regular", None]),
+       copies=st.sampled_from([1, 2, 0, -1, True, 1.5]))
+def test_attention_counts(c, heads, group, rep, copies) -> None:
+    """theorem9_bound (sizes guarded before the exact fraction), count_partial_clusterings (a group
+    name or object), component_count (a Representation) with edge arguments."""
+    from paramsym.attention.clusterings import count_partial_clusterings
+    from paramsym.attention.components import component_count, theorem9_bound
+    from paramsym.groups.finite import group_by_name
+    from paramsym.groups.reps import regular
+
+    _outcome("theorem9_bound", theorem9_bound, c, heads)
+    small = heads if isinstance(heads, int) and not isinstance(heads, bool) and heads <= 6 else 3
+    _outcome("count_partial_clusterings", count_partial_clusterings, group, small)
+    r = {"regular(C2)": lambda: regular(group_by_name("C2")), "regular(D4)": lambda: regular(group_by_name("D4")),
+         "regular": lambda: "regular", None: lambda: None}[rep]()
+    _outcome("component_count", component_count, r, heads if heads != 10**6 else 7, copies=copies)
+
+
+@API
+@given(b_kind=st.sampled_from(["ok", "missing", "extra", "shape", "none", "list", "float64"]), alpha=edge_float,
+       forward=st.sampled_from(["ok", None, "text"]), x_kind=st.sampled_from(["ok", "empty", "meta", "none", "scalar"]))
+def test_alignment_helpers(b_kind, alpha, forward, x_kind) -> None:
+    """alignment.distance / interpolate / relative_output_error: mismatched tensors, a NaN or
+    non-number α, a missing forward or batch are named errors."""
+    from paramsym.alignment import distance, interpolate, relative_output_error
+
+    g = torch.Generator().manual_seed(0)
+    a = {"w1": torch.randn(4, 3, generator=g), "w2": torch.randn(2, 4, generator=g)}
+    b0 = {k: v + 0.1 for k, v in a.items()}
+    b = {"ok": b0, "missing": {"w1": b0["w1"]}, "extra": {**b0, "w3": torch.zeros(1)},
+         "shape": {**b0, "w2": torch.zeros(3, 4)}, "none": None, "list": [1.0, 2.0],
+         "float64": {k: v.double() for k, v in b0.items()}}[b_kind]
+    fwd = {"ok": lambda p, x: torch.relu(x @ p["w1"].T) @ p["w2"].T, None: None, "text": "f"}[forward]
+    x = {"ok": torch.randn(5, 3, generator=g), "empty": torch.zeros(0, 3), "meta": torch.zeros(5, 3, device="meta"),
+         "none": None, "scalar": torch.tensor(1.0)}[x_kind]
+    _outcome("alignment.distance", distance, a, b)
+    _outcome("alignment.interpolate", interpolate, a, b, alpha)
+    _outcome("alignment.relative_output_error", relative_output_error, fwd, a, b, x)
+
+
+@pytest.fixture(scope="module")
+def saved_bert(tmp_path_factory):
+    transformers = pytest.importorskip("transformers")
+    from safetensors.torch import load_file
+
+    cfg = transformers.BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                                  vocab_size=40, max_position_embeddings=16)
+    torch.manual_seed(0)
+    d = tmp_path_factory.mktemp("bert")
+    transformers.BertModel(cfg).save_pretrained(d)
+    return d, load_file(str(d / "model.safetensors"))
+
+
+@settings(API, max_examples=min(API.max_examples, 6))
+@given(which=st.integers(0, 10**6))
+@pytest.mark.parametrize("kind", ["ok", "missing", "extra", "int", "nan", "inf", "shape", "truncated"])
+def test_load_model_checkpoints(saved_bert, tmp_path_factory, kind, which) -> None:
+    """The one loader on incomplete, mis-shaped, integer, non-finite and truncated checkpoints (issue 36)."""
+    import shutil
+
+    from safetensors.torch import save_file
+
+    from paramsym.models.loading import load_model
+
+    good, sd = saved_bert
+    d = tmp_path_factory.mktemp("ckpt")
+    shutil.copytree(good, d, dirs_exist_ok=True)
+    names = sorted(sd)
+    name = names[which % len(names)]
+    t = dict(sd)
+    if kind == "missing":
+        del t[name]
+    elif kind == "extra":
+        t["head.extra"] = torch.zeros(2)
+    elif kind == "int":
+        t[name] = t[name].to(torch.int32)
+    elif kind in ("nan", "inf") and t[name].is_floating_point():
+        t[name] = t[name].clone().reshape(-1).index_fill(0, torch.tensor([which % t[name].numel()]),
+                                                         math.nan if kind == "nan" else math.inf).reshape(t[name].shape)
+    elif kind == "shape":
+        t[name] = torch.zeros(3, 5)
+    save_file(t, str(d / "model.safetensors"), metadata={"format": "pt"})
+    if kind == "truncated":
+        p = d / "model.safetensors"
+        p.write_bytes(p.read_bytes()[: 200 + which % 1000])
+    before = (d / "model.safetensors").read_bytes()
+    model = _outcome(f"load_model ({kind} checkpoint)", load_model, d, quiet=True)
+    int_buffer = kind == "int" and name.endswith("position_ids")  # stored as an integer buffer: accepted
+    if kind not in ("ok",) and not int_buffer and not (kind in ("nan", "inf") and not sd[name].is_floating_point()):
+        assert model is None, (kind, name)  # every defect is refused, none silently loaded
+    assert (d / "model.safetensors").read_bytes() == before
+
+
 def test_every_entry_point_was_fuzzed() -> None:
     if not COUNTS:
         pytest.skip("run with the fuzz tests above (this test reports their counts)")
     entries = sorted({e for e, _ in COUNTS})
     for needed in ("Target", "check_action", "assert_invariant", "solve_affine", "teleport", "align",
-                   "align files (load_pair)", "catalogue RescalingAction"):
+                   "align files (load_pair)", "catalogue RescalingAction", "census", "default_inputs", "theorem9_bound",
+                   "count_partial_clusterings", "component_count", "alignment.distance", "alignment.interpolate",
+                   "alignment.relative_output_error", "load_model (missing checkpoint)", "load_model (nan checkpoint)"):
         assert needed in entries, (needed, entries)
     print(f"\nPython API calls: {sum(COUNTS.values())}")
     for e in entries:

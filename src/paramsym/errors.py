@@ -235,8 +235,10 @@ class StaleRunError(RunDirError):
 
 
 class ForeignRunError(RunDirError):
-    """A run directory (``paramsym reproduce --out DIR/<run>``) holding files this command did not
-    make, or a corrupt or foreign ``reproduce.json``: nothing is overwritten or deleted."""
+    """A run directory holding files this command did not make: another kind's run, the same kind
+    with another configuration, files of no run, a corrupt ``config.json`` or ``reproduce.json``
+    (the run verb's ``--out`` rule, ``paramsym reproduce --out``): nothing is overwritten
+    or deleted."""
 
 
 # -- checkpoints (issue 34) ------------------------------------------------------------------------
@@ -250,3 +252,11 @@ class CheckpointError(InputFileError):
 class MergekitVersionError(ConfigError):
     """A MergeKit architecture file of another MergeKit version than the one asked for (0.1.5's
     ``vocabulary_axis`` versus 0.1.4's ``is_embed``): the other version would drop the field silently."""
+
+
+# -- checkpoints (issue 36) -------------------------------------------------------------------
+class IncompleteCheckpointError(CheckpointError):
+    """A saved model whose weights do not match its architecture: a parameter or buffer the
+    architecture needs is not stored, a stored tensor the architecture has no place for, a tensor
+    of another shape, or a non-floating dtype where a weight belongs (the message names them).
+    Refused instead of filled with freshly initialised weights."""

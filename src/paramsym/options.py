@@ -11,7 +11,13 @@ concepts (:mod:`paramsym.attention.cli`), so ``--seed``, ``--seeds``, ``--thread
   signed 64-bit seed: ``2**64``, ``2**63`` and negatives are refused);
 * ``--seeds A,B,...``: distinct seeds, each as ``--seed``;
 * ``--threads N``: torch CPU threads, ``1 <= N <= 4096``;
-* ``--device``: ``cpu``, ``cuda`` or ``cuda:N``.
+* ``--device``: ``cpu``, ``cuda`` or ``cuda:N``;
+* ``--out`` / ``--resume``: a path, not empty, without control characters (:func:`path_option`).
+
+Integers are ASCII digits only (an optional leading ``-`` for the range message): ``'٣'``,
+``' 3'``, ``'+1'`` and ``'3\n'`` are refused, never read as 3. :func:`check_shared_options`
+applies these checks once, before any command runs, to whichever of the shared flags the
+command has.
 
 The argparse side (adding the shared flags, the ``--out``/``--resume`` rule) is
 :mod:`paramsym.cli.options`.
@@ -26,10 +32,14 @@ from typing import Any, NamedTuple, TypeVar
 
 from .errors import ConfigError
 
-__all__ = ["MAX_SEED", "MAX_THREADS", "Flag", "config_from_flags", "device_option", "flag_values", "float_option",
-           "given_flags", "int_option", "seed_option", "seeds_option", "threads_option"]
+__all__ = ["MAX_SEED", "MAX_THREADS", "Flag", "check_shared_options", "config_from_flags", "device_option",
+           "flag_values", "float_option", "given_flags", "int_option", "output_file_option", "path_option", "seed_option",
+           "seeds_option", "threads_option"]
 
 C = TypeVar("C")
+
+#: an integer as the command line accepts it: ASCII digits, an optional leading minus (no spaces, no ``+``)
+_INT = re.compile(r"-?[0-9]{1,30}")
 
 #: the largest seed accepted: every seed fits torch's signed 64-bit ``manual_seed`` (and ``seed + 1``
 #: the derived generators some commands use stays below ``2**64``)
@@ -47,9 +57,9 @@ def int_option(raw: object, flag: str, minimum: int, maximum: int | None = None)
     want = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
     if isinstance(raw, bool):
         raise ConfigError(f"{flag} must be {want}; received {raw!r}.")
-    text = str(raw).strip()
-    if not re.fullmatch(r"[+-]?\d{1,30}", text):
-        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r}.")
+    text = str(raw)
+    if not _INT.fullmatch(text):
+        raise ConfigError(f"{flag} must be {want}; received {str(raw)[:80]!r} (ASCII digits only).")
     value = int(text)
     if value < minimum or (maximum is not None and value > maximum):
         raise ConfigError(f"{flag} must be {want}; received {value}.")
@@ -79,11 +89,11 @@ def seed_option(raw: object, flag: str = "--seed") -> int:
     Raises:
         ConfigError: not an integer, negative, or ``>= 2**63`` (e.g. ``2**64``).
     """
-    text = str(raw).strip()
-    if isinstance(raw, bool) or not re.fullmatch(r"[+-]?\d{1,30}", text) or not 0 <= int(text) <= MAX_SEED:
-        shown = text[:80] if re.fullmatch(r"[+-]?\d{1,80}", text) else repr(str(raw)[:80])
-        raise ConfigError(f"{flag} must be an integer seed with 0 <= seed < 2**63; received {shown}. "
-                          f"Pass e.g. {flag} 0.")
+    text = str(raw)
+    if isinstance(raw, bool) or not _INT.fullmatch(text) or not 0 <= int(text) <= MAX_SEED:
+        shown = text[:80] if re.fullmatch(r"-?[0-9]{1,80}", text) else repr(str(raw)[:80])
+        raise ConfigError(f"{flag} must be an integer seed with 0 <= seed < 2**63 (ASCII digits only); received "
+                          f"{shown}. Pass e.g. {flag} 0.")
     return int(text)
 
 
@@ -98,7 +108,7 @@ def seeds_option(raw: object, flag: str = "--seeds") -> list[int]:
         raise ConfigError(f"{flag} must be comma-separated integers >= 0, e.g. 0,1,2; received {str(raw)[:80]!r}.")
     seeds = []
     for x in items:
-        if not re.fullmatch(r"\+?\d{1,30}", x) or int(x) > MAX_SEED:
+        if not re.fullmatch(r"[0-9]{1,30}", x) or int(x) > MAX_SEED:
             raise ConfigError(f"{flag} must be comma-separated integers >= 0 (and < 2**63), e.g. 0,1,2; "
                               f"received {str(raw)[:80]!r} (bad item {x[:40]!r}).")
         seeds.append(int(x))
@@ -115,6 +125,80 @@ def threads_option(raw: object, flag: str = "--threads") -> int:
         ConfigError: not an integer or out of range.
     """
     return int_option(raw, flag, 1, MAX_THREADS)
+
+
+def path_option(raw: object, flag: str = "--out") -> str:
+    """``raw`` as a path given on the command line: not empty, no control characters.
+
+    Raises:
+        ConfigError: an empty path (it would write into the current directory) or one with a
+            newline, tab or other control character.
+    """
+    text = str(raw)
+    if not text.strip():
+        raise ConfigError(f"{flag} must be a path; received an empty one {text!r} (it would write into the current "
+                          f"directory). Pass e.g. {flag} runs/mine.")
+    if any(not c.isprintable() for c in text):
+        raise ConfigError(f"{flag} {text[:80]!r} contains a control character (a newline, tab, ...); expected a "
+                          "printable path. Choose another path.")
+    return text
+
+
+def output_file_option(raw: object, flag: str = "--out", example: str = "out.json") -> str:
+    """``raw`` as the path of a new file to write: :func:`path_option`, not ending in a path
+    separator (that names a directory), and no existing parent of it a file.
+
+    Raises:
+        ConfigError: an empty path, a control character, or a trailing ``/``.
+        OutputFileError: a parent of the path is a file (the file could never be created).
+    """
+    import os
+
+    from .errors import OutputFileError
+
+    text = path_option(raw, flag)
+    if text.endswith(("/", os.sep)) or os.path.isdir(text):
+        raise ConfigError(f"{flag} {text!r} names a directory; expected the path of a file to write, e.g. "
+                          f"{os.path.join(text, example)!r}.")
+    parent = os.path.dirname(os.path.abspath(text))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent) if os.path.dirname(parent) != parent else ""
+    if parent and not os.path.isdir(parent):
+        raise OutputFileError(f"{flag} {text!r} cannot be created: {parent!r} is a file, not a directory. Choose "
+                              "another path.")
+    return text
+
+
+def check_shared_options(args: Any) -> None:
+    """Validate the shared flags a command has, once, before it runs (``paramsym.cli.main``).
+
+    ``--seed``, ``--seeds``, ``--threads`` (as text: ``None`` means not given) and ``--out``,
+    ``--resume``, ``--preset`` (not empty, no control characters; ``sweep --resume`` with no
+    directory is stored as ``""`` and means the default one, so an empty ``--resume`` is left to
+    the command); ``--resume DIR`` with another ``--out`` (it would be ignored).
+
+    Raises:
+        ConfigError: the first bad value, named by its flag.
+    """
+    for name, check in (("seed", seed_option), ("seeds", seeds_option), ("threads", threads_option)):
+        raw = getattr(args, name, None)
+        if raw is not None:
+            check(raw, "--" + name)
+    for name in ("out", "resume"):
+        raw = getattr(args, name, None)
+        if isinstance(raw, str) and (raw or name != "resume"):
+            path_option(raw, "--" + name)
+    resume, out = getattr(args, "resume", None), getattr(args, "out", None)
+    if resume and isinstance(out, str):
+        import os
+
+        if os.path.abspath(out) != os.path.abspath(resume):
+            raise ConfigError(f"--resume {resume!r} continues the run in that directory; drop --out {out!r} (or pass "
+                              "the same directory).")
+    preset = getattr(args, "preset", None)
+    if isinstance(preset, str) and (not preset.strip() or any(not c.isprintable() for c in preset)):
+        raise ConfigError(f"--preset must name a preset; received {preset[:80]!r}. List them with `paramsym list`, or "
+                          "drop --preset for the command's default.")
 
 
 def device_option(raw: object, flag: str = "--device") -> str:

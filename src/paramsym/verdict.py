@@ -82,10 +82,13 @@ class Metric:
         return "≤" if self.bound == "upper" else "≥"
 
     def passes(self, value: float, tolerance: float | None = None) -> bool:
-        """Whether ``value`` meets ``tolerance`` (default: this metric's own)."""
+        """Whether ``value`` meets ``tolerance`` (default: this metric's own); a missing or NaN value
+        (``None``: stored by a diverged run) never does."""
         tol = self.tolerance if tolerance is None else tolerance
         if tol is None:
             return True
+        if value is None or value != value:
+            return False
         return bool(value <= tol) if self.bound == "upper" else bool(value >= tol)
 
     def summary(self, values: Tensor) -> float:

@@ -151,7 +151,12 @@ def test_a_file_that_would_not_name_the_checkpoints_tensors_is_refused(tmp_path)
     from paramsym.models.loading import load_model
 
     assert type(load_model(tmp_path / "m", head="checkpoint", quiet=True)).__name__ == "BertForMaskedLM"
-    assert type(load_model(tmp_path / "m", head="auto", quiet=True)).__name__ == "BertModel"
+    # as a BertModel it would lack the pooler (random weights): refused by name (issue 36)
+    from paramsym.errors import IncompleteCheckpointError
+
+    with pytest.raises(IncompleteCheckpointError, match=r"lacks 2 tensor.*'pooler\.dense\.bias'.*saved from "
+                                                         r"BertForMaskedLM"):
+        load_model(tmp_path / "m", head="auto", quiet=True)
 
 
 @needs_wheel

@@ -419,6 +419,117 @@ def test_model_commands(scratch, capsys, prefix: str, data) -> None:
         assert sorted(p.name for p in scratch.iterdir()) == ["blocker"], argv  # refused or planned: nothing written
 
 
+# ----------------------------------------------------------------------------- issue 36: the new classes
+#: values of --seed / --threads / --out that must never be read as a number or a path
+BAD_SHARED = {"--seed": ["٣", " 3", "+1", "3 ", "١٢", "3\n", "0x1", "3.0", ""],
+              "--threads": ["٣", " 2", "+1", "100000", "0", "2\t", ""],
+              "--out": ["", "a\nb", "x\ty", " ", "o\x00"]}
+
+
+@FUZZ
+@given(prefix=st.sampled_from(sorted(COMMANDS)), data=st.data())
+def test_shared_options_for_every_command(scratch, capsys, prefix: str, data) -> None:
+    """``--seed`` (ASCII digits only), ``--threads`` (1..4096) and ``--out`` (not empty, no control
+    characters) mean the same for every command: a bad value is refused (named, or unknown to a
+    command without the flag), and nothing is created."""
+    flag = data.draw(st.sampled_from(sorted(BAD_SHARED)))
+    value = data.draw(st.sampled_from(BAD_SHARED[flag]))
+    flags, fixed = COMMANDS[prefix]
+    argv = [*prefix.split(), *fixed, f"{flag}={value}"]
+    if flag != "--out":
+        argv = _safe(prefix, argv)
+    rc, _, err = _cli(capsys, argv)
+    assert rc == 2, (argv, err)
+    assert sorted(p.name for p in scratch.iterdir()) == ["blocker"], argv
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory) -> dict[str, Path]:
+    """A tiny GPT-2 saved twice (A, B), two MLP files and an RMHSA layer, made once."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+    from safetensors.torch import save_file
+
+    root = tmp_path_factory.mktemp("ckpt")
+    cfg = transformers.GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=40, n_positions=16)
+    for name, seed in (("A", 0), ("B", 1)):
+        torch.manual_seed(seed)
+        transformers.GPT2Model(cfg).save_pretrained(root / name)
+    g = torch.Generator().manual_seed(0)
+    for name in ("a", "b"):
+        save_file({"fc1.weight": torch.randn(8, 64, generator=g), "fc1.bias": torch.randn(8, generator=g),
+                   "fc2.weight": torch.randn(10, 8, generator=g), "fc2.bias": torch.randn(10, generator=g)},
+                  str(root / f"{name}.safetensors"))
+    assert main(["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out",
+                 str(root / "layer.safetensors")]) == 0
+    return {"hf": root / "A", "hf_b": root / "B", "mlp": root / "a.safetensors", "mlp_b": root / "b.safetensors",
+            "layer": root / "layer.safetensors"}
+
+
+def _damaged(src: Path, dst: Path, defect: str, pick: int) -> Path:
+    """A copy of checkpoint ``src`` (a directory or a safetensors file) with one ``defect``."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    if src.is_dir():
+        shutil.copytree(src, dst)
+        file = dst / "model.safetensors"
+    else:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        file = dst
+    t = load_file(str(src / "model.safetensors" if src.is_dir() else src))
+    floats = sorted(k for k, v in t.items() if v.is_floating_point())
+    name = floats[pick % len(floats)]
+    if defect == "missing":
+        del t[name]
+    elif defect == "unexpected":
+        t["stray.weight"] = torch.zeros(2)
+    elif defect == "int":
+        t[name] = t[name].round().to(torch.int32)
+    else:  # nan / inf / -inf at one entry
+        flat = t[name].clone().reshape(-1)
+        flat[pick % flat.numel()] = {"nan": float("nan"), "inf": float("inf"), "-inf": -float("inf")}[defect]
+        t[name] = flat.reshape(t[name].shape)
+    save_file(t, str(file), metadata={"format": "pt"})
+    return dst
+
+
+#: every command that reads a checkpoint: (which checkpoint it takes, argv with D = the damaged one)
+CHECKPOINT_COMMANDS = {
+    "census --model": ("hf", lambda d, c: ["census", "--model", d, "--out", "o"]),
+    "census --export": ("hf", lambda d, c: ["census", "--model", d, "--export", "permutation-spec", "--out", "o.json"]),
+    "compensate --model": ("hf", lambda d, c: ["compensate", "--model", d, "--layer", "0", "--unit", "0", "--out", "o"]),
+    "align --census-groups (A)": ("hf", lambda d, c: ["align", d, str(c["hf_b"]), "--census-groups", "--out", "o"]),
+    "align --census-groups (B)": ("hf", lambda d, c: ["align", str(c["hf"]), d, "--census-groups", "--out", "o"]),
+    "align (HF B)": ("hf", lambda d, c: ["align", str(c["hf"]), d, "--out", "o"]),
+    "align (MLP A)": ("mlp", lambda d, c: ["align", d, str(c["mlp_b"]), "--out", "o"]),
+    "align (MLP B)": ("mlp", lambda d, c: ["align", str(c["mlp"]), d, "--out", "o"]),
+    "attention classify": ("layer", lambda d, c: ["attention", "classify", d, "--group", "C2", "--out", "o"]),
+}
+
+
+@FUZZ
+@given(command=st.sampled_from(sorted(CHECKPOINT_COMMANDS)),
+       defect=st.sampled_from(["missing", "unexpected", "int", "nan", "inf", "-inf"]), pick=st.integers(0, 10**6))
+def test_incomplete_or_non_finite_checkpoints(scratch, capsys, checkpoints, command, defect, pick) -> None:
+    """Every command that reads weights refuses a checkpoint with a tensor missing or unexpected,
+    integer weights, or NaN/inf entries: one named line, exit 2, nothing written."""
+    kind, make = CHECKPOINT_COMMANDS[command]
+    if kind != "hf" and defect in ("missing", "unexpected"):
+        defect = "nan"  # a plain tensor file has no architecture to be incomplete against
+    bad = _damaged(checkpoints[kind], scratch / "damaged" / checkpoints[kind].name, defect, pick)
+    before = {p: p.read_bytes() for p in sorted(bad.rglob("*") if bad.is_dir() else [bad]) if p.is_file()}
+    argv = make(str(bad), checkpoints)
+    rc, _, err = _cli(capsys, argv)
+    COUNTS[(f"checkpoint: {command}", defect)] += 1
+    assert rc == 2, (argv, err)
+    expected = "NonFiniteError" if defect in ("nan", "inf", "-inf") else "IncompleteCheckpointError"
+    assert expected in err, (argv, err)
+    assert sorted(p.name for p in scratch.iterdir()) == ["blocker", "damaged"], argv  # no o/, no o.json
+    assert {p: p.read_bytes() for p in before} == before
+    shutil.rmtree(scratch / "damaged")
+
+
 def test_every_command_was_fuzzed() -> None:
     """Every command was tried (by the tests above, in this module); print the counts per command and outcome."""
     if not COUNTS:

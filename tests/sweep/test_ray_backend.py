@@ -29,3 +29,23 @@ def test_ray_backend_matches_the_local_backend(tmp_path, tiny_spec, finished) ->
         assert ours["verdict"] == ref["verdict"] and ours["generators"] == ref["generators"]
     # it ran through Ray Tune: one experiment, one Tune trial directory per sweep trial
     assert sorted(p.name for p in (tmp_path / "ray" / "ray" / "sweep").iterdir() if p.is_dir()) == trials
+
+
+def test_a_ray_started_by_the_sweep_leaves_no_session_folder(tmp_path, tiny_spec, finished) -> None:
+    """``--backend ray`` without a running Ray starts its own instance in a folder of its own and
+    removes it at the end: nothing new under the temp directory or /tmp/ray (issue 36)."""
+    import tempfile
+    from pathlib import Path
+
+    from paramsym.sweep import run_sweep
+
+    def listing() -> set[str]:
+        roots = {Path(tempfile.gettempdir()), Path("/tmp"), Path("/tmp/ray")}
+        return {str(p) for r in roots if r.is_dir() for p in r.iterdir()}
+
+    assert not ray.is_initialized()
+    before = listing()
+    table = run_sweep(tiny_spec, tmp_path / "ray", backend="ray", workers=1, progress=False)
+    assert table == finished[1] and not ray.is_initialized()
+    new = sorted(p for p in listing() - before if "ray" in p.lower())  # psray-*, /tmp/ray, /tmp/ray/session_*
+    assert new == [], new

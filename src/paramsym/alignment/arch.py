@@ -93,6 +93,35 @@ class Architecture:
         return any(g.rescalable for g in self.groups)
 
 
+def check_param_pair(a: object, b: object, what: tuple[str, str] = ("a", "b"), same_dtype: bool = False) -> None:
+    """Raise a named error unless ``a`` and ``b`` are mappings of tensors with the same names and
+    shapes (dtypes may differ unless ``same_dtype``: distance and interpolate compute in float64
+    or by broadcasting). The Python-API check of
+    :func:`~paramsym.alignment.matching.distance` and :func:`~paramsym.alignment.path.interpolate`.
+
+    Raises:
+        ConfigError: not mappings of tensors.
+        ArchitectureMismatchError: other names or shapes (listed).
+    """
+    from ..errors import ConfigError
+
+    for name, m in zip(what, (a, b)):
+        if not isinstance(m, Mapping) or not all(isinstance(t, Tensor) for t in m.values()):
+            raise ConfigError(f"{name} must be a dict of parameter tensors (name -> Tensor); received "
+                              f"{type(m).__name__}.")
+    only = sorted(set(a) ^ set(b), key=_natural)
+    shapes = [f"{n}: {tuple(a[n].shape)} vs {tuple(b[n].shape)}" for n in sorted(a, key=_natural)
+              if n in b and a[n].shape != b[n].shape]
+    if same_dtype:
+        shapes += [f"{n}: {a[n].dtype} vs {b[n].dtype}" for n in sorted(a, key=_natural)
+                   if n in b and a[n].dtype != b[n].dtype]
+    if only or shapes:
+        raise ArchitectureMismatchError(f"{what[0]} and {what[1]} do not hold the same tensors: "
+                                        + "; ".join(([f"not in both: {only[:8]}"] if only else [])
+                                                    + ([f"different shapes or dtypes: {'; '.join(shapes[:8])}"] if shapes else []))
+                                        + ". Pass the parameters of two models of one architecture.")
+
+
 def check_same_architecture(a: Mapping[str, Tensor], b: Mapping[str, Tensor], what: tuple[str, str] = ("A", "B")) -> None:
     """Raise :class:`ArchitectureMismatchError` unless ``a`` and ``b`` have the same names, shapes and dtypes.
 
@@ -138,6 +167,10 @@ def mlp_architecture(params: Mapping[str, Tensor], activation: str | nn.Module =
     if len(names) < 2:
         raise ShapeError(f"an MLP needs at least two 2-D weight tensors (out × in) in a chain; received "
                          f"{[(n, tuple(t.shape)) for n, t in params.items()]}.")
+    empty = [(n, tuple(params[n].shape)) for n in names if params[n].numel() == 0]
+    if empty:
+        raise ShapeError(f"an MLP needs layers of width >= 1; weights {empty[:4]} are empty (a zero-width layer has no "
+                         "units to align). Give the parameters of a trained model.")
     biases = {}
     for w in names:
         b = w[: -len("weight")] + "bias" if w.endswith("weight") else None

@@ -28,20 +28,24 @@ from .arch import Architecture, check_same_architecture, hf_architecture, mlp_ar
 __all__ = ["data_for", "load_pair", "load_side", "render_report", "write_outputs"]
 
 
-def load_side(path: str | os.PathLike):
+def load_side(path: str | os.PathLike, side: str = ""):
     """``("mlp", params)`` for a safetensors file, ``("hf", model)`` for a save_pretrained directory.
 
     Raises:
         InputFileError: missing, unreadable or not a safetensors file / HF directory (names the path).
+        IncompleteCheckpointError: an incomplete checkpoint or integer weights
+            (:mod:`paramsym.models.checks`).
+        NonFiniteError: NaN or infinite weights.
     """
     p = Path(path)
+    who = f"model {side + ' ' if side else ''}{str(p)!r}"
     if p.is_dir():
         if not (p / "config.json").is_file():
             raise InputFileError(f"{str(p)!r} is a directory without config.json; give a safetensors file or a "
                                  "directory written by save_pretrained.")
         from ..models.loading import load_model
 
-        return "hf", load_model(p, head="auto", quiet=True, argument=f"model {str(p)!r}")
+        return "hf", load_model(p, head="auto", quiet=True, argument=who)
     if not p.exists():
         raise InputFileError(f"model file {str(p)!r} does not exist; give a .safetensors file or a save_pretrained directory.")
     from ..runs.rundir import load_tensors
@@ -49,6 +53,9 @@ def load_side(path: str | os.PathLike):
     params = load_tensors(p, user_file="a model's parameters (A or B)")
     if not params:
         raise InputFileError(f"{str(p)!r} holds no tensors; expected the parameters of a model.")
+    from ..models.checks import check_weight_tensors
+
+    check_weight_tensors(params, who)  # integer or NaN/inf weights: named, before any work
     return "mlp", params
 
 
@@ -60,7 +67,7 @@ def load_pair(path_a: str | os.PathLike, path_b: str | os.PathLike, activation: 
         InputFileError: an unreadable model.
         ArchitectureMismatchError: different kinds (file vs directory) or tensor names/shapes.
     """
-    (ka, xa), (kb, xb) = load_side(path_a), load_side(path_b)
+    (ka, xa), (kb, xb) = load_side(path_a, "A"), load_side(path_b, "B")
     if ka != kb:
         raise _mismatch(f"A is {'an MLP safetensors file' if ka == 'mlp' else 'an HF directory'} and B is "
                         f"{'an MLP safetensors file' if kb == 'mlp' else 'an HF directory'}")
@@ -90,7 +97,8 @@ def data_for(arch: Architecture, name: str = "auto", info: Mapping | None = None
     ``P = vocab − 1`` for a Hugging Face model).
 
     Raises:
-        ConfigError: an unknown name, or ``auto`` on a model it cannot place.
+        ConfigError: an unknown name, ``auto`` on a model it cannot place, data that does not fit
+            the model (an MLP's input width or output count, an HF model's vocabulary).
     """
     info = dict(info or {})
     if name == "auto":
@@ -103,14 +111,27 @@ def data_for(arch: Architecture, name: str = "auto", info: Mapping | None = None
             raise ConfigError(f"cannot choose data for this {arch.kind} model automatically (widths "
                               f"{arch.info.get('widths')}); pass --data digits or --data modadd:P.")
     if name == "digits":
-        return digits(0), name
-    if name.startswith("modadd"):
-        try:
-            p = int(name.split(":", 1)[1]) if ":" in name else 23
-        except ValueError:
-            raise ConfigError(f"--data {name!r}: expected modadd:P with an integer P, e.g. modadd:23.") from None
-        return modular_addition(p, 0, 0.8), name
-    raise ConfigError(f"unknown --data {name!r}; choose auto, digits or modadd:P.")
+        data = digits(0)
+    elif name.startswith("modadd"):
+        text = name.split(":", 1)[1] if ":" in name else "23"
+        if not text.isascii() or not text.isdigit():
+            raise ConfigError(f"--data {name!r}: expected modadd:P with an integer P, e.g. modadd:23.")
+        p = int(text)
+        vocab = info.get("vocab_size")
+        if isinstance(vocab, int) and p + 1 > vocab:
+            raise ConfigError(f"--data {name!r} needs {p + 1} tokens (0..{p}), but the model's vocabulary has {vocab}; "
+                              f"use modadd:P with P <= {vocab - 1}.")
+        data = modular_addition(p, 0, 0.8)
+    else:
+        raise ConfigError(f"unknown --data {name!r}; choose auto, digits or modadd:P.")
+    widths = arch.info.get("widths")
+    if arch.kind == "mlp" and widths:
+        features, classes = int(data.x_train.shape[1]), data.num_classes
+        if features != widths[0] or classes > widths[-1]:
+            raise ConfigError(f"--data {name!r} has {features} input features and {classes} classes, but the MLP takes "
+                              f"{widths[0]} inputs and has {widths[-1]} outputs (widths {widths}); pass data that fits "
+                              "the model (digits: 64 inputs, 10 classes).")
+    return data, name
 
 
 def _fmt(x: float) -> str:

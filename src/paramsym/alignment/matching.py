@@ -55,7 +55,7 @@ from torch import Tensor
 
 from ..actions.attention import rotary_pair_classes
 from ..models.adapters import AttentionLayout
-from .arch import UnitGroup
+from .arch import UnitGroup, check_param_pair
 
 __all__ = ["balance", "match_permutations", "permute", "rescale", "match_rescaling", "solve_quartic_scales",
            "match_attention", "distance", "match_rotation", "rotate_axes", "match_head_gl"]
@@ -64,7 +64,12 @@ Params = dict[str, Tensor]
 
 
 def distance(a: Mapping[str, Tensor], b: Mapping[str, Tensor]) -> float:
-    """``‖θ_A − θ_B‖²`` over the tensors of ``a`` (float64)."""
+    """``‖θ_A − θ_B‖²`` over the tensors of ``a`` (float64).
+
+    Raises:
+        ConfigError, ArchitectureMismatchError: not two dicts of tensors with the same names and shapes.
+    """
+    check_param_pair(a, b)
     return float(sum(((a[n].double() - b[n].double()) ** 2).sum() for n in a))
 
 

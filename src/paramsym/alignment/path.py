@@ -18,13 +18,27 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ShapeError
 
 __all__ = ["PathCurve", "barrier", "evaluate", "interpolate", "path_curve", "relative_output_error"]
 
 
 def interpolate(a: Mapping[str, Tensor], b: Mapping[str, Tensor], alpha: float) -> dict[str, Tensor]:
-    """``(1 − α) θ_A + α θ_B`` for every tensor of ``a``."""
+    """``(1 − α) θ_A + α θ_B`` for every tensor of ``a``.
+
+    Raises:
+        ConfigError: ``alpha`` not a finite real number, or ``a``/``b`` not dicts of tensors.
+        ArchitectureMismatchError: ``a`` and ``b`` hold other names or shapes.
+    """
+    import math
+    import numbers
+
+    from .arch import check_param_pair
+
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha):
+        raise ConfigError(f"alpha must be a finite real number (0 = A, 1 = B); received {alpha!r}.")
+    check_param_pair(a, b)
+    alpha = float(alpha)
     return {n: (1.0 - alpha) * a[n] + alpha * b[n] for n in a}
 
 
@@ -102,11 +116,31 @@ def path_curve(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], a: Map
 @torch.no_grad()
 def relative_output_error(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], p: Mapping[str, Tensor],
                           q: Mapping[str, Tensor], x: Tensor, batch: int = 4096) -> float:
-    """``‖f_q(x) − f_p(x)‖_F / ‖f_p(x)‖_F`` over all inputs (the outputs of ``forward``)."""
+    """``‖f_q(x) − f_p(x)‖_F / ‖f_p(x)‖_F`` over all inputs (the outputs of ``forward``).
+
+    Raises:
+        ConfigError: ``forward`` not callable, ``x`` not a non-empty tensor, ``batch`` not an integer >= 1.
+        ArchitectureMismatchError: ``p`` and ``q`` hold other names or shapes.
+    """
+    from .arch import check_param_pair
+
+    if not callable(forward):
+        raise ConfigError(f"forward must be a callable (params, x) -> outputs; received {type(forward).__name__}.")
+    check_param_pair(p, q, ("p", "q"), same_dtype=True)
+    if not isinstance(x, Tensor) or x.ndim == 0 or x.shape[0] == 0 or x.is_meta:
+        raise ConfigError(f"x must be a non-empty batch tensor with values; received "
+                          f"{type(x).__name__ if not isinstance(x, Tensor) else tuple(x.shape)}.")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"batch must be an integer >= 1; received {batch!r}.")
     num = den = 0.0
     for i in range(0, x.shape[0], batch):
-        fp = forward(p, x[i:i + batch]).double()
-        fq = forward(q, x[i:i + batch]).double()
+        try:
+            fp = forward(p, x[i:i + batch]).double()
+            fq = forward(q, x[i:i + batch]).double()
+        except RuntimeError as exc:  # a batch the forward cannot take (shape, dtype, device)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise ShapeError(f"forward cannot run on x of shape {tuple(x.shape)} and dtype {x.dtype} with these "
+                             f"parameters ({first}); pass a batch the model takes.") from None
         num += float(((fq - fp) ** 2).sum())
         den += float((fp**2).sum())
     return (num / max(den, 1e-300)) ** 0.5

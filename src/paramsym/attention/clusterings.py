@@ -250,7 +250,7 @@ def count_homomorphisms_to_symmetric(group, n: int) -> list[int]:
 
 
 def _check_heads(n_heads: int) -> int:
-    if not isinstance(n_heads, (int, np.integer)) or int(n_heads) < 1:
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or int(n_heads) < 1:
         raise ShapeError(f"number of heads must be a positive integer, received {n_heads!r}.")
     return int(n_heads)
 
@@ -282,6 +282,9 @@ def count_partial_clusterings(
             exceeds this: the homomorphism counts cost about ``|G| n^4`` big-integer steps, measured
             at ``2e-11 |G| n^4`` seconds (C2, 800 heads: 16 s).
     """
+    from ..groups.finite_group import FiniteGroup
+
+    group = FiniteGroup.parse(group, argument="group")  # a name ("C6") or a FiniteGroup; a bad name is a GroupError
     n = _check_heads(n_heads)
     check_memory(counting_bytes(n), f"the exact counts of partial clusterings of {n} heads", max_memory,
                  "Use fewer --heads.")

@@ -194,10 +194,21 @@ def _check_bound_digits(c: int, heads: int) -> None:
 
 
 def theorem9_bound(c: int, heads: int) -> Fraction:
-    """Theorem 9: at least ``c^{2|H|} / |H|!`` architectures, as an exact fraction."""
-    if heads <= 0:
-        raise ShapeError(f"number of heads must be positive, received {heads}.")
-    return Fraction(int(c) ** (2 * heads), math.factorial(heads))
+    """Theorem 9: at least ``c^{2|H|} / |H|!`` architectures, as an exact fraction.
+
+    Raises:
+        ShapeError: ``c`` not an integer >= 0 or ``heads`` not an integer >= 1.
+        TooLargeError: the exact fraction would have more digits than Python converts to text
+            (checked from ``log10`` before anything is computed).
+    """
+    import numbers
+
+    for name, v, low in (("c (the number of components)", c, 0), ("number of heads", heads, 1)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < low:
+            raise ShapeError(f"{name} must be an integer >= {low}; received {v!r}.")
+    c, heads = int(c), int(heads)
+    _check_bound_digits(c, heads)
+    return Fraction(c ** (2 * heads), math.factorial(heads))
 
 
 def format_scientific(value: Fraction | int, digits: int = 4) -> str:
@@ -378,9 +389,17 @@ def component_count(
             polynomials (``d + 1`` coefficients) and of the exact bound ``c^{2H}/H!``; a larger
             estimate raises :class:`~paramsym.errors.TooLargeError` before allocating.
     """
+    import numbers
+
+    from ..groups.reps import Representation
+
+    if not isinstance(rep, Representation):
+        raise ShapeError(f"rep must be a paramsym.groups.reps.Representation (e.g. paramsym.groups.reps.regular(group_by_name('D4'))); "
+                         f"received {type(rep).__name__}.")
+    for name, v in (("number of heads", heads), ("number of copies", copies)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < 1:
+            raise ShapeError(f"{name} must be an integer >= 1; received {v!r}.")
     copies = int(copies)
-    if copies < 1:
-        raise ShapeError(f"number of copies must be at least 1, received {copies}.")
     base = list(content) if content is not None else irreducible_content(rep, progress=progress)
     scaled = [(n, k, m * copies) for n, k, m in base]
     dim_v = sum(k * m for _, k, m in scaled)

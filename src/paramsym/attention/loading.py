@@ -58,6 +58,9 @@ def load_weights(path: str | Path, *, num_heads: int | None = None, bias_tol: fl
             tensors = {k: fh.get_tensor(k) for k in fh.keys()}
     except (SafetensorError, OSError) as exc:
         raise InputFileError(f"cannot read {str(path)!r} as safetensors: {exc}") from exc
+    from ..models.checks import check_weight_tensors
+
+    check_weight_tensors(tensors, f"--weights {str(path)!r}")  # integer or NaN/inf weights: named, before any work
     if "M" in tensors and "R" in tensors:
         M, R = check_qk_ov(tensors["M"], tensors["R"])
         offset = tensors.get("offset")

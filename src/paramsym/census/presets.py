@@ -31,7 +31,7 @@ from torch import nn
 from ..errors import InputFileError, check_seed
 from ..presets import Preset, PresetTable
 
-__all__ = ["PRESETS", "build_preset", "preset_inputs"]
+__all__ = ["NON_HF_PRESETS", "PRESETS", "build_preset", "preset_inputs"]
 
 
 class _SelfAttention(nn.Module):
@@ -130,6 +130,9 @@ _INPUTS: dict[str, Callable[[torch.Generator], Any]] = {
     "mlp-linear": lambda g: torch.randn(64, 16, generator=g),
     "mha-bias": lambda g: torch.randn(2, 5, 8, generator=g),
 }
+
+#: the presets that are not Hugging Face models (``--layout`` does not apply: nothing is traced or adapted)
+NON_HF_PRESETS: tuple[str, ...] = tuple(_INPUTS)
 
 
 def preset_inputs(name: str, model: nn.Module, generator: torch.Generator, tokens: int = 8) -> Any:

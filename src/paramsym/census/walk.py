@@ -53,9 +53,17 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ..errors import ConfigError, UnknownArchitectureError, UnsupportedModelError, check_seed
+from ..errors import (
+    ConfigError,
+    NonFiniteError,
+    ShapeError,
+    UnknownArchitectureError,
+    UnsupportedModelError,
+    check_seed,
+)
 from ..groups.memory import check_memory, dense_bytes
 from ..models.adapters import adapt, known_model_types, require_eager
+from ..models.checks import check_finite_weights
 from ..targets.base import model_output
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
 from .precision import PrecisionFloor
@@ -167,6 +175,14 @@ def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8
         TooLargeError: the float64 attention scores (``batch x heads x tokens^2`` per layer)
             exceed the default memory budget (2 GiB).
     """
+    if not isinstance(model, nn.Module) or getattr(getattr(model, "config", None), "model_type", None) is None:
+        raise ConfigError(f"default_inputs draws token ids for a Hugging Face model (one with a config); received a "
+                          f"{type(model).__name__}. Pass inputs= (a batch the model accepts) to census instead.")
+    if not isinstance(generator, torch.Generator):
+        raise ConfigError(f"generator must be a torch.Generator; received {type(generator).__name__}. Pass e.g. "
+                          "torch.Generator().manual_seed(0).")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"batch must be an integer >= 1; received {batch!r}.")
     cfg = model.config
     if batch > 1 and getattr(cfg, "pad_token_id", None) is None and type(model).__name__.endswith("ForSequenceClassification"):
         batch = 1  # transformers refuses batches > 1 in a classification head that cannot find the last token
@@ -191,6 +207,31 @@ def _unrecognised(model: nn.Module, covered: set[str]) -> list[dict[str, Any]]:
         if own and not any((f"{name}.{n}" if name else n) in covered for n in own):
             out.append({"module": name, "type": type(mod).__name__, "parameters": sum(p.numel() for p in mod.parameters(recurse=False))})
     return out
+
+
+def _check_inputs(inputs: Any) -> None:
+    """Refuse a verification batch that is not a tensor, sequence or mapping of tensors/values,
+    holds a tensor on the meta device, an empty batch, or NaN/inf entries."""
+    if isinstance(inputs, Tensor):
+        items = [("inputs", inputs)]
+    elif isinstance(inputs, Mapping):
+        items = [(f"inputs[{k!r}]", v) for k, v in inputs.items()]
+    elif isinstance(inputs, (list, tuple)):
+        items = [(f"inputs[{i}]", v) for i, v in enumerate(inputs)]
+    else:
+        raise ConfigError(f"inputs must be a tensor, a tuple of positional inputs or a dict of keyword inputs; "
+                          f"received {type(inputs).__name__}. Pass a batch the model accepts.")
+    tensors = [(n, v) for n, v in items if isinstance(v, Tensor)]
+    if not tensors:
+        raise ConfigError("inputs hold no tensor; pass a batch the model accepts (e.g. {'input_ids': ids}).")
+    for n, v in tensors:
+        if v.device.type == "meta":
+            raise ConfigError(f"{n} is on the meta device (no data); pass a batch with values on the CPU.")
+        if v.dim() == 0 or v.shape[0] == 0 or v.numel() == 0:
+            raise ShapeError(f"{n} has shape {tuple(v.shape)}: an empty batch; expected at least one example in "
+                             "dimension 0.")
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise NonFiniteError(f"{n} holds NaN or infinite entries; expected a finite verification batch.")
 
 
 def census(
@@ -228,7 +269,10 @@ def census(
     Raises:
         UnsupportedModelError: no parameters, or no module the finders know (lists what they know and what was found).
         UnknownArchitectureError: an HF model with an unknown ``model_type`` and no known modules.
-        ConfigError: no ``inputs`` for a model that is not an HF model, or a bad tolerance or layout.
+        ConfigError: no ``inputs`` for a model that is not an HF model, inputs of the wrong type or on
+            the meta device, a bad tolerance, layout or dtype (float64 or float32 only).
+        ShapeError: an empty batch, or inputs the model cannot run on.
+        NonFiniteError: NaN/inf weights or inputs.
         TraceError: an HF model without an adapter whose spaces the tracer cannot follow (names the
             module and why, and what was found).
     """
@@ -243,9 +287,21 @@ def census(
         raise ConfigError(f"tolerance must be in (0, 1); received {tolerance!r}.")
     if layout not in ("auto", "derived", "adapter"):
         raise ConfigError(f"layout must be 'auto', 'derived' or 'adapter'; received {layout!r}.")
+    if dtype not in (torch.float64, torch.float32):
+        raise ConfigError(f"dtype must be torch.float64 or torch.float32 (the verification dtype); received {dtype!r}.")
+    if any(t.device.type == "meta" for t in model.parameters()):
+        raise ConfigError(f"the {type(model).__name__} has parameters on the meta device (no values); load its weights "
+                          "first.")
+    check_finite_weights([*model.named_parameters(), *model.named_buffers()], "census model",
+                         "A census of NaN/inf weights verifies nothing; pass a model with finite weights.")
+    if inputs is not None:
+        _check_inputs(inputs)
     gen = torch.Generator().manual_seed(check_seed(seed))
     mode, layout, arch_error = layout, None, None
     is_hf = hasattr(model, "config") and getattr(model.config, "model_type", None) is not None
+    if not is_hf and mode != "auto":
+        raise ConfigError(f"layout={mode!r} chooses how a Hugging Face model's spaces are found; a "
+                          f"{type(model).__name__} has no config, so it would be ignored. Use layout='auto'.")
     if is_hf and mode != "derived":
         try:
             layout = adapt(model)
@@ -302,7 +358,12 @@ def census(
         with torch.no_grad():
             return model_output(functional_call(work, dict(p), args, kwargs))
 
-    precision = PrecisionFloor(forward, params, dtype)
+    try:
+        precision = PrecisionFloor(forward, params, dtype)
+    except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ShapeError(f"the {type(model).__name__} cannot run on the given inputs ({type(exc).__name__}: {first}); "
+                         "pass a batch the model accepts (shape and dtype of its forward inputs).") from None
     entries = []
     it = candidates
     if progress:

@@ -105,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import os
 
-        from ..quiet import quiet_loading  # standard library only at import
+        from ..options import check_shared_options  # standard library only at import
+        from ..quiet import quiet_loading
+
+        check_shared_options(args)  # --seed, --seeds, --threads, --out, --resume, --preset: once, for every command
 
         with quiet_loading(bool(getattr(args, "json", False) or getattr(args, "quiet", False)), env=os.environ):
             return int(args.func(args) or 0)

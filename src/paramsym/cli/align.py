@@ -137,7 +137,7 @@ def _census_groups(args: argparse.Namespace, threads: int) -> int:
     models, per-head GL / rotary commutant) into the run directory (aligned_b/, merged/, alignment.json)."""
     from ..errors import ConfigError
     from ..kinds.align_census import KIND, AlignCensusConfig, summary_line
-    from .options import run_kind, seed_option
+    from .options import given_flags, run_kind, seed_option
 
     flags = {"models": None, "symmetries": None, "seed": seed_option, "preset": None}
     args.models = list(args.models or ()) or None  # none given: not a configuration flag (for --resume)
@@ -147,6 +147,12 @@ def _census_groups(args: argparse.Namespace, threads: int) -> int:
         if args.preset or not args.out or len(models) != 2:
             raise ConfigError("--census-groups needs two checkpoints A B and --out DIR (a new directory); it takes no "
                               "--preset.")
+        ignored = given_flags(args, {"data": None, "activation": None, "width": None, "points": None,
+                                     "cache_dir": None})
+        if ignored:
+            raise ConfigError(f"--census-groups aligns two checkpoints over the census's group and measures distances "
+                              f"only; {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to it. Drop "
+                              f"{'it' if len(ignored) == 1 else 'them'}, or align without --census-groups.")
         seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
         symmetries = None if args.symmetries is None else tuple(s.strip() for s in args.symmetries.split(","))
         cfg = AlignCensusConfig(models=tuple(models), symmetries=symmetries, seed=seed)

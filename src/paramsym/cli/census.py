@@ -131,7 +131,7 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     from ..groups.memory import check_memory, parse_memory
     from ..models.adapters import require_eager
     from ..models.loading import load_model
-    from .options import int_option, seed_option
+    from .options import int_option, output_file_option, seed_option
 
     torch.set_num_threads(threads)
     seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
@@ -146,6 +146,7 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     if args.layout == "adapter":
         raise ConfigError("--export traces the model's spaces (--layout derived); --layout adapter cannot export. Drop "
                           "--layout or pass --layout derived.")
+    output_file_option(args.out, "--out", "spec.json")  # a directory-like path, or under a file: refused before work
     if Path(args.out).exists():
         raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
                                     "or remove the file.")

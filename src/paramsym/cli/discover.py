@@ -357,17 +357,18 @@ def cmd_experiment_transformer(args: argparse.Namespace) -> int:
 
 
 def _units_option(text: str, flag: str = "--units") -> list[list[int | None]]:
-    """``"1,3:358"`` → ``[[1, None], [3, 358]]``, else a one-line :class:`ConfigError`."""
+    """``"1,3:358"`` → ``[[1, None], [3, 358]]`` (ASCII digits only), else a one-line :class:`ConfigError`."""
+    import re
+
     from ..errors import ConfigError
 
     units: list[list[int | None]] = []
-    for part in (p.strip() for p in str(text).split(",")):
-        layer, _, unit = part.partition(":")
-        try:
-            units.append([int(layer), int(unit) if unit else None])
-        except ValueError:
-            raise ConfigError(f"--units: expected comma-separated LAYER or LAYER:UNIT integers (e.g. 1,3,5 or 1:777,3); "
-                              f"received {text!r}.") from None
+    for part in str(text).split(","):
+        m = re.fullmatch(r"([0-9]{1,9})(?::([0-9]{1,9}))?", part)
+        if m is None:
+            raise ConfigError(f"{flag}: expected comma-separated LAYER or LAYER:UNIT integers (ASCII digits, e.g. 1,3,5 "
+                              f"or 1:777,3); received {text!r} (bad item {part!r}).")
+        units.append([int(m.group(1)), None if m.group(2) is None else int(m.group(2))])
     return units
 
 

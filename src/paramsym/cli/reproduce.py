@@ -48,16 +48,16 @@ def register(subparsers) -> None:
                    "directory is kept beside it as <run>.stale-<time>")
     g.add_argument("--reuse-stale", action="store_true",
                    help="reuse stale finished runs in --out; their rows are marked stale")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--threads", default=None, help="torch CPU threads, 1..4096 (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
+    from .options import threads_option
 
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be ≥ 1; received {args.threads}.")
+    threads = threads_option(args.threads) if args.threads is not None else 1
     from ..reproduce import CLAIMS, RUNS, get_claims, markdown, reproduce
     from ..reproduce.engine import preflight, summary
 
@@ -78,6 +78,10 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{r['claim']:45s} {r['kind']:12s} {r['source']:32s} paper {r['paper']}")
         return 0
     reuse = "rerun" if args.rerun else "stale" if args.reuse_stale else "refuse"
+    if reuse != "refuse" and not args.out:
+        flag = "--rerun" if args.rerun else "--reuse-stale"
+        raise ConfigError(f"{flag} decides what to do with stale runs kept in --out DIR; without --out every run is fresh, "
+                          f"so it would do nothing. Add --out DIR, or drop {flag}.")
     get_claims(args.claims)  # unknown ids fail before anything runs
     import os
 
@@ -93,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     preflight(args.claims, args.out, args.quick, reuse)  # foreign, corrupt or stale runs: refused before anything runs
     import torch
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
     log = None if (args.quiet or args.json) else (lambda s: print(s, file=sys.stderr, flush=True))
     rows = reproduce(args.claims, quick=args.quick, out=args.out, log=log, reuse=reuse)
     if args.write_docs:

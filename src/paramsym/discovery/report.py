@@ -52,6 +52,15 @@ def _grid(cells: list[dict], key: str) -> tuple[np.ndarray, list[float], list[in
     return arr, rhos, facs
 
 
+def _floats(values) -> np.ndarray:
+    """JSON numbers as floats; ``null`` (a NaN or inf stored by a diverged run) as NaN, drawn as a gap."""
+    return np.asarray([np.nan if v is None else float(v) for v in values], dtype=float)
+
+
+def _num(v) -> float:
+    return float("nan") if v is None else float(v)
+
+
 def make_figures(run: RunDir) -> list[tuple[str, str]]:
     """Write the figures; return ``(caption, relative path)`` pairs (empty without matplotlib)."""
     figs: list[tuple[str, str]] = []
@@ -60,29 +69,31 @@ def make_figures(run: RunDir) -> list[tuple[str, str]]:
         hist = read_checked(run, "history.json")
         if hist:
             steps = [h["step"] for h in hist]
-            series = {k: [max(h.get(k, 0.0), 1e-16) for h in hist] for k in ("total", "inv", "trans", "comp", "pres", "scale", "div")
-                      if any(h.get(k, 0.0) > 0 for h in hist)}
+            series = {k: np.fmax(_floats([h.get(k, 0.0) for h in hist]), 1e-16)
+                      for k in ("total", "inv", "trans", "comp", "pres", "scale", "div")
+                      if any(_num(h.get(k, 0.0)) > 0 for h in hist)}
             if plots.lines(run.figures / "losses.png", steps, series, title="training losses", xlabel="step", ylabel="loss", logy=True):
                 figs.append(("Training losses (means over logging intervals).", "figures/losses.png"))
     if run.has("curves.json"):
         cv = read_checked(run, "curves.json")
-        t = np.asarray(cv["t"])
+        t = _floats(cv["t"])
         bands = {
-            "learned action": (np.asarray(cv["learned_q25"]), np.asarray(cv["learned_q75"])),
-            "random translation (matched motion)": (np.asarray(cv["random_q25"]), np.asarray(cv["random_q75"])),
+            "learned action": (_floats(cv["learned_q25"]), _floats(cv["learned_q75"])),
+            "random translation (matched motion)": (_floats(cv["random_q25"]), _floats(cv["random_q75"])),
         }
+        learned = _floats(cv["learned_median"])
         if plots.lines(
             run.figures / "curves.png", t,
-            {"learned action": np.maximum(cv["learned_median"], 1e-16),
-             "random translation (matched motion)": np.maximum(cv["random_median"], 1e-16)},
+            {"learned action": np.maximum(learned, 1e-16),
+             "random translation (matched motion)": np.maximum(_floats(cv["random_median"]), 1e-16)},
             title="output drift along generated curves θ(t) = a(exp(t h), θ0)", xlabel="t",
             ylabel="‖F(θ(t)) − F(θ0)‖ / s_F", logy=True, bands=bands,
-            ylim=(max(1e-9, 0.1 * min([x for x in cv["learned_median"] if x > 0] or [1e-9])), None),
+            ylim=(max(1e-9, 0.1 * min([float(x) for x in learned if x > 0] or [1e-9])), None),
         ):
             figs.append(("Output drift along generated curves (median and quartiles over fresh θ0) against a "
                          "random translation calibrated to the same RMS motion at t = 0.3.", "figures/curves.png"))
         if "unit_moving" in cv:
-            mv, cp = np.asarray(cv["unit_moving"]), np.asarray(cv["unit_compensators"])
+            mv, cp = _floats(cv["unit_moving"]), _floats(cv["unit_compensators"])
             if plots.lines(run.figures / "compensation.png", t,
                            {"moving unit ΔY_c": mv, "compensators ΔY_B": cp, "sum": mv + cp},
                            title="per-unit output changes along one curve", xlabel="t", ylabel="ΔY / s_F"):

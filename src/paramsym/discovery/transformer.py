@@ -74,7 +74,10 @@ def prefix_ids(tokenizer: Any, tokens: int, text: str = DEFAULT_TEXT) -> Tensor:
     """
     ids = tokenizer(text, return_tensors="pt", add_special_tokens=True)["input_ids"]
     if ids.shape[1] < tokens:
-        raise ShapeError(f"the prefix text has {ids.shape[1]} tokens; need at least tokens = {tokens}. Give a longer text.")
+        n = int(ids.shape[1])
+        fix = (f"use at most {n} tokens (the built-in prefix text has no more)" if text == DEFAULT_TEXT
+               else f"give a longer text or at most {n} tokens")
+        raise ShapeError(f"the prefix text has {n} tokens; need at least tokens = {tokens}: {fix}.")
     return ids[:, :tokens]
 
 

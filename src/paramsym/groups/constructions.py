@@ -225,6 +225,9 @@ def file_parts(path: str, argument: str) -> Parts:
                              "existing .json file of generators.") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputFileError(f"{argument}: cannot read group file {path!r} as JSON ({exc}).") from None
+    if isinstance(data, dict) and "permutations" in data and "matrices" in data:
+        raise GroupError(f"{argument}: group file {path!r} holds both 'permutations' and 'matrices'; expected one "
+                         "set of generators. Keep one of the two keys.")
     if isinstance(data, dict) and "permutations" in data:
         return permutation_parts(data["permutations"])
     if isinstance(data, dict) and "matrices" in data:

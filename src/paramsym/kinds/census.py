@@ -65,6 +65,11 @@ class CensusConfig:
             raise ConfigError(f"--dtype must be float64 or float32; received {self.dtype!r}.")
         if self.layout not in LAYOUTS:
             raise ConfigError(f"--layout must be one of {list(LAYOUTS)}; received {self.layout!r}.")
+        from ..census.presets import NON_HF_PRESETS
+
+        if self.preset in NON_HF_PRESETS and self.layout != "auto":
+            raise ConfigError(f"--layout {self.layout} chooses how a Hugging Face model's spaces are found; preset "
+                              f"{self.preset!r} is a plain torch model, so it would be ignored. Drop --layout.")
         if self.tokens < 2:
             raise ConfigError(f"--tokens must be an integer >= 2 (rotary symmetries need distinct positions); "
                               f"received {self.tokens}.")

@@ -23,6 +23,7 @@ a ``save_pretrained`` directory (never downloading).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,10 @@ class CompensateConfig:
         if self.prefix is not None and not self.prefix.strip():
             raise ConfigError("--prefix must be non-empty text; received an empty string. Use --tokens K for a "
                               "random prefix.")
+        if self.prefix is not None and self.model in MODELS and self.model != "minilm":
+            raise ConfigError(f"--prefix needs the model's tokenizer, and the built-in model {self.model!r} has none "
+                              "(random weights from a config); use --tokens K for a random prefix, or --model minilm / "
+                              "a save_pretrained directory with its tokenizer.")
         for name, low in (("layer", 0), ("unit", 0), ("tokens", 1), ("compensators", 1), ("steps", 1),
                           ("checkpoint_every", 1)):
             v = getattr(self, name)
@@ -151,6 +156,7 @@ def _learned(cfg: CompensateConfig, setup, out, progress: bool) -> tuple[dict[st
 
     from ..actions.ffn_unit import evaluate_action
     from ..discovery.transformer import boundary_problem
+    from ..errors import ConvergenceError
     from ..experiments.discovery.transformer.run import (
         TransformerDiscoveryConfig,
         train_learned,
@@ -165,12 +171,22 @@ def _learned(cfg: CompensateConfig, setup, out, progress: bool) -> tuple[dict[st
                                info={"layer": setup.layer, "unit": setup.unit, "compensators": setup.compensators,
                                      "feature_condition": setup.condition_number, "tokens": setup.tokens})
     beta = unit_beta(problem, protocol)
+    if beta is not None and not (math.isfinite(beta) and beta > 0):
+        raise ConfigError(f"--rho {protocol.rho:g}: the objective weight β the recipe derives from this radius is {beta!r}, "
+                          "not a finite number > 0; use a smaller --rho (the recipe's is 0.5).")
     overrides = [f"objective.beta={beta!r}"] + (["action.kind=flow"] if cfg.action == "flow" else [])
     if cfg.checkpoint_every is not None:
         overrides.append(f"train.checkpoint_every={cfg.checkpoint_every}")
     sub = RunDir(out.path / (f"discovery-{cfg.objective}" + ("-flow" if cfg.action == "flow" else "")))
-    action, info = train_learned(problem, cfg.objective, out=sub, seed=cfg.seed, steps=cfg.steps,
-                                 overrides=overrides, progress=progress)
+    try:
+        action, info = train_learned(problem, cfg.objective, out=sub, seed=cfg.seed, steps=cfg.steps,
+                                     overrides=overrides, progress=progress)
+    except ConvergenceError as exc:
+        if cfg.rho is None or beta is None:
+            raise
+        what = str(exc).split(". ")[0]  # "training diverged at step k: loss inf, ..."
+        raise ConvergenceError(f"{what}, with --rho {cfg.rho:g} (the recipe derives β = {beta:.3g} from it; its own radius "
+                               "is 0.5); use a --rho nearer 0.5.") from None
     res = evaluate_action(setup.target, action, samples=protocol.samples, rho=protocol.rho,
                           generator=torch.Generator().manual_seed(cfg.seed))
     res.update(condition_number=setup.condition_number, model_type=setup.model_type, layer=setup.layer,

@@ -9,6 +9,9 @@ Every place that reads a model directory goes through :func:`load_model` (and
   arbitrary code when it is loaded, so nothing is ever unpickled;
 * loads the **eager** attention path (``attn_implementation="eager"``): the fused kernels have
   no forward-mode derivative;
+* refuses an incomplete checkpoint (:func:`paramsym.models.checks.check_loaded`: missing,
+  unexpected or mis-shaped tensors, non-floating dtypes, NaN/inf weights) instead of running
+  freshly initialised weights;
 * never downloads (``local_files_only=True``) and never writes the process environment;
 * silences the library's "Loading weights" progress bars and loading warnings with
   ``quiet=True`` (for ``--json`` / ``--quiet``), restoring the previous settings afterwards.
@@ -28,6 +31,7 @@ from torch import nn
 
 from ..errors import InputFileError, ParamsymError, PickleWeightsError
 from ..quiet import quiet_loading  # the one switch (re-exported: models.loading.quiet_loading)
+from .checks import check_loaded
 
 __all__ = [
     "KNOWN_MODELS", "PICKLE_SUFFIXES", "TOKENIZER_FILES", "Head", "minilm_path", "resolve_model_path", "check_safetensors_dir",
@@ -160,6 +164,9 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
         InputFileError: missing path, no ``config.json``, no weights, an unreadable or truncated
             weights file (named), or a name not in the local cache.
         PickleWeightsError: the directory's only weights are pickles (nothing is unpickled).
+        IncompleteCheckpointError: a tensor missing, unexpected, of another shape or of an integer
+            dtype (:func:`paramsym.models.checks.check_loaded`).
+        NonFiniteError: NaN or infinite weights.
     """
     if head not in ("base", "causal-lm", "auto", "checkpoint"):
         raise InputFileError(f"head must be 'base', 'causal-lm', 'auto' or 'checkpoint'; received {head!r}.")
@@ -176,7 +183,8 @@ def _load(path_or_name: str | os.PathLike, head: Head, quiet: bool, argument: st
     with quiet_loading(quiet):
         cls = _auto_class(source, head, argument)
         try:
-            model = cls.from_pretrained(source, attn_implementation="eager", use_safetensors=True, local_files_only=True)
+            model, info = cls.from_pretrained(source, attn_implementation="eager", use_safetensors=True,
+                                              local_files_only=True, output_loading_info=True)
         except ParamsymError:
             raise
         except Exception as exc:  # noqa: BLE001 - truncated file, bad config, size mismatch: one named error
@@ -189,6 +197,7 @@ def _load(path_or_name: str | os.PathLike, head: Head, quiet: bool, argument: st
                                  "(nothing is downloaded).") from None
     if not isinstance(model, nn.Module):  # pragma: no cover - every Auto class returns a module
         raise InputFileError(f"{argument}: {source!r} did not load as a torch model.")
+    check_loaded(model, info, source, argument)
     return model.eval()
 
 

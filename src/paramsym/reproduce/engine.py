@@ -273,7 +273,31 @@ def preflight(names: Iterable[str], out: str | os.PathLike | None, quick: bool =
     if not root.is_dir():
         raise ForeignRunError(f"--out {str(root)!r} is a file; give a directory (new, or one from an earlier "
                               "`paramsym reproduce --out`).")
+    check_reproduce_root(root)
     return {name: plan_run(name, root, quick, reuse) for name in dict.fromkeys(c.run for c in claims)}
+
+
+def check_reproduce_root(root: Path) -> None:
+    """Refuse an ``--out`` that is itself a run directory (another command's run, or one run of an
+    earlier ``reproduce --out``, e.g. ``R/groups``): its files would be mixed with the runs'.
+
+    Raises:
+        ForeignRunError: ``root`` holds a ``config.json`` or a ``reproduce.json`` (named), or a
+            corrupt ``config.json``. (Files of the user's own beside the run directories are left
+            alone, and a run's directory holding foreign files is refused by :func:`plan_run`.)
+    """
+    from ..runs.rundir import stored_run_kind
+
+    try:
+        have = stored_run_kind(root)
+    except RunFileError as exc:
+        raise ForeignRunError(f"--out {str(root)!r} holds an unreadable config.json ({exc}); give a new directory or "
+                              "one from an earlier `paramsym reproduce --out` (nothing was touched).") from None
+    if have is not None:
+        what = "one run of an earlier `paramsym reproduce --out`" if have == "reproduce-run" else f"a {have!r} run"
+        raise ForeignRunError(f"--out {str(root)!r} is the directory of {what}, not a `paramsym reproduce --out` "
+                              "directory; give a new directory or the --out of an earlier `paramsym reproduce` "
+                              "(nothing was touched).")
 
 
 def reproduce(names: Iterable[str], *, quick: bool = False, out: str | os.PathLike | None = None,

@@ -484,6 +484,26 @@ class RunDir:
         return tensors, state
 
 
+#: the record a ``paramsym reproduce --out ROOT`` run directory ``ROOT/<run>`` holds (its owner's mark)
+REPRODUCE_RECORD = "reproduce.json"
+
+
+def stored_run_kind(path: str | os.PathLike) -> str | None:
+    """Who owns directory ``path``: the ``kind`` in its ``config.json``, ``"reproduce-run"`` for
+    a ``paramsym reproduce`` run directory (``reproduce.json``, no ``config.json``), ``None``
+    when it holds neither (missing, empty, or files of no paramsym run).
+
+    Raises:
+        RunFileError: ``config.json`` is truncated, corrupt or has no string ``kind``.
+    """
+    p = Path(path)
+    if (p / "config.json").is_file():
+        return RunDir(p).kind()
+    if (p / REPRODUCE_RECORD).is_file():
+        return "reproduce-run"
+    return None
+
+
 def default_run_dir(kind: str, name: str, root: str | os.PathLike = "runs") -> Path:
     """``runs/<kind>-<name>-<UTC timestamp>``; a numeric suffix avoids collisions."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import SweepSpecError
+from ..errors import RunFileError, SweepSpecError
 from ..runs.execute import execute, load_run_config
 from .driver import KIND, _open_out, plan_candidates
 from .kind import SweepConfig
@@ -70,7 +70,11 @@ def run_sweep(spec: SweepSpec | None, out: str | os.PathLike | None = None, *, b
     engine = make_backend(backend, workers, address) if owned else backend  # an unusable backend fails here
     try:
         if resume and run.has("metrics.json"):  # finished: reported, nothing rerun or rewritten
-            return run.read_json("metrics.json")
+            table = run.read_json("metrics.json")
+            if not run.has("table.json") or run.read_json("table.json") != table:  # a corrupt copy is named
+                raise RunFileError(f"{str(run.file('table.json'))!r} is missing or differs from metrics.json (the sweep's "
+                                   "table is written to both); restore it, or rerun the sweep into a new --out.")
+            return table
         outcome = execute(KIND, SweepConfig(spec), run, resume=resume, command=command, progress=progress,
                           seed=spec.validation_seeds[0],
                           options={"engine": engine, "on_trial": on_trial},

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import socket
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -188,15 +189,22 @@ class RayBackend:
         self._key: str | None = None
         self._thread: threading.Thread | None = None
         self._outcome: dict[str, Any] = {}
+        self._temp: str | None = None
         if not ray.is_initialized():
             if address and address != "auto":
                 check_reachable(address)
             if address:
                 _connect(address)
             else:
+                import tempfile
+
+                # its session folder in a directory of its own, removed by close() (not left under /tmp/ray)
+                self._temp = tempfile.mkdtemp(prefix="psray-", dir="/tmp" if os.path.isdir("/tmp") else None)
                 try:
-                    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+                    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+                             _temp_dir=self._temp)
                 except (ConnectionError, RuntimeError, TimeoutError) as exc:
+                    shutil.rmtree(self._temp, ignore_errors=True)
                     raise BackendUnavailableError(
                         f"Ray could not start ({' '.join(str(exc).split())[:300]}); use --backend local, or start a "
                         "head node with `ray start --head` and pass --address HOST:6379.") from None
@@ -279,3 +287,6 @@ class RayBackend:
         if self._owns:
             ray.shutdown()
             self._owns = False
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+            self._temp = None

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import Tensor
 
-from ..errors import ConfigError, LevelSetError, ShapeError
+from ..errors import ActionError, ConfigError, LevelSetError, ShapeError
 from .chart import OrbitChart, generators_of
 from .objectives import Objective, grad_norm_objective
 
@@ -353,11 +353,20 @@ def teleport(
         :class:`TeleportResult`.
 
     Raises:
+        ActionError: ``action`` is not a :class:`~paramsym.actions.base.GroupAction`.
         ShapeError: θ does not have the action's length.
-        ConfigError: a setting of ``config`` out of its range (named), or a non-finite starting loss.
+        ConfigError: a setting of ``config`` out of its range (named), a non-finite starting loss, or
+            a ``loss_fn`` that is not callable.
         LevelSetError: ``config.strict`` and an accepted step left the level set.
     """
     start = time.perf_counter()
+    from ..actions.base import GroupAction
+
+    if not isinstance(action, GroupAction):
+        raise ActionError(f"teleport: action must be a paramsym GroupAction (a catalogue, compensating, learned or "
+                          f"teleport.functions action); received {type(action).__name__}.")
+    if not callable(loss_fn):
+        raise ConfigError(f"teleport: loss_fn must be a callable θ -> scalar loss; received {type(loss_fn).__name__}.")
     cfg = config if config is not None else AscentConfig()
     if not isinstance(cfg, AscentConfig):
         raise ConfigError(f"teleport: config must be a paramsym.teleport.AscentConfig; received {type(cfg).__name__}.")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +51,7 @@ from ....actions.ffn_unit import (
 )
 from ....discovery.config import DiscoverOverrides
 from ....discovery.resolve import resolve_discover_config
-from ....errors import ConfigError
+from ....errors import ConfigError, ConvergenceError, ShapeError
 from ....runs.rundir import RunDir
 
 __all__ = ["KIND", "PRESET", "PAPER", "TransformerDiscoveryConfig", "unit_beta", "whole_model_evaluation",
@@ -334,9 +335,16 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
     if problem is not None:
         layer = problem.info.get("layer", 0)
         cfg = dataclasses.replace(cfg, units=[[int(layer), problem.info.get("unit")]])
+    if problem is not None:
         problems = {unit_label(*cfg.units[0]): problem}
     else:
-        problems = {unit_label(layer, unit): unit_problem(cfg, layer, unit) for layer, unit in cfg.units}
+        problems = {}
+        for layer, unit in cfg.units:
+            try:
+                problems[unit_label(layer, unit)] = unit_problem(cfg, layer, unit)
+            except (ShapeError, ConvergenceError) as exc:  # the library names compensate's --layer/--unit flags
+                text = re.sub(r"--(layer|unit) ", r"\1 ", str(exc))
+                raise type(exc)(f"--units {layer}{'' if unit is None else f':{unit}'}: {text}") from None
     betas = {label: unit_beta(pr, cfg) for label, pr in problems.items()}
     configs = subrun_configs(cfg, betas, {label: pr.name for label, pr in problems.items()})
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
