@@ -6,6 +6,8 @@ k factors), with ``Δ(θ) = a(g, θ) − θ``:
 =====================  ============================================================================
 output error           ``‖F(a(g,θ)) − F(θ)‖ / s_F``
 composition error      ``‖a(g2 g1, θ) − a(g2, a(g1, θ))‖ / (‖a(g1,θ) − θ‖ + ‖a(g2, a(g1,θ)) − a(g1,θ)‖)``
+                       (:func:`paramsym.actions.composition.composition_errors`, shared with
+                       the transformer FFN-unit protocol)
 inverse error          the same with ``g2 = g1⁻¹``, compared with θ
 subdivision error      ``‖a(g, θ) − S(θ)‖ / ‖a(g, θ) − θ‖`` where S applies every factor
                        ``exp(t_j h_j)`` as two half steps ``exp(t_j h_j / 2)``, in path order
@@ -41,6 +43,7 @@ from torch import Tensor
 from torch.func import vmap
 
 from .actions.base import GroupAction, float64_copy
+from .actions.composition import composition_errors, median, p95, safe_ratio
 from .errors import DegenerateTargetError, ShapeError, check_finite
 from .groups.lie import GroupSamples
 
@@ -134,19 +137,7 @@ def metric(name: str) -> Metric:
     raise KeyError(f"unknown metric {name!r}; valid: {[m.name for m in METRICS.values()]} or {list(METRICS)}.")
 
 
-def _ratio(num: Tensor, den: Tensor) -> Tensor:
-    out = num / den
-    out = torch.where((num == 0) & (den == 0), torch.zeros_like(out), out)
-    return torch.where((num != 0) & (den == 0), torch.full_like(out, float("inf")), out)
-
-
-def p95(x: Tensor) -> float:
-    """95th percentile (linear interpolation)."""
-    return float(torch.quantile(x.double(), 0.95))
-
-
-def median(x: Tensor) -> float:
-    return float(torch.quantile(x.double(), 0.5))
+_ratio = safe_ratio
 
 
 # -- the output scale (one definition) ----------------------------------------------------------
@@ -207,14 +198,6 @@ def output_errors(action: GroupAction, target: Callable[[Tensor], Tensor], theta
     """``‖F(a(g,θ)) − F(θ)‖ / s_F`` per sample."""
     moved = action.act_many(g, theta)
     return (vmap(target)(moved) - vmap(target)(theta)).norm(dim=-1) / s_F
-
-
-def composition_errors(action: GroupAction, theta: Tensor, g1: Tensor, g2: Tensor) -> Tensor:
-    """Relative composition error per sample (compared with ``a(g2 g1, θ)``)."""
-    a1 = action.act_many(g1, theta)
-    a21 = action.act_many(g2, a1)
-    direct = action.act_many(g2 @ g1, theta)
-    return _ratio((direct - a21).norm(dim=-1), (a1 - theta).norm(dim=-1) + (a21 - a1).norm(dim=-1))
 
 
 def inverse_errors(action: GroupAction, theta: Tensor, g: Tensor, g_inv: Tensor) -> Tensor:

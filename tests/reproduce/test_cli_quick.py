@@ -30,8 +30,12 @@ def test_cheap_claims_end_to_end_json(tmp_path):
         assert {"claim", "kind", "paper", "ours", "holds", "criterion", "budget", "full_time", "code_version",
                 "config_hash", "command", "seconds", "cpu_seconds", "date_utc"} <= set(r)
         assert r["budget"] == "quick" and r["error"] is None and r["holds"] is True  # exact runs: evaluated at quick
-        assert r["kind"] == "reproduction" and len(r["config_hash"]) == 16 and r["code_version"]
-    assert doc["summary"]["reproduced"] == list(rows) and doc["summary"]["counts"]["failing"] == 0
+        assert len(r["config_hash"]) == 16 and r["code_version"] and r["statistic"]
+    # issue 33: a known answer and background the paper cites are related; not counted
+    assert {c: r["kind"] for c, r in rows.items()} == {"lifting-sanity-frozen": "related",
+                                                       "hamiltonian-reynolds": "reproduction",
+                                                       "groups-d4-regular": "related"}
+    assert doc["summary"]["reproduced"] == ["hamiltonian-reynolds"] and doc["summary"]["counts"]["failing"] == 0
     # independent reference for the Reynolds claim: the 64-point average of R_k⁻¹ F(R_k q), in numpy,
     # leaves the exactly equivariant force unchanged to rounding
     q = np.random.default_rng(0).normal(size=(50, 2))

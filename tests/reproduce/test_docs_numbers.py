@@ -86,10 +86,18 @@ def test_every_marker_names_a_block_and_placeholders_have_no_numbers():
         assert not hand_numbers(placeholder(name))
 
 
-def _row(cid, budget="full", exact=False, code="0123456789abcdef-dirty.abc", **values):
+def _row(cid, budget="full", exact=False, code="0123456789abcdef-dirty.abc", config_hash=None, **values):
+    """A row as the engine writes it (``wall_rule``: the elapsed wall), of the configuration this code runs unless
+    ``config_hash`` is given."""
+    if config_hash is None:
+        from paramsym.reproduce.engine import BY_ID, run_config
+        from paramsym.runs.provenance import config_hash as hash_of
+
+        config_hash = hash_of(run_config(BY_ID[cid].run, budget == "quick"))
     return {"claim": cid, "paper": "p", "ours": f"ours-{budget}", "holds": True, "budget": budget, "exact": exact,
             "error": None, "seconds": 1234.0, "cpu_seconds": 987.0, "values": values, "figures": ["x.png"],
-            "code_version": code, "config_hash": "f" * 16, "date_utc": "2026-12-01T20:00:00+00:00"}
+            "code_version": code, "config_hash": config_hash, "date_utc": "2026-12-01T20:00:00+00:00",
+            "wall_rule": "elapsed"}
 
 
 def test_write_docs_renders_blocks_from_rows_and_keeps_full_rows(tmp_path):
@@ -99,7 +107,8 @@ def test_write_docs_renders_blocks_from_rows_and_keeps_full_rows(tmp_path):
                                           for k in ("relu2881-unit", "relu2881-all")}}
     write_docs([_row("lifting-subnetwork-ratio", **values)], tmp_path)
     text = (tmp_path / "page.md").read_text()
-    assert "**3.8×**" in text and "0.0964" in text and "0.000172" in text  # formatted from the values
+    # formatted from the values: the bold figure is protocol v3's statistic, the geometric mean
+    assert "**3.5×**" in text and "0.0964" in text and "0.000172" in text
     assert "Not generated yet" in text.split("block annulus")[1]  # no rows: left as it is
     page = (tmp_path / "reproductions.md").read_text()
     assert all(f"`{c}`" in page for c in ("lifting-subnetwork-ratio", "table1-fits", "census-mha-bias"))

@@ -14,7 +14,9 @@ The run is :mod:`paramsym.kinds.compensate` (closed form, Corollary 4.6, or with
 (:func:`paramsym.actions.ffn_unit.evaluate_action`): β set for the unit before training, 32 group
 elements at ρ = 0.5 (``--rho``), edits installed in float32, and prints ``motion_median``,
 ``ratio_random``, ``ratio_uncompensated``, ``composition_error`` / ``composition_error_p95``
-(stored-weight two-step composition, median / p95 over elements), ``beta``, ``objective``,
+(stored-weight two-step composition, median / p95 over elements; the p95 is the paper's statistic,
+computed by :func:`paramsym.actions.composition.composition_errors` and its ``p95`` — the function the
+reproduction's transformer rows and Table 1's verdict use), ``beta``, ``objective``,
 ``steps``, ``verdict`` and ``train_cpu_seconds`` (from ``timing.json``). ``--out DIR`` keeps the run
 directory (``config.json``, ``metrics.json``, ``env.json``, ``report.md``, ``figures/``; the
 learned training's run); without it the run directory is temporary. An interrupted

@@ -231,7 +231,8 @@ _LEARNED_ROWS = (("motion_median", "median entrywise relative motion |Δθ_i|/|�
                  ("drift_uncompensated", "drift, the same update without compensation (median)"),
                  ("ratio_random", "ratio random / learned"), ("ratio_uncompensated", "ratio uncompensated / learned"),
                  ("composition_error", "stored-weight two-step composition error (median)"),
-                 ("composition_error_p95", "stored-weight two-step composition error (p95)"),
+                 ("composition_error_p95", "stored-weight two-step composition error (p95: the paper's statistic, "
+                  "paramsym.actions.composition)"),
                  ("beta", "field magnitude β (set for the unit before training)"),
                  ("condition_number", "condition number of the compensators' features"))
 

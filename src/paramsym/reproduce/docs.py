@@ -206,12 +206,28 @@ def _judged(r: dict[str, Any]) -> dict[str, Any]:
 def _time(r: dict[str, Any]) -> str:
     if not r.get("code_version"):
         return "no provenance (made before rows recorded their code; rerun it)"
-    if r.get("seconds") is None:
+    if r.get("seconds") is None and r.get("cpu_seconds") is None:
         return "—"
     from .engine import short_version
 
-    return (f"{r['budget']}: {r['seconds']:.0f} / {r['cpu_seconds']:.0f} s, {str(r.get('date_utc') or '')[:10]}, "
-            f"`{short_version(r.get('code_version'))}`" + (" (stale)" if r.get("stale") else ""))
+    wall = "—" if r.get("seconds") is None else f"{r['seconds']:.0f}"
+    cpu = "—" if r.get("cpu_seconds") is None else f"{r['cpu_seconds']:.0f}"
+    note = (f" (wall: {r['wall_note']}: {r['seconds_summed']:,.0f} s)" if r.get("wall_note") else "")
+    return (f"{r['budget']}: {wall} / {cpu} s{note}, {str(r.get('date_utc') or '')[:10]}, "
+            f"`{short_version(r.get('code_version'))}`" + (f" (stale: {r.get('stale_reason')})" if r.get("stale")
+                                                           else ""))
+
+
+def _judging(r: dict[str, Any]) -> str:
+    """The criterion cell's tail: the paper's statistic, the deviations, a re-judgement (issue 33)."""
+    parts = []
+    if r.get("statistic"):
+        parts.append(f"Statistic: {r['statistic']}.")
+    if r.get("deviations"):
+        parts.append("Deviations: " + "; ".join(r["deviations"]) + ".")
+    if r.get("rejudged"):
+        parts.append(f"Verdict {r['rejudged']}.")
+    return (". " + " ".join(parts)) if parts else ""
 
 
 def render_reproductions(store: Rows) -> str:
@@ -239,14 +255,20 @@ def render_reproductions(store: Rows) -> str:
         "**Provenance.** Every row carries the `code_version` (git SHA, `-dirty.<diff hash>` when the package source "
         "`src/paramsym` is modified) and "
         "`config_hash` (of the run's resolved configuration, recipe and budget included) of the run that produced it, "
-        "its command, wall and CPU seconds (a run that reused sub-runs counts their recorded seconds) and date. A run "
+        "its command, wall and CPU seconds (wall: the elapsed time, the union of the spans of this call and of the "
+        "sub-runs it reused; CPU: their sum) and date. A row whose `config_hash` differs from the configuration this "
+        "code runs is marked stale (computed when the page is written). Each row also carries the paper's statistic "
+        "(`statistic`, from the registry `paramsym.paper_stats`, quoted from the papers) and its `deviations` from the "
+        "paper. A run "
         "in `--out` is reused only when both match; a stale one is refused unless `--rerun` or `--reuse-stale` "
         "(then the row is marked stale).", "",
         f"Summary of the rows below: reproduced {s['counts']['reproduced']}, failing {s['counts']['failing']}, not "
         f"evaluated {s['counts']['not_evaluated']} (of {sum(c.kind == 'reproduction' for c in CLAIMS)} reproduction "
         f"claims{'' if len(rows) == len(CLAIMS) else ', some not run yet'}); related {s['counts']['related']}; "
         f"measurements {s['counts']['measurements']}."
-        + (f" Failing: {', '.join(f'`{c}`' for c in s['failing'])}." if s["failing"] else ""), "",
+        + (f" Failing: {', '.join(f'`{c}`' for c in s['failing'])}." if s["failing"] else "")
+        + (f" Stale (made by another configuration than this code runs; numbers kept, marked in the row): "
+           f"{s['counts']['stale']}." if s["stale"] else ""), "",
         "| claim | kind | source | paper | ours | holds | measured (budget: wall / CPU s, date, code) | criterion |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -257,7 +279,7 @@ def render_reproductions(store: Rows) -> str:
                          f"{_cell(c.criterion)} |")
             continue
         lines.append(f"| `{c.id}` | {c.kind} | {c.source} | {_cell(c.paper)} | {_cell(r['ours'])} | "
-                     f"{_holds(r.get('holds'))} | {_time(r)} | {_cell(c.criterion)} |")
+                     f"{_holds(r.get('holds'))} | {_cell(_time(r))} | {_cell(c.criterion.rstrip('.') + _judging(r))} |")
     lines += ["", "## Runs behind the claims", "",
               "| run | claims | full-budget command | documented full-run time |", "|---|---|---|---|"]
     for name, spec in RUNS.items():
@@ -321,7 +343,9 @@ def write_docs(rows: Iterable[dict[str, Any]], docs: str | Path) -> list[Path]:
     """Merge ``rows`` into ``docs/reproductions.json``; write ``reproductions.md``; rewrite blocks. Returns paths written."""
     docs = Path(docs)
     store_path = docs / "reproductions.json"
-    store = merge_rows(read_store(docs), rows)
+    from .annotate import annotate
+
+    store = annotate(merge_rows(read_store(docs), rows))
     store_path.write_text(json.dumps({"rows": store}, indent=1, ensure_ascii=False, default=str) + "\n")
     page = docs / "reproductions.md"
     page.write_text(render_reproductions(store))

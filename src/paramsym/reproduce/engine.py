@@ -5,9 +5,11 @@ A row (``dict``) has ``claim``, ``kind`` (``reproduction`` | ``related`` | ``mea
 failed, or a trained claim at the ``--quick`` budget), and also ``source``, ``statement``,
 ``criterion``, ``budget`` (``quick``/``full``), ``run``, ``command``, the provenance of the run
 that produced the numbers — ``code_version``, ``config_hash``, ``date_utc``, ``seconds`` and
-``cpu_seconds`` (wall and CPU of that run, including the recorded seconds of sub-runs it
-reused), ``reused`` (this call read a finished run), ``stale`` / ``stale_reason`` — and
-``full_time`` (documented), ``figures`` (paths under ``out``), ``values`` and ``error``.
+``cpu_seconds`` (wall and CPU of that run, including the sub-runs it reused), ``reused`` (this call read a finished run), ``stale`` / ``stale_reason`` — and
+``full_time`` (documented), ``figures`` (paths under ``out``), ``values`` and ``error``, and the paper's
+``statistic`` and our ``deviations`` from it (:mod:`paramsym.paper_stats`). Wall seconds are the elapsed
+time (``wall_rule: "elapsed"``: the union of this call's span and the spans of the sub-runs it reused),
+CPU seconds their sum.
 
 **Run directories and reuse.** Each run lives in ``out/<run>/`` (the experiment's own layout)
 with ``out/<run>/reproduce.json``: format, run, budget, status (``running`` / ``finished``),
@@ -40,8 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ForeignRunError, ParamsymError, RunFileError, StaleRunError, UnknownClaimError
+from ..paper_stats import OWN, STATS
 from ..runs.provenance import provenance, stale_reason
-from ..runs.reuse import RECORD, SUBRUNS, check_reuse, cpu_seconds, move_aside
+from ..runs.reuse import RECORD, SUBRUNS, check_reuse, cpu_seconds, elapsed_seconds, move_aside
 from ..runs.rundir import read_json, write_json
 from .claims import Claim
 from .registry import CLAIMS, RUNS
@@ -188,14 +191,29 @@ def run_one(name: str, out: Path, quick: bool, reuse: str = "refuse", plan: dict
             subs = {}
     reused = {k: v for k, v in subs.items() if v.get("reused")}
     stale_subs = {k: v.get("stale_reason") for k, v in subs.items() if v.get("stale")}
-    rec = {**head, "status": "finished",
-           "seconds": wall + sum(v.get("seconds") or 0.0 for v in reused.values()),
+    rec = {**head, "status": "finished", "wall_rule": "elapsed",
+           "seconds": _elapsed(t0, wall, reused.values()),
            "cpu_seconds": cpu + sum(v.get("cpu_seconds") or 0.0 for v in reused.values()),
            "seconds_this_call": wall, "cpu_seconds_this_call": cpu, "subruns_reused": sorted(reused),
            "stale": bool(stale_subs), "stale_reason": "; ".join(f"sub-run {k}: {v}" for k, v in stale_subs.items())
            or None, "moved_stale_to": moved, "error": error, "result": result}
     write_json(d / RECORD, rec)
     return {**read_json(d / RECORD), "reused": False}
+
+
+def _elapsed(t0: float, wall: float, reused: Iterable[dict[str, Any]]) -> float | None:
+    """The elapsed wall time of a run: this call's span and the spans of the sub-runs it reused (their union,
+    :func:`~paramsym.runs.reuse.elapsed_seconds`; parallel sub-runs overlap); ``None`` when a reused sub-run's
+    span is unknown (a sub-run recorded before its finishing time was kept)."""
+    import datetime as dt
+
+    spans = [(t0, t0 + wall)]
+    for v in reused:
+        if v.get("seconds") is None or not v.get("date_utc"):
+            return None
+        end = dt.datetime.fromisoformat(str(v["date_utc"])).timestamp()
+        spans.append((end - float(v["seconds"]), end))
+    return elapsed_seconds(spans)
 
 
 def _row(claim: Claim, rec: dict[str, Any], out: Path | None) -> dict[str, Any]:
@@ -207,7 +225,9 @@ def _row(claim: Claim, rec: dict[str, Any], out: Path | None) -> dict[str, Any]:
         "config_hash": rec.get("config_hash"), "date_utc": rec.get("date_utc"), "seconds": rec.get("seconds"),
         "cpu_seconds": rec.get("cpu_seconds"), "reused": bool(rec.get("reused")), "stale": bool(rec.get("stale")),
         "stale_reason": rec.get("stale_reason"), "full_time": spec.full_time, "exact": spec.exact, "figures": [],
-        "values": {}, "error": rec.get("error"),
+        "values": {}, "error": rec.get("error"), "wall_rule": rec.get("wall_rule"),
+        "statistic": STATS[claim.id].statistic if claim.id in STATS else OWN,
+        "deviations": list(STATS[claim.id].deviations) if claim.id in STATS else [],
     }
     if rec.get("error") is None:
         try:
@@ -311,7 +331,8 @@ def reproduce(names: Iterable[str], *, quick: bool = False, out: str | os.PathLi
             recs[name] = run_one(name, root, quick, reuse, plan)
             if log:
                 r = recs[name]
-                state = f"{r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU"
+                wall = "wall unknown" if r.get("seconds") is None else f"{r['seconds']:.1f} s wall"
+                state = f"{wall}, {r['cpu_seconds']:.1f} s CPU"
                 state = f"reused (it took {state}; {r.get('code_version')})" if r.get("reused") else state
                 state += " — STALE: " + str(r.get("stale_reason")) if r.get("stale") else ""
                 log(f"run {name}: {state}" + (f" — {r['error']}" if r.get("error") else ""))
@@ -327,9 +348,9 @@ def _holds(h: bool | None) -> str:
 
 def _seconds(r: dict[str, Any]) -> str:
     s, c = r.get("seconds"), r.get("cpu_seconds")
-    if s is None:
+    if s is None and c is None:
         return "—"
-    return f"{s:.0f} / {c:.0f}" + (" (reused)" if r.get("reused") else "") + (" STALE" if r.get("stale") else "")
+    return f"{'—' if s is None else f'{s:.0f}'} / {'—' if c is None else f'{c:.0f}'}" + (" (reused)" if r.get("reused") else "") + (" STALE" if r.get("stale") else "")
 
 
 def short_version(v: str | None) -> str:

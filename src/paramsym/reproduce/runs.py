@@ -287,12 +287,13 @@ RUNS: dict[str, RunSpec] = {
         _spec("objectives", "paramsym experiment objectives --seeds 1,2,3,4,5", _objectives,
               "≈ 30 min (10 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
               "took ≈ 5 min at low load)", config=_experiment_config("discovery.table1.run", _objectives_cfg)),
-        _spec("lifting", "paramsym experiment lifting --seeds 5,6,7,8,9 --unit-beta equal-field", _lifting,
+        _spec("lifting", "paramsym experiment lifting --seeds 10,11,12,13,14 --unit-beta equal-field", _lifting,
               "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; protocol v2: 1,184 s wall, 1,067 CPU s for all ten on one thread, code 60559f4)",
               config=_experiment_config("discovery.lifting.run", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
               "27 sub-runs (3 units × hybrid, finite, flow × 3 seeds), 164–249 CPU s each (≈ 93 CPU min; protocol v3: "
-              "5,660 s wall on two one-thread processes, code d30b7d3; docs/discovery.md)",
+              "5,660 s summed over the sub-runs, which ran on two one-thread processes at once (elapsed wall not "
+              "recorded), code d30b7d3; docs/discovery.md)",
               config=_experiment_config("discovery.transformer.run", _transformer_cfg)),
         _spec("compensation", "paramsym compensate --model minilm --layer 3 --unit 7 --tokens 16 --json",
               _compensation, "≈ 15 s (closed form)", exact=True),

@@ -34,7 +34,8 @@ from ..errors import ConfigError, RunDirError, StaleRunError
 from .provenance import config_hash, provenance, stale_reason
 from .rundir import read_json, write_json
 
-__all__ = ["PROVENANCE", "RECORD", "REUSE_MODES", "cached_tensors", "check_reuse", "cpu_seconds", "move_aside",
+__all__ = ["PROVENANCE", "RECORD", "REUSE_MODES", "cached_tensors", "check_reuse", "cpu_seconds", "elapsed_seconds",
+           "move_aside",
            "plan_subrun", "run_subrun", "write_subruns"]
 
 REUSE_MODES = ("refuse", "rerun", "stale")
@@ -133,7 +134,8 @@ def run_subrun(path: Path, cfg: Any, train: Callable[[bool], dict[str, Any]], re
     if plan["action"] == "reuse":
         rec = plan.get("record") or {}
         info.update(reused=True, seconds=rec.get("seconds"), cpu_seconds=rec.get("cpu_seconds"),
-                    code_version=rec.get("code_version"), config_hash=rec.get("config_hash"))
+                    code_version=rec.get("code_version"), config_hash=rec.get("config_hash"),
+                    date_utc=rec.get("date_utc"))
         return read_json(path / "metrics.json", "a sub-run's metrics"), info
     if plan["action"] == "rerun":
         info["moved_to"] = str(move_aside(path))
@@ -143,8 +145,27 @@ def run_subrun(path: Path, cfg: Any, train: Callable[[bool], dict[str, Any]], re
            "resumed": plan["action"] == "resume"}
     write_json(path / PROVENANCE, rec)
     info.update(seconds=rec["seconds"], cpu_seconds=rec["cpu_seconds"], code_version=rec["code_version"],
-                config_hash=rec["config_hash"])
+                config_hash=rec["config_hash"], date_utc=rec.get("date_utc"))
     return metrics, info
+
+
+def elapsed_seconds(spans: list[tuple[float, float]]) -> float:
+    """The elapsed wall time covered by ``(start, end)`` spans (POSIX seconds): the length of their union.
+
+    Sub-runs trained in parallel processes overlap, so the sum of their seconds is no wall time; the union of
+    their spans (a finished sub-run's span ends at its provenance ``date_utc`` and lasts its ``seconds``) is.
+    """
+    total, cur_start, cur_end = 0.0, None, None
+    for a, b in sorted(spans):
+        if cur_end is None or a > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = a, b
+        else:
+            cur_end = max(cur_end, b)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
 
 
 def write_subruns(out: Path, infos: Mapping[str, Mapping[str, Any]]) -> None:

@@ -40,7 +40,9 @@ CLAIMS: list[Claim] = [
     # census ([Discovery] §6.1 known answers: per head gl(d_k) ⊕ gl(d_v))
     Claim("census-minilm-attention", f"{D} §6.1, App. F (known answers)",
           "attention symmetry per head is gl(d_k) ⊕ gl(d_v): all-MiniLM-L6-v2", "6·12·(32²+32²) = 147,456",
-          "census attention dimension equals it, every entry verified", "census", _census_minilm),
+          "census attention dimension equals it, every entry verified (a formula on a model the papers do not use: "
+          "related)", "census", _census_minilm, "related"),
     Claim("census-mha-bias", f"{D} App. F", "MHA with biases: 64 + 8 key-bias + 8 value-bias", "80",
-          "census total = 80 (the affine solver's count), every entry verified", "census", _census_mha),
+          "census total = 80 (the affine solver's count, ours, not a number the paper prints: related), every "
+          "entry verified", "census", _census_mha, "related"),
 ]

@@ -8,12 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from ....claims import Block, Claim, D, Measured, Printed, Rows, pct
+from ....paper_stats import across_seeds, statistic_of
 
 __all__ = ["BLOCKS", "CLAIMS"]
 
 
-def _obj(r: dict[str, Any], variant: str, key: str) -> float:
-    return float(r["median"][variant][key])
+def _stat(r: dict[str, Any], claim: str, variant: str) -> float:
+    """The registry's statistic of ``claim`` (:mod:`paramsym.paper_stats`) over ``variant``'s per-seed rows."""
+    return statistic_of(claim, r["per_seed"][variant])
 
 
 P_T1_HYBRID, P_T1_FINITE, P_T1_RATIO, P_T1_MOTION = Printed("0.037%"), Printed("0.306%"), Printed("8.3×"), Printed("12%")
@@ -24,24 +26,27 @@ T1_MOTION_BAND = (0.8, 1.25)
 
 
 def _t1_hybrid(r):
-    h = _obj(r, "hybrid", "composition_err_p95")
+    h = _stat(r, "table1-composition-hybrid", "hybrid")
     return Measured(pct(h), P_T1_HYBRID.at_most(h), {"hybrid": h})
 
 
 def _t1_finite(r):
-    f = _obj(r, "finite", "composition_err_p95")
+    f = _stat(r, "table1-composition-finite", "finite")
     return Measured(pct(f), P_T1_FINITE.at_most(f), {"finite": f})
 
 
 def _t1_ratio(r):
-    ratio, motion = r["composition_ratio_finite_over_hybrid"], r["motion_ratio_finite_over_hybrid"]
+    ratio = (_stat(r, "table1-composition-ratio", "finite")
+             / max(_stat(r, "table1-composition-ratio", "hybrid"), 1e-300))
+    mot = {v: across_seeds(row["motion_median"] for row in r["per_seed"][v]) for v in ("finite", "hybrid")}
+    motion = mot["finite"] / max(mot["hybrid"], 1e-300)
     lo, hi = T1_MOTION_BAND
     return Measured(f"{ratio:.1f}× (motion ratio {motion:.2f})", P_T1_RATIO.at_least(ratio) and lo <= motion <= hi,
                     {"ratio": ratio, "motion_ratio": motion})
 
 
 def _t1_motion(r):
-    m = _obj(r, "hybrid", "motion_rel_median")
+    m = _stat(r, "table1-motion", "hybrid")
     return Measured(pct(m, 1), P_T1_MOTION.near(m), {"motion_rel_median": m})
 
 
