@@ -7,8 +7,9 @@ its run directories by design, so only that pair is not refused.)
 
 The finished runs are real: each is made once through :func:`paramsym.cli.main` on its smallest
 budget (about a minute for all, plus ``experiment transformer``'s 20 s on the real all-MiniLM-L6-v2
-at two steps). ``align --census-groups`` (kind ``align-census``) needs two Hugging Face
-checkpoints: it is pointed at every other kind's run, not made a target.
+at two steps). ``align --census-groups`` (kind ``align-census``) aligns two tiny GPT-2 checkpoints
+when it is made a target; pointed at the others it is given the MLP files, refused before it reads
+them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def _mlp_file(path: Path, seed: int) -> Path:
 def _commands(out: str, inputs: dict[str, Path]) -> dict[str, tuple[str | None, list[str]]]:
     """label -> (run kind it writes, argv with ``--out out``)."""
     a, b, layer, disc = (str(inputs[k]) for k in ("a", "b", "layer", "discovery"))
+    hf_a, hf_b = (str(inputs.get(k, k)) for k in ("hf_a", "hf_b"))
     q = "--quiet"
     return {
         "discover": ("discovery", ["discover", *TINY_DISCOVER, "--out", out]),
@@ -65,7 +67,7 @@ def _commands(out: str, inputs: dict[str, Path]) -> dict[str, tuple[str | None, 
         "align": ("align", ["align", a, b, q, "--out", out]),
         "sweep": ("sweep", ["sweep", str(ROOT / "examples" / "sweeps" / "tiny.yaml"), q, "--out", out]),
         "reproduce": ("reproduce", ["reproduce", "groups-d4-regular", "--quick", q, "--out", out]),
-        "align --census-groups": ("align-census", ["align", a, b, "--census-groups", "--out", out]),
+        "align --census-groups": ("align-census", ["align", hf_a, hf_b, "--census-groups", q, "--out", out]),
         # not run kinds, but they write to --out too
         "census --export": (None, ["census", "--preset", "mlp-relu", "--export", "permutation-spec", "--out", out]),
         "attention build": (None, ["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out", out]),
@@ -75,7 +77,7 @@ def _commands(out: str, inputs: dict[str, Path]) -> dict[str, tuple[str | None, 
 #: the commands made into finished targets (label -> the kind stored)
 TARGETS = ["discover", "experiment objectives", "experiment lifting", "experiment transformer", "attribute", "attention table", "attention count",
            "attention clusterings", "attention classify", "group", "census", "affine", "compensate", "teleport",
-           "teleport --action", "align", "sweep", "reproduce"]
+           "teleport --action", "align", "align --census-groups", "sweep", "reproduce"]
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +94,11 @@ def finished(tmp_path_factory) -> dict[str, tuple[str | None, Path]]:
         assert main(["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out",
                      str(inputs["layer"])]) == 0
         inputs["discovery"] = root / "runs" / "discover"
+        from paramsym.census.zoo import tiny_model
+
+        for seed, name in enumerate(("hf_a", "hf_b")):
+            tiny_model("gpt2", seed=seed, causal_lm=True).save_pretrained(root / name)
+            inputs[name] = root / name
         out: dict[str, tuple[str | None, Path]] = {}
         for label in TARGETS:  # discover first: teleport --action reads it
             d = root / "runs" / label.replace(" ", "_").replace("-", "")
