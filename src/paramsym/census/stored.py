@@ -20,62 +20,20 @@ its own name *and* as a tied repeat gets both. Exports name these stored tensors
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
 from ..errors import CheckpointError
+from ..models.checks import StoredTensor, read_header
 
 __all__ = ["StoredTensor", "read_checkpoint", "stored_names", "loading_estimate", "INDEX_FILE"]
 
 INDEX_FILE = "model.safetensors.index.json"
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
                 "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
-
-
-@dataclass(frozen=True)
-class StoredTensor:
-    """One tensor of a checkpoint: its shard, shape, safetensors dtype and size in bytes."""
-
-    name: str
-    file: Path
-    shape: tuple[int, ...]
-    dtype: str
-    nbytes: int
-
-
-def _header(path: Path) -> dict[str, StoredTensor]:
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        head = fh.read(8)
-        if len(head) < 8:
-            raise CheckpointError(f"checkpoint shard {str(path)!r} is {size} bytes, shorter than a safetensors header; "
-                                  "the file is truncated: copy or save it again.")
-        (n,) = struct.unpack("<Q", head)
-        if n > size - 8:
-            raise CheckpointError(f"checkpoint shard {str(path)!r} declares a {n}-byte header but holds {size - 8} bytes "
-                                  "after the length; the file is truncated or not safetensors: copy or save it again.")
-        try:
-            meta = json.loads(fh.read(n))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CheckpointError(f"checkpoint shard {str(path)!r}: unreadable safetensors header ({exc}); copy or save "
-                                  "it again.") from None
-    out, end = {}, 0
-    for name, info in meta.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = info["data_offsets"]
-        end = max(end, int(hi))
-        out[name] = StoredTensor(name, path, tuple(int(s) for s in info["shape"]), str(info["dtype"]), int(hi) - int(lo))
-    if end != size - 8 - n:
-        raise CheckpointError(f"checkpoint shard {str(path)!r}: its header places tensor data up to byte {end} but the "
-                              f"file holds {size - 8 - n} data bytes; the shard is truncated or padded: copy or save "
-                              "it again.")
-    return out
 
 
 def read_checkpoint(directory: str | Path) -> dict[str, StoredTensor]:
@@ -113,7 +71,7 @@ def read_checkpoint(directory: str | Path) -> dict[str, StoredTensor]:
                               "save_pretrained.")
     out: dict[str, StoredTensor] = {}
     for f in files:
-        for name, t in _header(f).items():
+        for name, t in read_header(f).items():
             if name in out:
                 raise CheckpointError(f"checkpoint {str(d)!r}: tensor {name!r} is stored in both {out[name].file.name!r} "
                                       f"and {f.name!r}; save the model again.")

@@ -18,16 +18,19 @@ A checkpoint is accepted only when
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from ..errors import IncompleteCheckpointError, NonFiniteError
+from ..errors import CheckpointError, IncompleteCheckpointError, NonFiniteError
 
-__all__ = ["CHUNK", "FLOAT_DTYPES", "check_finite_weights", "check_loaded", "check_weight_tensors", "stored_dtypes"]
+__all__ = ["CHUNK", "FLOAT_DTYPES", "check_finite_weights", "check_loaded", "check_weight_tensors", "read_header", "stored_dtypes", "StoredTensor"]
 
 #: elements checked at once by :func:`check_finite_weights`
 CHUNK = 1 << 20
@@ -42,17 +45,57 @@ def _names(names: Iterable[str], limit: int = 6) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+@dataclass(frozen=True)
+class StoredTensor:
+    """One tensor of a checkpoint: its shard, shape, safetensors dtype and size in bytes."""
+
+    name: str
+    file: Path
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+def read_header(path: Path) -> dict[str, StoredTensor]:
+    """Every tensor of one safetensors file, from its header only (no tensor data is read).
+
+    Raises:
+        CheckpointError: a truncated or padded file, or a header that is not safetensors.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise CheckpointError(f"checkpoint shard {str(path)!r} is {size} bytes, shorter than a safetensors header; "
+                                  "the file is truncated: copy or save it again.")
+        (n,) = struct.unpack("<Q", head)
+        if n > size - 8:
+            raise CheckpointError(f"checkpoint shard {str(path)!r} declares a {n}-byte header but holds {size - 8} bytes "
+                                  "after the length; the file is truncated or not safetensors: copy or save it again.")
+        try:
+            meta = json.loads(fh.read(n))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CheckpointError(f"checkpoint shard {str(path)!r}: unreadable safetensors header ({exc}); copy or save "
+                                  "it again.") from None
+    out, end = {}, 0
+    for name, info in meta.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        end = max(end, int(hi))
+        out[name] = StoredTensor(name, path, tuple(int(s) for s in info["shape"]), str(info["dtype"]), int(hi) - int(lo))
+    if end != size - 8 - n:
+        raise CheckpointError(f"checkpoint shard {str(path)!r}: its header places tensor data up to byte {end} but the "
+                              f"file holds {size - 8 - n} data bytes; the shard is truncated or padded: copy or save "
+                              "it again.")
+    return out
+
+
+
 def stored_dtypes(directory: str | os.PathLike) -> dict[str, str]:
     """``{tensor name: safetensors dtype code}`` of every ``*.safetensors`` file in ``directory``
-    (headers only: no tensor data is read)."""
-    from safetensors import safe_open
-
-    out: dict[str, str] = {}
-    for f in sorted(Path(directory).glob("*.safetensors")):
-        with safe_open(str(f), framework="pt") as fh:
-            for k in fh.keys():
-                out[k] = fh.get_slice(k).get_dtype()
-    return out
+    (headers only: no tensor data is read; :func:`read_header`)."""
+    return {name: t.dtype for f in sorted(Path(directory).glob("*.safetensors")) for name, t in read_header(f).items()}
 
 
 def check_finite_weights(named: Iterable[tuple[str, torch.Tensor]], argument: str = "model",
