@@ -195,9 +195,3 @@ def _json(obj) -> str:
     import json
 
     return json.dumps(obj, indent=2)
-
-
-def write_report(run: RunDir) -> str:
-    text = render(run)
-    run.write_text("report.md", text)
-    return text

@@ -270,10 +270,6 @@ def _spec(name: str, command: str, make: Callable[[bool], Callable[[Path, str], 
                    config or (lambda quick: {"command": command}))
 
 
-def _fixed_config(data: dict[str, Any]) -> Callable[[bool], Any]:
-    return lambda quick: data
-
-
 def _budget_config(full: Any, quick_: Any) -> Callable[[bool], Any]:
     return lambda quick: quick_ if quick else full
 
