@@ -36,7 +36,14 @@ from torch import Tensor
 
 from .align import apply_attention
 from .arch import Architecture, UnitGroup, check_same_architecture
-from .matching import distance, match_head_gl, match_permutations, match_rotation, permute, rotate_axes
+from .matching import (
+    distance,
+    match_head_gl,
+    match_permutations,
+    match_rotation,
+    permute,
+    rotate_axes,
+)
 
 __all__ = ["CanonicalPair", "match_group", "orthogonal_stage", "stream_only"]
 

@@ -138,7 +138,8 @@ def refine(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor],
     Returns:
         ``(refined B in float64, info)``: ``info`` holds the midpoint training loss at the start
         (``mid_loss_start``), of the kept point (``mid_loss``), the step kept, the evaluations,
-        the largest head-map spectral norm and the condition bound.
+        the largest head-map spectral norm ``‖X_h‖₂`` kept and seen during the descent, the
+        condition bound ``κ``.
     """
     config.validate()
     dtype = getattr(torch, config.dtype)
@@ -165,7 +166,7 @@ def refine(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor],
     opt = torch.optim.Adam(list(var.values()), lr=config.lr)
     best = (mid_loss(), 0, {k: v.detach().clone() for k, v in var.items()})
     info: dict[str, Any] = {"mid_loss_start": best[0], "evaluations": [[0, best[0]]]}
-    n = x.shape[0]
+    n, seen = x.shape[0], 0.0
     t0 = time.perf_counter()
     from tqdm.auto import tqdm
 
@@ -179,7 +180,7 @@ def refine(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor],
         opt.zero_grad()
         loss.backward()
         opt.step()
-        _shrink(var, radius)
+        seen = max(seen, _shrink(var, radius))
         bar.update(1)
         if step % config.eval_every == 0 or step == config.steps:
             now = mid_loss()
@@ -191,7 +192,7 @@ def refine(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor],
     kept = {k: v.double() for k, v in best[2].items()}
     out = transform(arch, {k: t.detach().double() for k, t in b.items()}, axes, kept)
     info |= {"mid_loss": best[0], "step_kept": best[1], "steps": config.steps, "seconds": time.perf_counter() - t0,
-             "max_head_norm": _shrink(kept, radius), "condition_bound": config.max_condition,
+             "max_head_norm": _shrink(kept, radius), "max_head_norm_seen": seen, "condition_bound": config.max_condition,
              "query_key_refined": sum(1 for la in arch.attention if _refinable_qk(la)),
              "rotation_angle": float(torch.linalg.matrix_norm(kept["S"] - kept["S"].T, ord=2))}
     return {k: v.detach() for k, v in out.items()}, info
