@@ -252,6 +252,8 @@ def test_stage_requests_are_checked_before_work(unrelated):
             align(arch, a, b, data, points=3, stages=stages, refine=RefineConfig(steps=-1), **kw)
     with pytest.raises(ConfigError, match="pass canonical="):
         align(arch, a, b, data, points=3, stages=("orthogonal",))
+    with pytest.raises(ConfigError, match="CanonicalPair"):
+        align(arch, a, b, data, points=3, stages=("orthogonal",), canonical={"a": pair.a})
     nan = copy.copy(pair)
     nan.b = dict(pair.b) | {"lm_head.weight": torch.full_like(pair.b["lm_head.weight"], float("nan"))}
     with pytest.raises(NonFiniteError):

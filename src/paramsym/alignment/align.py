@@ -372,6 +372,11 @@ def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], 
             raise ConfigError(f"refine must be a RefineConfig (steps, lr, ...); received {type(refine).__name__}.")
         refine.validate()
     if extra:
+        from .orthogonal import CanonicalPair
+
+        if not isinstance(canonical, CanonicalPair):
+            raise ConfigError(f"canonical must be a CanonicalPair (paramsym.kinds.canonical_pair.canonical_pair); "
+                              f"received {type(canonical).__name__}.")
         _check_models(canonical.a, canonical.b)
     syms = resolve_symmetries(arch, symmetries)
     stages, seconds, details = align_parameters(arch, a, b, syms, generator=generator, start=start)
