@@ -260,3 +260,42 @@ def test_stage_requests_are_checked_before_work(unrelated):
         align(arch, a, b, data, points=3, stages=("orthogonal",), canonical=nan)
     res = align(arch, a, b, data, points=3)  # backward compatible: three stages, no canonical ones
     assert list(res.stages) == ["before", "permutation", "full"] and not res.elements
+
+
+def test_orthogonal_and_refined_stages_on_a_rotary_grouped_query_model():
+    """Llama (RMSNorm, rotary, grouped-query heads): a Haar stream rotation (census), FFN
+    permutations and per-key/value-head GL(d_v) are undone by the orthogonal stage (Q = Mᵀ, A's
+    canonical weights); the refined stage leaves query/key alone under rotary and keeps B's function."""
+    from paramsym.actions.attention import ValueOutputAction
+    from paramsym.census.zoo import tiny_model
+    from paramsym.models.datasets import Split
+
+    model = tiny_model("llama", causal_lm=True).double()
+    gen = torch.Generator().manual_seed(4)
+    ids = torch.randint(0, model.config.vocab_size, (48, 5), generator=gen)
+    labels = torch.randint(0, 10, (48,), generator=gen)
+    data = Split(ids[:32], labels[:32], ids[32:], labels[32:])
+    inputs = {"input_ids": ids[:16]}
+    a_can = canonical_form(model, inputs, _output, untie=True)
+    b_model, M = rotate_residual(model, inputs, _output, gen)
+    sp = derive_spaces(b_model, inputs, _output)
+    spec = spec_from_spaces(sp, _params(b_model), sub_blocks=True)
+    theta = apply_spec(_params(b_model), spec, {k: v for k, v in random_perms(spec, gen).items() if k != "P_res"})
+    arch_b = hf_architecture(b_model)
+    assert all(layout.rotary_dim for layout in arch_b.attention)
+    for layout in arch_b.attention:
+        block = ValueOutputAction.block_for(theta, layout)
+        theta = block.scatter(ValueOutputAction(block, layout).act(_gl(layout.head_dim, layout.num_kv_heads, gen),
+                                                                   block.gather(theta)), theta)
+    _load(b_model, theta)
+    pair = canonical_pair(a_can, b_model, ids[:16], n_classes=10)
+    res = align(hf_architecture(a_can, n_classes=10), _params(a_can), _params(b_model), data, points=3,
+                canonical=pair, refine=RefineConfig(steps=4, batch=16, eval_every=2),
+                stages=("before", "permutation", "full", "orthogonal", "refined"))
+    assert float((res.elements["Q"] - M.T).abs().max()) <= 1e-9
+    for k, v in pair.a.items():
+        assert float((res.stages["orthogonal"][k] - v).norm()) <= 1e-8 * max(float(v.norm()), 1.0), k
+    # HF's Llama RMSNorm computes in float32 inside: rounding 10·(L+1)·√D·ε₃₂ (the canonical form's bound)
+    tol = 10 * (model.config.num_hidden_layers + 1) * model.config.hidden_size ** 0.5 * torch.finfo(torch.float32).eps
+    assert res.function_error["orthogonal"] <= tol and res.function_error["refined"] <= tol
+    assert res.details["refined"]["query_key_refined"] == 0

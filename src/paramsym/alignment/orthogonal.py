@@ -62,6 +62,9 @@ class CanonicalPair:
         axes: canonical tensor → its axis carrying the stream (embeddings, readers, writers and
             their biases; not the unit-gain norms, which ``Q`` must not move).
         info: how the pair was built (tied, untied, hidden size, ...).
+        groups: the permutation groups to match (``None``: ``arch.groups``); the builder passes
+            the census's (:func:`~paramsym.alignment.checkpoints.spec_groups` of its permutation
+            spec without ``P_res``: grouped-query key/value heads and fused tensors included).
     """
 
     arch: Architecture
@@ -69,6 +72,7 @@ class CanonicalPair:
     b: dict[str, Tensor]
     axes: dict[str, int]
     info: dict = field(default_factory=dict)
+    groups: list[UnitGroup] | None = None
 
 
 def stream_only(axes: Mapping[str, int], groups: Sequence[UnitGroup], attention: Sequence[Any] = ()) -> dict[str, int]:
@@ -191,7 +195,7 @@ def match_group(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: Sequen
 
 def orthogonal_stage(pair: CanonicalPair, *, generator: torch.Generator | None = None,
                      max_condition: float = 1e2, max_rounds: int = 10) -> tuple[dict[str, Tensor], dict[str, Any], Tensor]:
-    """The ``orthogonal`` stage: canonical B aligned to canonical A over FFN/head permutations,
+    """The ``orthogonal`` stage: canonical B aligned to canonical A over FFN/head permutations (``pair.groups``),
     the stream rotation ``Q ∈ O(D)`` and per-head GL (:func:`match_group`).
 
     Returns:
@@ -199,6 +203,7 @@ def orthogonal_stage(pair: CanonicalPair, *, generator: torch.Generator | None =
         the distance (``info["kept"]`` names the stage kept).
     """
     arch = pair.arch
-    out, info, Q = match_group(pair.a, pair.b, arch.groups, attention=arch.attention, axes=pair.axes,
+    groups = arch.groups if pair.groups is None else pair.groups
+    out, info, Q = match_group(pair.a, pair.b, groups, attention=arch.attention, axes=pair.axes,
                                generator=generator, max_condition=max_condition, max_rounds=max_rounds)
     return out, info, Q

@@ -83,8 +83,9 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
     """A and B in canonical form with the stream axes and the canonical architecture.
 
     Args:
-        model_a, model_b: two HF models of one architecture with an LM or classification head
-            (pre-norm: GPT-2/NeoX/Llama families, ViT).
+        model_a, model_b: two HF models of one architecture with an LM head (pre-norm: the
+            GPT-2/NeoX/Llama families the census traces; a model without an ``nn.Embedding``
+            input embedding, such as ViT, is not traced: ``TraceError``).
         inputs: a batch for tracing and verifying the canonical form (a tensor — passed as the
             forward's first argument — or a mapping of keyword arguments).
         n_classes: the first ``n_classes`` outputs are the logits (see
@@ -92,7 +93,8 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
 
     Returns:
         :class:`paramsym.alignment.orthogonal.CanonicalPair` (float64; LM head untied; norm
-        weights excluded from the stream axes).
+        weights excluded from the stream axes; the permutation groups from the census's spec of
+        the canonical model, without the stream's ``P_res``).
 
     Raises:
         ArchitectureMismatchError: different classes, shapes, or tied vs untied heads.
@@ -100,8 +102,10 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
         SymmetryNotApplicableError: the canonical form's refusals.
     """
     from ..alignment.arch import hf_architecture
+    from ..alignment.checkpoints import spec_groups
     from ..alignment.orthogonal import CanonicalPair
     from ..census.canonical import canonical_form
+    from ..census.permspec import spec_from_spaces
     from ..census.spaces import derive_spaces
     from ..census.walk import _output
     from ..models.adapters import require_eager
@@ -121,6 +125,9 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
     arch = hf_architecture(can_a, n_classes=n_classes)
     pa = {k: v.detach().clone() for k, v in can_a.named_parameters()}
     pb = {k: v.detach().clone() for k, v in can_b.named_parameters()}
+    # the census's permutation groups (GQA key/value heads, fused tensors); O(D) holds the stream's own
+    groups = [g for g in spec_groups(spec_from_spaces(spc, pa, sub_blocks=True), pa) if g.kind != "residual_permutation"]
     return CanonicalPair(arch, pa, pb, axes, {"tied": tied, "hidden_size": sp.hidden_size,
                                               "centred": any(i.centred for i in sp.norms.values()),
-                                              "stream_tensors": len(axes)})
+                                              "stream_tensors": len(axes), "groups": [g.name for g in groups]},
+                         groups)
