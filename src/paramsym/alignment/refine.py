@@ -23,10 +23,11 @@ Every transformation is applied through the exact group action (``rotate_axes`` 
 axes, :class:`~paramsym.actions.attention.QueryKeyAction`, :class:`~paramsym.actions.attention.ValueOutputAction`),
 so B's function is unchanged by construction, whatever the optimiser does. ``α`` is drawn
 uniformly in ``(0, 1)`` per step (``alpha=None``) or fixed, the batch from the training split
-(explicit generator). The midpoint training loss ``L(θ(½))`` on the whole training split is
-evaluated at the start, every ``eval_every`` steps and at the end; the best point seen is
-returned, so refinement never raises it. Optimised in ``dtype`` (float32 by default: fast);
-the kept transformations are applied to B in float64.
+(explicit generator). The midpoint training loss ``L(θ(½))`` (on a fixed subset of
+``eval_examples`` training examples, all of them when fewer) is evaluated at the start, every
+``eval_every`` steps and at the end; the best point seen is returned, so refinement never raises
+it. Optimised in ``dtype`` (float32 by default: fast); the kept transformations are applied to B
+in float64.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class RefineConfig:
         alpha: ``None``: ``α ~ U(0, 1)`` per step; a number in ``(0, 1)``: that ``α``.
         max_condition: ``κ``, the bound on each head map's condition number.
         eval_every: steps between evaluations of the midpoint training loss.
+        eval_examples: that loss is on a fixed random subset of this many training examples
+            (drawn once by the generator; the whole split when it is smaller).
         dtype: ``"float32"`` or ``"float64"``, the precision of the optimisation.
         progress: show a progress bar.
     """
@@ -70,12 +73,13 @@ class RefineConfig:
     alpha: float | None = None
     max_condition: float = 1e2
     eval_every: int = 25
+    eval_examples: int = 4096
     dtype: str = "float32"
     progress: bool = False
 
     def validate(self) -> None:
         """A named :class:`ConfigError` for the first bad field."""
-        for name in ("steps", "batch", "eval_every"):
+        for name in ("steps", "batch", "eval_every", "eval_examples"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "steps" else 1):
                 raise ConfigError(f"refine.{name} must be an integer >= {0 if name == 'steps' else 1}; received {v!r}.")
@@ -158,15 +162,18 @@ def refine(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor],
     x = x.to(dtype) if x.is_floating_point() else x
     radius = math.log(config.max_condition) / 2
 
+    n = x.shape[0]
+    sub = torch.arange(n) if n <= config.eval_examples else torch.randperm(n, generator=generator)[:config.eval_examples]
+
     def mid_loss() -> float:
         with torch.no_grad():
             p = transform(arch, B, axes, var)
-            return evaluate(arch.forward, {n: 0.5 * (A[n] + p[n]) for n in A}, x, y)[0]
+            return evaluate(arch.forward, {k: 0.5 * (A[k] + p[k]) for k in A}, x[sub], y[sub])[0]
 
     opt = torch.optim.Adam(list(var.values()), lr=config.lr)
     best = (mid_loss(), 0, {k: v.detach().clone() for k, v in var.items()})
     info: dict[str, Any] = {"mid_loss_start": best[0], "evaluations": [[0, best[0]]]}
-    n, seen = x.shape[0], 0.0
+    seen = 0.0
     t0 = time.perf_counter()
     from tqdm.auto import tqdm
 
