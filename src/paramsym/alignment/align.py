@@ -403,8 +403,9 @@ def _canonical_stages(result: AlignmentResult, arch: Architecture, pair, extra: 
 
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     carch = pair.arch
-    if carch.info.get("n_classes") is None:
-        carch.info["n_classes"] = arch.info.get("n_classes")
+    for key in ("n_classes", "positions"):  # what the outputs are is the task's, set on the given architecture
+        if key in arch.info:
+            carch.info[key] = arch.info[key]
     A = {n: t.double() for n, t in pair.a.items()}
     new: dict[str, dict[str, Tensor]] = {"canonical": {n: t.double() for n, t in pair.b.items()}}
     t0 = time.perf_counter()

@@ -183,7 +183,8 @@ def refine(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor],
         idx = torch.randperm(n, generator=generator)[:config.batch]
         p = transform(arch, B, axes, var)
         logits = arch.forward({k: (1 - al) * A[k] + al * p[k] for k in A}, x[idx])
-        loss = torch.nn.functional.cross_entropy(logits, y[idx])
+        # logits (N, …, C) against labels (N, …): every label counts once (a language model's tokens)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y[idx].reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()
