@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ..actions.attention import QueryKeyAction, ValueOutputAction
 from ..actions.base import GroupAction
 from ..actions.catalogue import catalogue
 from ..actions.linear import RescalingAction
@@ -58,6 +57,7 @@ from ..groups.memory import check_memory
 from ..params import ParameterBlock
 from .arch import Architecture, UnitGroup, check_same_architecture
 from .matching import (
+    apply_attention,
     balance,
     distance,
     match_attention,
@@ -148,18 +148,6 @@ def apply_rescaling(params: Mapping[str, Tensor], group: UnitGroup, c: Tensor) -
         return rescale(params, group, c)
     block, act = _pair_action(params, group, RescalingAction)
     return block.scatter(act.act(torch.diag(c.to(params[group.pair[0]].dtype)), block.gather(params)), params)
-
-
-def apply_attention(params: Mapping[str, Tensor], layout, gqk: Tensor | None, gvo: Tensor) -> dict[str, Tensor]:
-    """B with per-head ``QueryKeyAction(g_QK)`` (skipped when ``None``) then ``ValueOutputAction(g_VO)`` applied."""
-    out = dict(params)
-    for cls, g in ((QueryKeyAction, gqk), (ValueOutputAction, gvo)):
-        if g is None:
-            continue
-        block = cls.block_for(out, layout)
-        act = cls(block, layout)
-        out = block.scatter(act.act(g.to(out[layout.q.weight].dtype), block.gather(out)), out)
-    return out
 
 
 @dataclass

@@ -34,9 +34,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .align import apply_attention
 from .arch import Architecture, UnitGroup, check_same_architecture
 from .matching import (
+    apply_attention,
     distance,
     match_head_gl,
     match_permutations,

@@ -42,9 +42,8 @@ import torch
 from torch import Tensor
 
 from ..errors import ConfigError
-from .align import apply_attention
 from .arch import Architecture
-from .matching import rotate_axes
+from .matching import apply_attention, rotate_axes
 from .path import evaluate
 
 __all__ = ["RefineConfig", "refine", "transform"]
