@@ -237,7 +237,8 @@ def previous_losses(trainer: Trainer, step: int) -> dict[str, torch.Tensor]:
     theta_mu = trainer._points(B).to(dt)
     with torch.no_grad():
         q = group.matrices(trainer._sample(half, rho, mf))
-        theta_tr = a.act_many(q, trainer._points(half).to(dt)).detach()
+        pts = trainer._points(half).to(dt)
+        theta_tr = pts + (a.b(q, pts) - a.b(torch.eye(q.shape[-1], dtype=q.dtype).expand_as(q), pts))
     theta = torch.cat([theta_mu[:half], theta_tr])
     s1, s2 = trainer._sample(B, rho, mf), trainer._sample(B, rho, mf)
     n_inv = int(round(cfg.objective.inverse_fraction * B))

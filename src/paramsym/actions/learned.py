@@ -210,12 +210,17 @@ class LearnedAction(GroupAction):
             return y @ self.basis.to(y.dtype).T
         return y.index_select(-1, self._cols) * self._row_values(y.dtype)
 
-    def _inputs(self, g: Tensor, theta: Tensor) -> Tensor:
-        """Normalised network input ``[(vec(g) − vec(I))/g_scale, Eᵀ(θ − θ_c)/θ_scale]`` (batched)."""
+    def _inputs(self, g: Tensor, theta: Tensor, tin: Tensor | None = None) -> Tensor:
+        """Normalised network input ``[(vec(g) − vec(I))/g_scale, Eᵀ(θ − θ_c)/θ_scale]`` (batched);
+        ``tin``: the second part if already computed (:meth:`_theta_in`)."""
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device)
         gin = (g - eye).reshape(*g.shape[:-2], -1) / self.g_scale.to(g.dtype)
-        tin = self.reduce(theta - self.theta_center.to(theta.dtype)) / self.theta_scale.to(theta.dtype)
-        return torch.cat([gin.to(theta.dtype), tin], -1)
+        tin = self._theta_in(theta) if tin is None else tin
+        return torch.cat([gin.to(tin.dtype), tin], -1)
+
+    def _theta_in(self, theta: Tensor) -> Tensor:
+        """The θ part of the network input, ``Eᵀ(θ − θ_c)/θ_scale`` ``(..., q)``."""
+        return self.reduce(theta - self.theta_center.to(theta.dtype)) / self.theta_scale.to(theta.dtype)
 
     def _dual(self, x: Tensor, dx: Tensor | None, rows: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """The MLP and its forward-mode derivative in one batched pass.
@@ -272,7 +277,11 @@ class LearnedAction(GroupAction):
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device).expand_as(g)
         # two calls of the same shape, not one call on the concatenation: a row's GEMM result
         # depends on its position in the batch, so only equal positions make a(I, θ) == θ bitwise.
-        return theta + (self.b(g, theta) - self.b(eye, theta))
+        # The θ input is reduced once, and the difference expanded once (E (b_g − b_I), exactly 0 at I).
+        tin, scale = self._theta_in(theta), self.out_scale.to(theta.dtype)
+        y_g = self._dual(self._inputs(g, theta, tin), None)[0] * scale
+        y_I = self._dual(self._inputs(eye, theta, tin), None)[0] * scale
+        return theta + self.expand(y_g - y_I)
 
     def _directional(self, g: Tensor, dg: Tensor, theta: Tensor) -> Tensor:
         """``D_g a(g, θ)[dg]`` for batches (``g``, ``dg``: ``(n, s, s)``; θ: ``(n, p)``)."""
@@ -336,44 +345,51 @@ class LearnedAction(GroupAction):
         def at(start: int, count: int, each: int = 1) -> Tensor:
             return torch.arange(start, start + count, device=dev).repeat_interleave(each)
 
-        # pass 1, primal rows: I at θ (n), I at μ (m), g1 at θ (n), g2 g1 at θ (n, finite)
+        # pass 1, primal rows: I at θ (n), I at μ (m), g1 at θ (n), g2 g1 at θ (n, finite); every
+        # output stays in reduced coordinates until the differences are formed, then one expansion
+        t_in, mu_in = self._theta_in(theta), self._theta_in(mu)
         dgs, rows = [gens.repeat(m, 1, 1)], [at(n, m, r)]
         if infinitesimal:
             dgs, rows = [gens.repeat(n, 1, 1), dgs[0], h @ g1], [at(0, n, r), rows[0], at(n + m, n)]
-        b1, db1 = self._batch([eye.expand(n + m, s, s), g1] + ([g2 @ g1] if finite else []),
-                              [theta, mu, theta] + ([theta] if finite else []), dgs, rows)
-        b_I = b1[:n]
-        moved = theta + (b1[n + m:2 * n + m] - b_I)
-        o = n * r if infinitesimal else 0
-        fields_mu = db1[o:o + m * r].reshape(m, r, p)
-        q = StepQuantities(fields_mu=fields_mu, moved=moved)
+        y, dy = self._batch([eye.expand(n + m, s, s), g1] + ([g2 @ g1] if finite else []),
+                            [t_in, mu_in, t_in] + ([t_in] if finite else []), dgs, rows)
+        y_I, _, y_g1, y_g21 = y.split([n, m, n, n if finite else 0])
+        sizes = [n, n if finite else 0, n * r if infinitesimal else 0, m * r, n if infinitesimal else 0]
+        d_g1, d_g21, f_I, f_mu, transported = self.expand(torch.cat([y_g1 - y_I, y_g21 - y_I[:len(y_g21)], dy])).split(sizes)
+        moved = theta + d_g1
+        q = StepQuantities(fields_mu=f_mu.reshape(m, r, p), moved=moved)
         if infinitesimal:
-            q.fields = db1[:o].reshape(n, r, p)
-            q.fields_mu = torch.cat([q.fields[:k], fields_mu]) if k else fields_mu
-            q.transported = db1[o + m * r:]
+            q.fields = f_I.reshape(n, r, p)
+            q.fields_mu = torch.cat([q.fields[:k], q.fields_mu]) if k else q.fields_mu
+            q.transported = transported
         if finite:
-            q.direct = theta + (b1[2 * n + m:] - b_I)
+            q.direct = theta + d_g21
         # pass 2 at a(g1, θ): I (n) with the tangent h (infinitesimal), g2 (n, finite)
-        b2, db2 = self._batch([eye.expand(n, s, s)] + ([g2] if finite else []), [moved] + ([moved] if finite else []),
-                              [h] if infinitesimal else [], [at(0, n)] if infinitesimal else [])
-        q.field_at_moved = db2
+        moved_in = self._theta_in(moved)
+        y, dy = self._batch([eye.expand(n, s, s)] + ([g2] if finite else []), [moved_in] + ([moved_in] if finite else []),
+                            [h] if infinitesimal else [], [at(0, n)] if infinitesimal else [])
+        parts = ([y[n:] - y[:n]] if finite else []) + ([dy] if infinitesimal else [])
+        out = self.expand(torch.cat(parts)).split([n] * len(parts)) if parts else []
         if finite:
-            q.two_step = moved + (b2[n:] - b2[:n])
+            q.two_step = moved + out[0]
+        if infinitesimal:
+            q.field_at_moved = out[-1]
         return q
 
-    def _batch(self, gs: list[Tensor], ts: list[Tensor], dgs: list[Tensor], rows: list[Tensor]
-               ) -> tuple[Tensor, Tensor | None]:
-        """``b`` at the concatenated inputs ``(gs, ts)`` and ``D_g b[dg]`` for each tangent ``dgs`` at
-        its input row ``rows`` (:meth:`_dual`); the second result ``None`` without tangents."""
-        t = torch.cat(ts)
-        x = self._inputs(torch.cat(gs), t)
+    def _batch(self, gs: list[Tensor], tins: list[Tensor], dgs: list[Tensor], rows: list[Tensor]
+               ) -> tuple[Tensor, Tensor]:
+        """``b`` in reduced coordinates (before :meth:`expand`) at the concatenated inputs: elements
+        ``gs`` and θ parts ``tins`` (:meth:`_theta_in`), and ``D_g b[dg]`` for each tangent ``dgs`` at
+        its input row ``rows`` (:meth:`_dual`; an empty ``(0, q)`` without tangents)."""
+        t = torch.cat(tins)
+        x = self._inputs(torch.cat(gs), t, t)
         scale = self.out_scale.to(t.dtype)
         if not dgs:
-            return self.expand(self._dual(x, None)[0] * scale), None
+            return self._dual(x, None)[0] * scale, t.new_zeros(0, self.q)
         dg = torch.cat(dgs)
         dx = dg.reshape(dg.shape[0], -1).to(t.dtype) / self.g_scale.to(t.dtype)
         y, dy = self._dual(x, dx, torch.cat(rows))
-        return self.expand(y * scale), self.expand(dy * scale)
+        return y * scale, dy * scale
 
     # -- the flow kind ----------------------------------------------------------------------------
     def coordinates(self, g: Tensor, dtype: torch.dtype | None = None, dg: Tensor | None = None
