@@ -227,7 +227,12 @@ def previous_step_quantities(action, theta, theta_mu, g1, g2, h, *, infinitesima
 
 
 def previous_losses(trainer: Trainer, step: int) -> dict[str, torch.Tensor]:
-    """The previous ``Trainer.losses`` (hybrid): the same draws of the trainer's generator, in order."""
+    """The previous ``Trainer.losses`` (hybrid): the same draws of the trainer's generator, in order.
+
+    Kept as the baseline on purpose, so its sampling mirrors ``Trainer.batch`` line for line; what
+    differs is what is measured (four group-matrix calls, ``b(g, θ) − b(I, θ)`` expanded apart,
+    :func:`previous_step_quantities`, ``F(θ)`` evaluated twice).
+    """
     cfg, sc, a = trainer.cfg, trainer.scales, trainer.action
     group = a.group
     dt = a.theta_center.dtype
