@@ -1,7 +1,7 @@
 """Benchmark: cost of one hybrid discovery training step ([Discovery] §5.1–5.2), measured side by side.
 
-Prints, per problem, medians over interleaved repetitions (the machine is noisy: compare the
-ratios, not the absolute times):
+Prints, per problem, medians over interleaved repetitions of the process's CPU time (the machine
+is noisy: compare the ratios, not the absolute times):
 
 (a) ``Trainer.step`` (the full hybrid objective, backward, clipping, Adam) over one forward +
     backward of the action network on the same batch (``act_many`` of B sampled elements on B
@@ -335,10 +335,12 @@ def verify_baseline(trainer: Trainer) -> tuple[float, float]:
 
 
 def time_it(fn, reps: int) -> float:
-    t0 = time.perf_counter()
+    """CPU seconds of this process per call (``time.process_time``: time spent waiting for a core
+    while other processes run is not counted, so a loaded machine disturbs it far less than wall time)."""
+    t0 = time.process_time()
     for _ in range(reps):
         fn()
-    return (time.perf_counter() - t0) / reps
+    return (time.process_time() - t0) / reps
 
 
 def bench(preset: str, extra: list[str], rounds: int, naive_reps: int) -> None:
