@@ -180,7 +180,7 @@ def test_layout_flag_maps_onto_the_config(tmp_path, capsys):
         CensusConfig(preset="mlp-relu", layout="traced").validate()
     with pytest.raises(SystemExit):
         main(["census", "--model", str(tmp_path / "m"), "--layout", "traced"])
-    out = tmp_path / "spec.json"  # an export traces: --layout adapter is refused before anything is written
+    out = tmp_path / "spec"  # an export traces: --layout adapter is refused before anything is written
     assert main(["census", "--model", str(tmp_path / "m"), "--layout", "adapter", "--export", "permutation-spec",
                  "--out", str(out)]) == 2
     assert "--layout adapter" in capsys.readouterr().err and not out.exists()
