@@ -165,6 +165,8 @@ def test_runs_into_out_with_provenance_resumes_and_reports(name, inputs, tmp_pat
     assert (d / "metrics.json").read_bytes() == metrics, name
     if name in ARTIFACTS:  # written again, byte for byte (its sha256 is in the metrics)
         assert hashlib.sha256((d / ARTIFACTS[name]).read_bytes()).hexdigest() == json.loads(metrics)["sha256"]
+        if kind == "census-export":  # the interrupted run's export was moved aside, not deleted
+            assert [p.name.split(".stale-")[0] for p in d.glob("*.stale-*")] == [ARTIFACTS[name]]
     starts = json.loads((d / "env.json").read_text())["starts"]
     assert [s.get("resumed") for s in starts] == [False, True], name
     capsys.readouterr()

@@ -12,7 +12,6 @@ the JSON result and the text the command prints. The run kind ``attention-build`
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -80,8 +79,8 @@ BUILD_FLAGS = {"group": None, "heads": _int(1), "index": _int(0), "rep": None, "
                "perturb": _finite, "max_memory": _budget}
 
 
-def build_config(args: argparse.Namespace) -> BuildConfig:
-    """The configuration of ``paramsym attention build`` from its parsed flags."""
+def build_config(args: Any) -> BuildConfig:
+    """The configuration of ``paramsym attention build`` from its parsed flags (an ``argparse.Namespace``)."""
     from ..options import config_from_flags
 
     return config_from_flags(BuildConfig(), args, BUILD_FLAGS).validate()
