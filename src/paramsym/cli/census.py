@@ -93,6 +93,11 @@ def census_config(args: argparse.Namespace):
     if args.preset is None and args.model is None:
         raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
                           "--resume DIR.")
+    export_only = [flag for flag, value in (("--without-weights", args.without_weights), ("--max-memory",
+                                                                                        args.max_memory)) if value]
+    if export_only:
+        raise ConfigError(f"{', '.join(export_only)} apply to --export only; add --export permutation-spec (and "
+                          "--out DIR), or drop them.")
     return config_from_flags(CensusConfig(preset=None), args, _flags())
 
 
