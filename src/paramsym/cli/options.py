@@ -43,16 +43,16 @@ from ..options import (
     float_option,
     given_flags,
     int_option,
-    output_file_option,
     path_option,
     seed_option,
     seeds_option,
     threads_option,
 )
 
-__all__ = ["CACHE_VARIABLE", "MAX_SEED", "MAX_THREADS", "Flag", "add_run_options", "cache_dir_option",
+__all__ = ["CACHE_VARIABLE", "FILE_SUFFIXES", "MAX_SEED", "MAX_THREADS", "Flag", "add_run_options", "cache_dir_option",
            "check_shared_options", "command_line", "config_from_flags", "device_option", "float_option", "given_flags",
-           "int_option", "open_run", "output_file_option", "path_option", "resumes_kind", "run_dir_option", "seed_option", "seeds_option", "threads_option"]
+           "int_option", "open_run", "path_option", "resumes_kind", "run_dir_option", "seed_option", "seeds_option",
+           "threads_option"]
 
 
 #: the one environment variable paramsym reads (here, by :func:`cache_dir_option`, nowhere else): where
