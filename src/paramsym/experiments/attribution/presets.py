@@ -209,9 +209,9 @@ def check_resumable(out, cfg: AttributionConfig) -> bool:
 
 def run_kind(cfg: AttributionConfig, out, *, progress: bool = True) -> dict[str, Any]:
     """The ``run`` of the ``attribution`` kind: the preset's run (finished flows and a trained model
-    in ``out`` reused); returns the metrics it wrote (``metrics.json``, with ``"summary"``)."""
-    get_attribution_preset(cfg.preset).load().run(cfg.config, out, progress=progress)
-    return out.read_json("metrics.json")
+    in ``out`` reused); returns its metrics (with ``"summary"``), which the run verb writes to
+    ``metrics.json`` (the one writer)."""
+    return get_attribution_preset(cfg.preset).load().run(cfg.config, out, progress=progress)
 
 
 def run_attribution(name: str, cfg: Any, out, *, progress: bool = True, resume: bool | None = None,
