@@ -10,15 +10,15 @@ each preset's modules load only when its ``load()`` is called.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
 from ...presets import Preset, PresetTable
 
-__all__ = ["ANNULUS_STAGES", "ATTRIBUTION_PRESETS", "AttributionConfig", "PresetSpec", "check_resumable",
-           "get_attribution_preset", "render_run", "run_kind",
+__all__ = ["ANNULUS_STAGES", "ATTRIBUTION_PRESETS", "AttributionConfig", "PresetSpec", "attribution_preset_value",
+           "check_preset_keys", "check_resumable", "get_attribution_preset", "render_run", "run_kind",
            "resolve_attribution_config", "run_attribution"]
 
 
@@ -84,6 +84,47 @@ def get_attribution_preset(name: str) -> Preset:
                           "(see `paramsym list`).") from None
 
 
+#: the config keys that only some presets have, and the flag that writes each (named when a preset lacks one)
+_PRESET_KEYS = {"stage": "--stage", "weights": "--weights", "probes": "--probes"}
+
+
+def attribution_preset_value(name: str, *, quick: bool = False, paper: bool = False) -> Any:
+    """The named config value of preset ``name``: its config class's ``quick()`` (``quick``), ``paper(quick=quick)``
+    (``paper``: the paper's protocol) or default, with the entry's fields; the base that the flags and
+    ``--set`` (:func:`paramsym.options.config_from_flags`) or :func:`resolve_attribution_config` write keys into.
+
+    Raises:
+        ConfigError: unknown preset, or ``paper`` for a preset without a paper protocol of its own.
+    """
+    preset = get_attribution_preset(name)
+    spec = preset.load()
+    if paper and not hasattr(spec.config, "paper"):
+        raise ConfigError(f"preset {name} has no paper protocol of its own (its default is the paper's run); drop "
+                          "the paper option.")
+    cfg = spec.config.paper(quick=quick) if paper else spec.config.quick() if quick else spec.config()
+    return dataclasses.replace(cfg, **preset.fields)
+
+
+def check_preset_keys(name: str, keys: Iterable[str]) -> None:
+    """Refuse, by the flag's name, a key of :data:`_PRESET_KEYS` (``stage``, ``weights``, ``probes``) that
+    preset ``name``'s config does not have (``--stage`` for a preset without stages, ``--weights`` for
+    one that cannot analyse a user's network), or a stage it does not have.
+
+    Raises:
+        ConfigError: the flag, the preset and what to do (the presets that take it, or its stages).
+    """
+    preset = get_attribution_preset(name)
+    names = {f.name for f in dataclasses.fields(preset.load().config)}
+    for key in keys:
+        if key not in _PRESET_KEYS or key in names:
+            continue
+        if key == "stage":
+            raise ConfigError(f"preset {name} has no stages (config key 'stage'); drop --stage.")
+        able = [n for n, p in ATTRIBUTION_PRESETS.items() if key in {f.name for f in dataclasses.fields(p.load().config)}]
+        raise ConfigError(f"preset {name} does not accept {_PRESET_KEYS[key]} (config key {key!r}); presets that "
+                          f"analyse your own network: {able}.")
+
+
 def resolve_attribution_config(
     name: str,
     *,
@@ -92,50 +133,30 @@ def resolve_attribution_config(
     quick: bool = False,
     paper: bool = False,
     flows: Iterable[str] | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Iterable[str] | Mapping[str, Any] = (),
     weights: str | None = None,
     probes: str | None = None,
 ) -> Any:
-    """The config of preset ``name``: ``quick()`` or defaults (``paper``: the config's ``paper(quick=quick)``,
-    the paper's protocol) ← entry fields ← stage, seed, flows ← overrides.
-
-    ``weights`` / ``probes`` (``--weights`` / ``--probes``) set the config fields of the same
-    name for presets that can analyse a user's network (the annulus presets).
+    """The config of preset ``name`` from Python: :func:`attribution_preset_value` ← the keys ``stage``,
+    ``seed``, ``flows`` (repeats dropped), ``weights``, ``probes`` (those not ``None``) ← ``overrides``
+    (``"key=value"`` strings or a mapping), typed and validated by :class:`paramsym.config.Overrides`:
+    the keys that ``paramsym attribute``'s flags write, so the same values give the same configuration
+    as the command line.
 
     Raises:
         ConfigError: unknown preset, a stage the preset does not have, a bad override, or
-            ``weights``/``probes`` for a preset without those fields.
+            ``stage``/``weights``/``probes`` for a preset without those fields.
     """
-    from ...config import apply_overrides
+    from ...config import Overrides
 
-    preset = get_attribution_preset(name)
-    values = dict(preset.fields)
-    if preset.stages:
-        stage = stage or preset.stages[0]
-        if stage not in preset.stages:
-            raise ConfigError(f"--stage {stage!r} is not a stage of preset {name}; valid: {list(preset.stages)}.")
-        values["stage"] = stage
-    elif stage is not None:
-        raise ConfigError(f"preset {name} has no stages; drop --stage {stage!r}.")
-    if seed is not None:
-        values["seed"] = int(seed)
-    spec = preset.load()
-    names = {f.name for f in dataclasses.fields(spec.config)}
-    if flows is not None and "flows" in names:
-        values["flows"] = tuple(dict.fromkeys(flows))
-    for key, val in (("weights", weights), ("probes", probes)):
-        if val is None:
-            continue
-        if key not in names:
-            able = [n for n, p in ATTRIBUTION_PRESETS.items() if n.startswith("annulus")]
-            raise ConfigError(f"preset {name} does not accept --{key}; presets that analyse your own network: {able}.")
-        values[key] = str(val)
-    if paper and not hasattr(spec.config, "paper"):
-        raise ConfigError(f"preset {name} has no paper protocol of its own (its default is the paper's run); drop "
-                          "the paper option.")
-    cfg = spec.config.paper(quick=quick) if paper else spec.config.quick() if quick else spec.config()
-    cfg = dataclasses.replace(cfg, **values)
-    return apply_overrides(cfg, list(overrides))
+    base = attribution_preset_value(name, quick=quick, paper=paper)
+    values = {key: value for key, value in (("stage", stage), ("seed", seed), ("weights", weights), ("probes", probes),
+                                            ("flows", None if flows is None else tuple(dict.fromkeys(flows))))
+              if value is not None}
+    items = [overrides] if isinstance(overrides, str) else overrides
+    check_preset_keys(name, [*values, *(items if isinstance(items, Mapping) else
+                                        (str(item).split("=", 1)[0].strip() for item in items))])
+    return (Overrides(values, config=type(base)) | Overrides.of(items, config=type(base))).apply(base)
 
 
 @dataclass
