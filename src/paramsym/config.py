@@ -401,6 +401,21 @@ class Overrides(Mapping[str, Any]):
             return cls(overrides, config=config)
         return cls.parse(overrides, config=config)
 
+    @classmethod
+    def require(cls, value: Any, key: str) -> None:
+        """Raise :class:`ConfigError` unless ``value`` (configuration field ``key``) is typed overrides of
+        ``cls``: a configuration read by :func:`from_dict` or built by :meth:`apply` has them typed
+        (the one place overrides are typed); one built in Python must pass ``cls.parse([...])`` or
+        ``cls({...})``, never the raw strings or mapping.
+
+        Raises:
+            ConfigError: ``value`` is of another type (named, with how to type it).
+        """
+        if not isinstance(value, cls):
+            raise ConfigError(f"{key} must be {cls.__name__} (typed once: {cls.__name__}.parse(['k=v', ...]) or "
+                              f"{cls.__name__}({{'k': v}}), or read the configuration with paramsym.config.from_dict); "
+                              f"received {type(value).__name__} {str(value)[:80]}.")
+
     def apply(self, cfg: C) -> C:
         """A copy of ``cfg`` with these values set, every field checked against its type and every
         nested configuration validated (as :func:`from_dict` does for a file).
