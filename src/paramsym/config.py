@@ -16,6 +16,10 @@ configuration); :class:`Overrides` (``--set``) refuses the old key, naming the n
 A retired key (``DROPPED = {old: hint}``, written by an older version but configuring nothing) is
 left out when read from a file and refused by :class:`Overrides`.
 
+A field whose type depends on another field's value (an attribution run's ``config``: the config
+class of its ``preset``) is typed by the class's ``dependent_types(data)`` hook, so that
+:func:`from_dict` types it too (no conversion at construction).
+
 The one serializer: :func:`to_dict` (configuration → plain JSON data, what
 :func:`~paramsym.runs.provenance.config_hash` hashes) and :func:`from_dict` (back, validated, renames
 applied); a run's ``config.json`` is :func:`to_document` / :func:`from_document` (one flat shape:
@@ -208,9 +212,12 @@ def from_dict(cls: type[C], data: Mapping[str, Any], prefix: str = "") -> C:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: expected a mapping of {cls.__name__} keys, received "
                           f"{type(data).__name__}.")
-    hints = _field_types(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     data = _renamed(cls, data, prefix)
+    hints = _field_types(cls)
+    dependent = getattr(cls, "dependent_types", None)
+    if callable(dependent):  # a field whose type depends on another's value (an attribution run's config: its preset's)
+        hints = {**hints, **dependent(data)}
     unknown = sorted(str(k) for k in set(data) - names)
     if unknown:
         raise ConfigError(

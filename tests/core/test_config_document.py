@@ -143,3 +143,27 @@ def test_load_run_config_reads_a_discovery_run_with_a_renamed_key(tmp_path, hash
     run.write_json("config.json", data)
     with pytest.raises(RunFileError, match="edited"):
         load_run_config(run)
+
+
+def test_an_attribution_config_is_typed_by_the_serializer_not_at_construction() -> None:
+    """``AttributionConfig.config`` is read as its preset's config class by ``from_dict`` (the
+    ``dependent_types`` hook); a raw mapping built in Python is left as given and refused by ``validate``."""
+    from paramsym.experiments.attribution.annulus.run import AnnulusConfig
+    from paramsym.experiments.attribution.presets import (
+        AttributionConfig,
+        resolve_attribution_config,
+    )
+
+    cfg = AttributionConfig("annulus-wedge", resolve_attribution_config("annulus-wedge", quick=True, seed=3))
+    back = from_dict(AttributionConfig, _json(to_dict(cfg)))
+    assert back == cfg and isinstance(back.config, AnnulusConfig) and back.config.seed == 3
+    raw = AttributionConfig("annulus-wedge", to_dict(cfg.config))
+    assert isinstance(raw.config, dict)
+    with pytest.raises(ConfigError, match="preset annulus-wedge takes a AnnulusConfig as config"):
+        raw.validate()
+    with pytest.raises(ConfigError, match="unknown config key 'config.nosuch'"):
+        from_dict(AttributionConfig, {"preset": "annulus-wedge", "config": {**to_dict(cfg.config), "nosuch": 1}})
+    with pytest.raises(ConfigError, match=r"config.dt: expected a number"):
+        from_dict(AttributionConfig, {"preset": "annulus-wedge", "config": {**to_dict(cfg.config), "dt": "fast"}})
+    with pytest.raises(ConfigError, match="unknown preset 'nope'"):
+        from_dict(AttributionConfig, {"preset": "nope", "config": {}})

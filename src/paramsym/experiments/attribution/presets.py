@@ -163,23 +163,29 @@ def resolve_attribution_config(
 class AttributionConfig:
     """The configuration of an ``attribution`` run: its preset and the preset's resolved
     configuration (``config.json`` = ``{"kind": "attribution", "preset", "config": {...},
-    "provenance"}``; a mapping ``config``, read back from that file, is rebuilt as the preset's
-    config class)."""
+    "provenance"}``). Read back by the one serializer: :func:`paramsym.config.from_dict` types
+    ``config`` as the config class of the ``preset`` it is read with (:meth:`dependent_types`);
+    nothing is converted at construction (:meth:`validate` names a ``config`` of another type)."""
 
     preset: str = "lifting-sanity"
     config: Any = None
 
-    def __post_init__(self) -> None:
-        from ...config import from_dict
+    @classmethod
+    def dependent_types(cls, data: Mapping[str, Any]) -> dict[str, type]:
+        """The annotation of ``config`` given the fields ``data`` being read: the config class of its preset.
 
+        Raises:
+            ConfigError: an unknown preset (the valid names listed).
+        """
+        return {"config": get_attribution_preset(str(data.get("preset", cls.preset))).load().config}
+
+    def validate(self) -> None:
+        """Raises ConfigError: an unknown preset, or ``config`` not an instance of the preset's config class."""
         spec = get_attribution_preset(self.preset).load()
-        if self.config is None:
-            self.config = spec.config()
-        elif isinstance(self.config, dict):
-            self.config = from_dict(spec.config, self.config)
-        elif not isinstance(self.config, spec.config):
-            raise ConfigError(f"preset {self.preset} takes a {spec.config.__name__}; received "
-                              f"{type(self.config).__name__}.")
+        if not isinstance(self.config, spec.config):
+            raise ConfigError(f"preset {self.preset} takes a {spec.config.__name__} as config (e.g. "
+                              f"resolve_attribution_config({self.preset!r}), or read with paramsym.config.from_dict); "
+                              f"received {type(self.config).__name__}.")
 
     @classmethod
     def quick(cls) -> AttributionConfig:
@@ -247,6 +253,7 @@ def run_attribution(name: str, cfg: Any, out, *, progress: bool = True, resume: 
     from ...runs.execute import execute
 
     acfg = cfg if isinstance(cfg, AttributionConfig) else AttributionConfig(name, cfg)
+    acfg.validate()
     if resume is None:
         resume = check_resumable(out, acfg)
     outcome = execute("attribution", acfg, out, resume=resume, command=command, progress=progress, seed=acfg.seed)
