@@ -8,7 +8,8 @@ unknown one, ``RENAMED`` keys read as their new ones), then checked by :meth:`Sw
 (a grid with no points, duplicate or reused seeds, unknown variants and metrics, config keys of
 the grids): the same reading for a spec file (:func:`load_spec`), ``--set`` over it, and a sweep's
 ``config.json``. A bad spec is a :class:`~paramsym.errors.SweepSpecError` naming the file and the
-key and saying what to write instead.
+key and saying what to write instead (in a sweep's ``config.json``: a
+:class:`~paramsym.errors.ConfigFileError`, as every run's).
 
 Stages (see :mod:`paramsym.sweep.driver`)::
 

@@ -108,10 +108,11 @@ def attribution_preset_value(name: str, *, quick: bool = False, paper: bool = Fa
 def check_preset_keys(name: str, keys: Iterable[str]) -> None:
     """Refuse, by the flag's name, a key of :data:`_PRESET_KEYS` (``stage``, ``weights``, ``probes``) that
     preset ``name``'s config does not have (``--stage`` for a preset without stages, ``--weights`` for
-    one that cannot analyse a user's network), or a stage it does not have.
+    one that cannot analyse a user's network), however it is given (flag or ``--set``); a stage value
+    the preset lacks is its config's ``validate`` refusal.
 
     Raises:
-        ConfigError: the flag, the preset and what to do (the presets that take it, or its stages).
+        ConfigError: the flag, the preset and what to do (drop it, or the presets that take it).
     """
     preset = get_attribution_preset(name)
     names = {f.name for f in dataclasses.fields(preset.load().config)}
