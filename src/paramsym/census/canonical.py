@@ -10,7 +10,9 @@ computes the same function with every norm at unit gain and no bias:
 * **LayerNorm → RMS norm.** A LayerNorm is ``n(x) = C x / rms(C x)`` with the centring
   ``C = I − 𝟙𝟙ᵀ/D``; an RMS norm is ``x / rms(x)``. The centring is **folded into the writers**
   (SliceGPT): every embedding row and every writer's output (weight rows, bias) is centred,
-  ``E' = E C``, ``W_write' = C W_write``, ``b_write' = C b_write``. The stream is a sum of those,
+  ``E' = E C``, ``W_write' = C W_write``, ``b_write' = C b_write`` — and so is every other input
+  writer (:attr:`~paramsym.census.tracing.Spaces.input_writers`: a Vision Transformer's patch
+  convolution along its output channels with its bias, its CLS token and position embeddings). The stream is a sum of those,
   so it lies in ``𝟙⊥`` and ``C x = x``: the LayerNorm's centring is the identity there and the
   module becomes an ``nn.RMSNorm`` (same ``ε``: ``var(x) = mean(x²)`` on ``𝟙⊥``). Centring is
   exact because every reader of the stream is a centred norm, which discards ``𝟙`` anyway.
@@ -111,9 +113,11 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
     """An equivalent copy of the pre-norm transformer ``model`` in canonical form (module docstring).
 
     Args:
-        model: an HF model with an LM head (float64 recommended; float32 works).
+        model: an HF model with an LM head, or an image classifier (a pre-norm ViT: its final norm
+            folds into the classifier; float64 recommended; float32 works).
         inputs, output: a batch (``input_ids``, ≥ 2 tokens; e.g. random token ids from
-            :func:`paramsym.census.walk.default_inputs`) and the output map (default the logits),
+            :func:`paramsym.census.walk.default_inputs`; ``pixel_values`` for a ViT) and the output
+            map (default the logits),
             used to trace the spaces, probe the norms and verify the result.
         untie: give a tied LM head its own weight so the final norm's scale can be folded into it.
         spaces: the traced spaces of ``model`` (traced here when ``None``).
@@ -152,7 +156,7 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
     new = copy.deepcopy(model).eval()
     emb_in = new.get_input_embeddings()
     head = new.get_output_embeddings() if hasattr(new, "get_output_embeddings") else None
-    tied = head is not None and head.weight is emb_in.weight
+    tied = head is not None and head.weight is getattr(emb_in, "weight", None)
     if tied and untie:
         new.config.tie_word_embeddings = False
         head.weight = nn.Parameter(head.weight.detach().clone())
@@ -231,9 +235,13 @@ def _layout(model: nn.Module, sp: Spaces, weight: Tensor) -> str:
 
 
 def _centre_stream(model: nn.Module, sp: Spaces, mods, params) -> None:
-    """``E ↦ E C`` (embedding rows), ``W ↦ C W``, ``b ↦ C b`` (writers' outputs), ``C = I − 𝟙𝟙ᵀ/D``."""
+    """``E ↦ E C`` (embedding rows), ``W ↦ C W``, ``b ↦ C b`` (writers' outputs, a convolutional input
+    embedding's output channels), ``P ↦ P C`` (parameters added to the stream: CLS token, position
+    embeddings), ``C = I − 𝟙𝟙ᵀ/D``."""
     for e in sp.embeddings:
         params[e].sub_(params[e].mean(1, keepdim=True))
+    for n, ax in sp.input_writers.items():
+        params[n].sub_(params[n].mean(ax, keepdim=True))
     for w in sp.writers:
         mod = mods[w]
         ax = 0 if _layout(model, sp, mod.weight) == "out_in" else 1

@@ -8,6 +8,8 @@ untied) every stream norm is such a norm, and
 
     E' = E Mᵀ (embedding rows),  W_read' = W_read Mᵀ,  W_write' = M W_write,  b_write' = M b_write
 
+(and ``M`` along the stream axis of the other input writers: a ViT's patch convolution's output
+channels and bias, its CLS token and position embeddings)
 leaves the outputs unchanged (the computational invariance behind rotation-based compression
 and quantisation, SliceGPT/QuaRot): the stream ``x`` becomes ``M x`` everywhere, every reader
 sees ``W Mᵀ M n(x)``. The group is ``O(D)``, dimension ``D(D−1)/2``. It is a symmetry of the
@@ -71,13 +73,17 @@ def rotate_residual(model: nn.Module, inputs: Mapping[str, Any], output: Callabl
 def rotate_canonical(model: nn.Module, sp: Spaces, M: Tensor) -> nn.Module:
     """``model`` (canonical, untied; traced as ``sp`` before the fold: the module and weight names
     are the same) with its stream rotated in place by ``M``: ``E ↦ E Mᵀ``, ``W_read ↦ W_read Mᵀ``,
-    ``W_write ↦ M W_write``, ``b_write ↦ M b_write``. Returns ``model``."""
+    ``W_write ↦ M W_write``, ``b_write ↦ M b_write``, and ``M`` along the stream axis of every other
+    input writer (a patch convolution's output channels and bias, a CLS token's and position
+    embeddings' rows). Returns ``model``."""
     mods = dict(model.named_modules())
     params = dict(model.named_parameters())
     M = M.to(next(iter(params.values())).dtype)
     with torch.no_grad():
         for e in sp.embeddings:
             params[e].copy_(params[e] @ M.T)
+        for n, ax in sp.input_writers.items():  # patch convolution's output channels, CLS, position rows
+            params[n].copy_(torch.tensordot(M, params[n].movedim(ax, 0), dims=1).movedim(0, ax))
         for r in sp.readers:
             W = mods[r].weight
             if sp.layouts.get(weight_name(model, W), "out_in") == "out_in":

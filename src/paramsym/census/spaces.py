@@ -139,4 +139,5 @@ def derive_spaces(model: nn.Module, inputs: Mapping[str, Any], output: Callable[
     mt = getattr(cfg, "model_type", None) or type(model).__name__
     layout = ModelLayout(str(mt), tuple(layers), D, {"derived": True})
     in_stream = any(base.shape == y.shape and torch.equal(base, y) for y in norm_outs.values())
-    return Spaces(layout, D, stream, embeddings, stream_norms, readers, writers, layouts, unfollowed, in_stream)
+    return Spaces(layout, D, stream, embeddings, stream_norms, readers, writers, layouts, unfollowed, in_stream,
+                  roles.input_writers)

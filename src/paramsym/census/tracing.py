@@ -62,6 +62,10 @@ class Spaces:
         unfollowed: modules with parameters that no role fits (module, type, why).
         output_in_stream: the compared output is a norm's output over the stream (a base model's
             ``last_hidden_state``): a stream permutation permutes it too (equivariance).
+        input_writers: parameters other than ``nn.Embedding`` rows written into the stream at the
+            input → their stream axis: a convolutional input embedding's weight (output channels,
+            axis 0) and bias (ViT's patch projection), parameters whose rows are added to or
+            concatenated with the stream (ViT's CLS token and position embeddings, last axis).
     """
 
     layout: ModelLayout
@@ -74,6 +78,7 @@ class Spaces:
     layouts: dict[str, str]
     unfollowed: list[dict[str, Any]] = field(default_factory=list)
     output_in_stream: bool = False
+    input_writers: dict[str, int] = field(default_factory=dict)
 
     @property
     def float32_inside(self) -> bool:
@@ -198,13 +203,66 @@ class Roles:
     writers: dict[str, str]
     reader_norm: dict[str, str]
     unfollowed: list[dict[str, Any]] = field(default_factory=list)
+    input_writers: dict[str, int] = field(default_factory=dict)
+
+
+def _input_width(model: nn.Module, mods: Mapping[str, nn.Module]) -> tuple[int, str | None]:
+    """The stream width ``D`` from the input embedding (``get_input_embeddings()``): an
+    ``nn.Embedding``'s width, or the output channels of the one convolution inside it (a patch
+    embedding: each output channel is a stream coordinate, so its weight rows and bias write the
+    stream); with the convolution's module name (``None`` for an ``nn.Embedding``).
+
+    Raises:
+        TraceError: neither.
+    """
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if isinstance(emb, nn.Embedding):
+        return emb.embedding_dim, None
+    convs = [] if not isinstance(emb, nn.Module) else [m for m in emb.modules() if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d))]
+    if len(convs) != 1:
+        raise TraceError(f"{type(model).__name__}: the input embedding (get_input_embeddings(): {type(emb).__name__}) is "
+                         f"neither an nn.Embedding nor holds exactly one convolution (found {len(convs)}); the tracer "
+                         "takes the residual-stream width from it.")
+    name = next(n for n, m in mods.items() if m is convs[0])
+    return convs[0].out_channels, name
+
+
+def _added_to_stream(model: nn.Module, inputs: Mapping[str, Any], pname: str, norm: str, x0: Tensor) -> bool:
+    """Whether the rows (last axis, width ``D``) of the parameter ``pname`` are added to (or
+    concatenated with) the stream unchanged: with ``P ↦ P + Δ`` (random ``Δ``) the input of the first
+    stream norm ``norm`` (recorded ``x0``) changes, token by token, either not at all or by exactly
+    one row of ``Δ`` (to rounding) — and somewhere by one."""
+    from torch.func import functional_call
+
+    P = dict(model.named_parameters())[pname].detach()
+    g = torch.Generator().manual_seed(7)
+    delta = (1.0 + float(P.abs().max())) * torch.randn(P.shape, generator=g, dtype=P.dtype)
+    got: list[Tensor] = []
+    h = model.get_submodule(norm).register_forward_pre_hook(
+        lambda m, a, k: got.append(first_tensor(a, k).detach()) if not got else None, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            functional_call(model, {pname: P + delta}, (), dict(inputs))
+    finally:
+        h.remove()
+    if not got or got[0].shape != x0.shape:
+        return False
+    diff, rows = (got[0] - x0).reshape(-1, x0.shape[-1]), delta.reshape(-1, x0.shape[-1])
+    tol = (1e-9 if P.dtype == torch.float64 else 1e-5) * (1.0 + float(delta.abs().max()) + float(x0.abs().max()))
+    dist = torch.cdist(diff, torch.cat([rows, torch.zeros_like(rows[:1])]), p=float("inf")).min(dim=1).values
+    return bool((dist <= tol).all()) and bool((diff.abs().amax(1) > tol).any())
 
 
 def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[Any], Tensor]) -> Roles:
     """Classify the modules and place the residual stream (module docstring).
 
+    The stream's input writers are the input embedding — an ``nn.Embedding`` (rows = tokens) or
+    a convolution (output channels = the stream: a patch embedding) — and parameters whose rows
+    the first stream norm's input receives unchanged (:func:`_added_to_stream`: a CLS token,
+    learned position embeddings held as a parameter).
+
     Raises:
-        TraceError: no ``nn.Embedding`` input embedding.
+        TraceError: the input embedding is neither an ``nn.Embedding`` nor holds one convolution.
     """
     named = dict(model.named_parameters())
     pid = {id(p): n for n, p in named.items()}
@@ -230,16 +288,17 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
         for h in hooks:
             h.remove()
 
-    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    if not isinstance(emb, nn.Embedding):
-        raise TraceError(f"{type(model).__name__}: no nn.Embedding input embedding (get_input_embeddings()); the tracer "
-                         "takes the residual-stream width from it.")
-    D = emb.embedding_dim
+    D, conv = _input_width(model, mods)
     embeddings, norms, linears, layouts, unfollowed = [], {}, {}, {}, []
+    input_writers: dict[str, int] = {}
+    added: dict[str, list[str]] = {}  # module -> its parameters that may be added to the stream (probed below)
     for name, ps in own.items():
         mod = mods[name]
         canon = {k: pid[id(p)] for k, p in ps.items()}
         rec = records.get(name)
+        if name == conv:  # output channels = stream coordinates
+            input_writers.update({canon[k]: 0 for k in ("weight", "bias") if k in canon})
+            continue
         if isinstance(mod, nn.Embedding):
             if mod.embedding_dim == D:
                 embeddings.append(canon["weight"])
@@ -247,6 +306,10 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
                 unfollowed.append({"module": name, "type": type(mod).__name__, "why": f"embedding width {mod.embedding_dim} ≠ {D}"})
             continue
         if set(ps) - {"weight", "bias"} or "weight" not in ps:
+            cand = [canon[k] for k, p in ps.items() if p.dim() >= 2 and p.shape[-1] == D]
+            if cand and len(cand) == len(ps):
+                added[name] = cand
+                continue
             unfollowed.append({"module": name, "type": type(mod).__name__, "why": f"parameters {sorted(ps)}"})
             continue
         if rec is None:
@@ -278,6 +341,14 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
 
     stream_norms = {n: info for n, (info, _) in norms.items() if info.size == D}
     norm_outs = {n: norms[n][1] for n in stream_norms}
+    first = next((n for n in records if n in stream_norms), None)  # records keep the call order
+    for name, cand in added.items():
+        ok = first is not None and all(_added_to_stream(model, inputs, c, first, records[first][0]) for c in cand)
+        if ok:
+            input_writers.update({c: named[c].dim() - 1 for c in cand})
+        else:
+            unfollowed.append({"module": name, "type": type(mods[name]).__name__,
+                               "why": f"parameters {sorted(own[name])} not added to the stream row by row"})
 
     def fed_by(x: Tensor) -> str | None:
         for n, y in norm_outs.items():
@@ -300,7 +371,7 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
                                "why": f"a linear map neither reading the stream (its input is no norm's output) nor "
                                       f"writing it (out features {y.shape[-1]} ≠ {D})"})
 
-    stream: list[tuple[str, int]] = [(w, 1) for w in embeddings]
+    stream: list[tuple[str, int]] = [(w, 1) for w in embeddings] + list(input_writers.items())
     for info in stream_norms.values():
         stream += [(info.weight, 0)] + ([(info.bias, 0)] if info.bias else [])
     for w in readers.values():
@@ -311,7 +382,7 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
         if b is not None:
             stream.append((b, 0))
     return Roles(base, D, stream, embeddings, norms, stream_norms, linears, layouts, readers, writers, reader_norm,
-                 unfollowed)
+                 unfollowed, input_writers)
 
 
 def pre_norm(consumers: set[str], readers: dict[str, str], reader_norm: dict[str, str], prefix: str) -> str | None:
@@ -363,7 +434,8 @@ def dataflow(model: nn.Module, inputs: Mapping[str, Any], readers: dict[str, str
             gen = torch.Generator().manual_seed(1234)
             names = list(leaves)
             out = {}
-            B, T = inputs["input_ids"].shape[:2]
+            B, T = next(t.shape[:2] for t in leaves.values() if t.dim() == 3) if "input_ids" not in inputs \
+                else inputs["input_ids"].shape[:2]
             for w, x in w_in.items():
                 if x.dim() == 2 and x.shape[0] == B * T:
                     x = x.reshape(B, T, -1)  # models that flatten tokens before a linear map (OPT's FFN)
