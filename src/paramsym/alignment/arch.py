@@ -39,7 +39,7 @@ from torch import Tensor, nn
 
 from ..actions.linear import check_homogeneous
 from ..errors import ActionError, ArchitectureMismatchError, ShapeError
-from ..models.adapters import AttentionLayout, Projection, adapt
+from ..models.adapters import AttentionLayout, ModelLayout, Projection, adapt
 from ..targets.base import model_output
 
 __all__ = ["Architecture", "UnitGroup", "check_same_architecture", "hf_architecture", "mlp_architecture"]
@@ -237,19 +237,22 @@ def _unit_positions(proj: Projection, units: int, per: int, how: str) -> Tensor:
     return torch.stack([proj.column_positions(r).reshape(-1) for r in idx])
 
 
-def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architecture:
-    """The architecture of a Hugging Face model with an adapter (:func:`paramsym.models.adapters.adapt`).
+def hf_architecture(model: nn.Module, n_classes: int | None = None, layout: ModelLayout | None = None) -> Architecture:
+    """The architecture of a Hugging Face model with an adapter (:func:`paramsym.models.adapters.adapt`),
+    or of any model whose ``layout`` is given (e.g. the census's derived one,
+    :attr:`paramsym.census.spaces.Spaces.layout`: no adapter needed).
 
     Unit groups per layer: the FFN units (rows of ``up``/``gate`` with their biases, columns of
     ``down``) and — when every query head has its own key/value head — the attention heads (query,
     key, value rows and biases, output columns of each head). Attention layers: every layer (query/key
     by GL(d_k), or by the rotary commutant under rotary embeddings). FFN units are rescalable only behind a homogeneous activation.
-    ``forward(params, x)`` is the model's logits (or last hidden state) at the last position,
+    ``forward(params, x)`` is the model's logits (or last hidden state) at the last position
+    (an output without a position axis, an image classifier's ``(N, C)`` logits, as it is),
     restricted to the first ``n_classes`` entries (``arch.info["n_classes"]``, may be set later).
     """
     from torch.func import functional_call
 
-    layout = adapt(model)
+    layout = adapt(model) if layout is None else layout
     params = dict(model.named_parameters())
     groups: list[UnitGroup] = []
     attention: list[AttentionLayout] = []
@@ -292,7 +295,8 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None) -> Architect
 
     def forward(p: Mapping[str, Tensor], x: Tensor) -> Tensor:
         out = functional_call(model, dict(p), (x,))
-        y = model_output(out)[:, -1]
+        y = model_output(out)
+        y = y[:, -1] if y.ndim == 3 else y
         k = info["n_classes"]  # set later by callers that choose the data (arch.info["n_classes"])
         return y if k is None else y[:, :k]
 

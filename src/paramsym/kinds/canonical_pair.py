@@ -30,7 +30,7 @@ def is_tied(model: nn.Module) -> bool:
     """Whether ``model``'s LM head shares its weight with the input embedding."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    return head is not None and emb is not None and head.weight is emb.weight
+    return head is not None and emb is not None and head.weight is getattr(emb, "weight", None)
 
 
 def _inputs(model: nn.Module, inputs: Tensor | Mapping[str, Any]) -> dict[str, Any]:
@@ -83,9 +83,10 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
     """A and B in canonical form with the stream axes and the canonical architecture.
 
     Args:
-        model_a, model_b: two HF models of one architecture with an LM head (pre-norm: the
-            GPT-2/NeoX/Llama families the census traces; a model without an ``nn.Embedding``
-            input embedding, such as ViT, is not traced: ``TraceError``).
+        model_a, model_b: two HF models of one architecture with an LM head or a classifier
+            (pre-norm: the GPT-2/NeoX/Llama families the census traces, and Vision Transformers,
+            ``ViTForImageClassification``, whose patch convolution, CLS token and position
+            embeddings write the stream).
         inputs: a batch for tracing and verifying the canonical form (a tensor — passed as the
             forward's first argument — or a mapping of keyword arguments).
         n_classes: the first ``n_classes`` outputs are the logits (see
@@ -122,7 +123,7 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
         spc = derive_spaces(can_a, batch, _output)
     norms = {n for info in spc.norms.values() for n in (info.weight, info.bias) if n}
     axes = {n: ax for n, ax in spc.stream if n not in norms}
-    arch = hf_architecture(can_a, n_classes=n_classes)
+    arch = hf_architecture(can_a, n_classes=n_classes, layout=spc.layout)  # the census's layout: no adapter needed
     pa = {k: v.detach().clone() for k, v in can_a.named_parameters()}
     pb = {k: v.detach().clone() for k, v in can_b.named_parameters()}
     # the census's permutation groups (GQA key/value heads, fused tensors); O(D) holds the stream's own
