@@ -277,6 +277,7 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
                 records[name] = (x.detach().clone(), y.detach().clone())  # clones: models add in place (Falcon)
         return hook
 
+    D, conv = _input_width(model, mods)
     own = {name: {n: p for n, p in m.named_parameters(recurse=False)} for name, m in mods.items()}
     own = {k: v for k, v in own.items() if v}
     for name in own:
@@ -288,7 +289,6 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
         for h in hooks:
             h.remove()
 
-    D, conv = _input_width(model, mods)
     embeddings, norms, linears, layouts, unfollowed = [], {}, {}, {}, []
     input_writers: dict[str, int] = {}
     added: dict[str, list[str]] = {}  # module -> its parameters that may be added to the stream (probed below)
