@@ -7,11 +7,14 @@ probing* (no module or parameter names are read):
    whose recorded output equals ``x Wᵀ + b`` — layout ``out_in`` — or ``x W + b`` — ``in_out``,
    GPT-2's ``Conv1D``); a *norm* (a 1-d weight/bias over the last axis; *centred* (LayerNorm)
    when its output does not change under ``x ↦ x + c·1``, RMS-type otherwise);
-2. **the residual stream** (width ``D`` = the input embedding's width) — a linear *reads* the
+2. **the residual stream** (width ``D`` = the input embedding's width: an ``nn.Embedding``'s, or
+   the output channels of the one convolution inside it, a ViT's patch embedding) — a linear *reads* the
    stream when its input is (the token-0 slice of) a norm's output, and a linear that does not
-   read the stream but writes ``D`` features *writes* it. Stream axes: the embeddings' column
-   axis, every ``D``-wide norm's weight and bias, the readers' input axis, the writers' output
-   axis and bias;
+   read the stream but writes ``D`` features *writes* it; the input writers
+   (:attr:`Spaces.input_writers`) are the patch convolution and parameters whose rows the stream
+   receives (probed: a CLS token, position embeddings). Stream axes: the embeddings' column
+   axis, the input writers' stream axis, every ``D``-wide norm's weight and bias, the readers'
+   input axis, the writers' output axis and bias;
 3. **per layer** (the children of the longest ``nn.ModuleList``), with every reader's output
    made an autograd leaf (so gradients follow only the direct path reader → writer): the
    *attention* writer is the one whose input at token ``t > 0`` depends on reader features at

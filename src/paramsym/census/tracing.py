@@ -6,8 +6,10 @@ parameters by its recorded input and output (never by its name): an ``nn.Embeddi
 ``Conv1D``); a *norm* over the last axis (*centred* — LayerNorm — when ``x ↦ x + c·1`` leaves
 its output unchanged, RMS-type otherwise; its scale parametrisation ``w`` or ``1 + w`` and
 whether it computes in float32 inside: :func:`scale_form`). The residual stream (width ``D`` =
-the input embedding's) is *read* by the linear maps whose input is a norm's output (or its
-token-0 slice) and *written* by the other linear maps with ``D`` outputs. :func:`dataflow` says,
+the input embedding's: an ``nn.Embedding``'s width or a patch convolution's output channels) is
+*read* by the linear maps whose input is a norm's output (or its token-0 slice), *written* by the
+other linear maps with ``D`` outputs, and at the input by the embeddings and the *input writers*
+(:attr:`Spaces.input_writers`: a patch convolution, parameters whose rows are added to the stream). :func:`dataflow` says,
 with every reader's output an autograd leaf, which reader features reach each writer at the
 same token and which reach later tokens. The rest of the derivation (hypotheses, probes) is in
 :mod:`paramsym.census.proposing` and :mod:`paramsym.census.verifying`; :func:`paramsym.census.spaces.derive_spaces`
