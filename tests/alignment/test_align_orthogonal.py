@@ -1,4 +1,5 @@
-"""The ``orthogonal`` and ``refined`` stages of ``align`` (issue 35, item 2) on a tiny GPT-2.
+"""The ``orthogonal`` and ``refined`` stages of ``align`` (issue 35, item 2) on a tiny GPT-2 (and the
+orthogonal stage on a Llama and a Vision Transformer).
 
 B is a scrambled copy of A — a random element of the whole group of the canonical form: a Haar
 rotation of the residual stream applied by the census's model transformation
@@ -63,19 +64,20 @@ def _gl(d, n, gen):
                               for _ in range(n)])
 
 
-def _scramble(model, ids, seed=3):
-    """(A's canonical model, B = g·A as a canonical model, the planted rotation M)."""
+def _scramble(model, inputs, seed=3):
+    """(A's canonical model, B = g·A as a canonical model, the planted rotation M); ``inputs`` a
+    batch of token ids or a keyword batch (``pixel_values``)."""
     from paramsym.actions.attention import QueryKeyAction, ValueOutputAction
 
     gen = torch.Generator().manual_seed(seed)
-    inputs = {"input_ids": ids}
+    inputs = dict(inputs) if isinstance(inputs, dict) else {"input_ids": inputs}
     a_can = canonical_form(model, inputs, _output, untie=True)
     b_model, M = rotate_residual(model, inputs, _output, gen)  # canonical, untied, stream rotated by Haar M
     sp = derive_spaces(b_model, inputs, _output)
     spec = spec_from_spaces(sp, _params(b_model), sub_blocks=True)
     perms = {k: v for k, v in random_perms(spec, gen).items() if k != "P_res"}  # O(D) holds the stream's permutations
     theta = apply_spec(_params(b_model), spec, perms)
-    for layout in hf_architecture(b_model).attention:
+    for layout in (layer.attention for layer in sp.layout.layers):  # the census's traced layout (ViT: no adapter)
         for cls in (QueryKeyAction, ValueOutputAction):
             block = cls.block_for(theta, layout)
             theta = block.scatter(cls(block, layout).act(_gl(layout.head_dim, layout.num_kv_heads, gen),
@@ -299,3 +301,50 @@ def test_orthogonal_and_refined_stages_on_a_rotary_grouped_query_model():
     tol = 10 * (model.config.num_hidden_layers + 1) * model.config.hidden_size ** 0.5 * torch.finfo(torch.float32).eps
     assert res.function_error["orthogonal"] <= tol and res.function_error["refined"] <= tol
     assert res.details["refined"]["query_key_refined"] == 0
+
+
+def _vit(seed: int):
+    """A tiny ViT classifier (8×8 one-channel images, patches 2×2) with non-trivial norm gains and biases."""
+    conf = transformers.ViTConfig(image_size=8, patch_size=2, num_channels=1, hidden_size=16, num_hidden_layers=2,
+                                  num_attention_heads=2, intermediate_size=24, num_labels=10, attn_implementation="eager")
+    model = transformers.ViTForImageClassification(conf).eval().double()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * (0.3 if p.ndim > 1 else 0.1)
+                    + (1.0 if "layernorm" in n and n.endswith("weight") else 0.0))
+    return model
+
+
+def test_vit_pair_orthogonal_stage_recovers_the_planted_rotation_and_weights():
+    """A Vision Transformer (scikit-learn's digits as 8×8 images): the scramble (census rotation of the
+    patch convolution, CLS token, position embeddings and every reader/writer; FFN/head permutations;
+    head GL) moves the weights and keeps the function; canonical_pair traces both ViTs (no adapter);
+    the orthogonal stage returns Q = Mᵀ, A's canonical weights, barrier ≈ 0, B's function unchanged."""
+    from paramsym.models.datasets import Split, digits
+
+    pytest.importorskip("sklearn")
+    d = digits(0, 0.8, torch.float64)
+    data = Split(d.x_train[:96].reshape(-1, 1, 8, 8), d.y_train[:96], d.x_test[:64].reshape(-1, 1, 8, 8), d.y_test[:64])
+    a_can, b_model, M = _scramble(_vit(0), {"pixel_values": data.x_train[:32]})
+    a, b = _params(a_can), _params(b_model)
+    moved = [k for k in a if k.endswith(("projection.weight", "cls_token", "position_embeddings", "q_proj.weight",
+                                         "fc1.weight", "classifier.weight"))]
+    assert len(moved) == 8 and min(_rel(b[k], a[k]) for k in moved) > 0.3
+    with torch.no_grad():
+        assert _rel(b_model(data.x_test).logits, a_can(data.x_test).logits) <= 1e-12
+    pair = canonical_pair(a_can, b_model, data.x_train[:32])
+    emb = "vit.embeddings."
+    assert [pair.axes[k] for k in (emb + "patch_embeddings.projection.weight", emb + "cls_token",
+                                   emb + "position_embeddings", "classifier.weight")] == [0, 2, 2, 1]
+    res = align(pair.arch, a, b, data, points=5, stages=("before", "canonical", "orthogonal"), canonical=pair)
+    assert float((res.elements["Q"] - M.T).abs().max()) <= 1e-9
+    for k, v in pair.a.items():
+        assert float((res.stages["orthogonal"][k] - v).norm()) <= 1e-9 * max(float(v.norm()), 1.0), k
+    assert res.function_error["orthogonal"] <= 1e-12 and res.function_error["canonical"] <= 1e-12
+    assert abs(res.summary()["barrier_orthogonal"]) <= 1e-9
+
+    def gap(c):  # the largest |loss − the line through the end losses| on the path
+        return max(abs(v - ((1 - al) * c.test_loss[0] + al * c.test_loss[-1])) for al, v in zip(c.alphas, c.test_loss))
+
+    assert gap(res.curves["orthogonal"]) <= 1e-9 and gap(res.curves["canonical"]) > 1e-2  # the scramble mattered
