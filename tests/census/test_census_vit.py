@@ -154,3 +154,17 @@ def test_an_input_embedding_without_embedding_or_convolution_is_refused_by_name(
     pe.projection = nn.Sequential(pe.projection, nn.Conv2d(D, D, 1, dtype=torch.float64))
     with pytest.raises(TraceError, match="neither an nn.Embedding nor holds exactly one convolution"):
         derive_spaces(model, images(), _output)
+
+
+def test_census_of_a_vit_verifies_every_entry_and_the_residual_rotation():
+    """The whole census on a ViT: every entry verified on the actual weights — the residual
+    permutation permutes the patch convolution's output channels, CLS and position embeddings with
+    the rest (without them it would move the logits) — and O(D) verified on the canonical form."""
+    from paramsym.census import census
+
+    res = census(vit(), inputs=images())
+    kinds = [e.kind for e in res.entries]
+    assert "residual_permutation" in kinds and kinds.count("head_permutation") == L and kinds.count("norm_scale") == 2 * L
+    assert all(e.verified for e in res.entries), [(e.kind, e.verified) for e in res.entries if not e.verified]
+    rot = res.residual_rotation
+    assert rot["group"] == f"O({D})" and rot["verified"] and rot["motion"] > 0.3
