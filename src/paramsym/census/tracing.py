@@ -436,8 +436,8 @@ def dataflow(model: nn.Module, inputs: Mapping[str, Any], readers: dict[str, str
             gen = torch.Generator().manual_seed(1234)
             names = list(leaves)
             out = {}
-            B, T = next(t.shape[:2] for t in leaves.values() if t.dim() == 3) if "input_ids" not in inputs \
-                else inputs["input_ids"].shape[:2]
+            B, T = inputs["input_ids"].shape[:2] if "input_ids" in inputs else \
+                next((t.shape[:2] for t in leaves.values() if t.dim() == 3), (0, 0))  # pixel_values: from the tokens
             for w, x in w_in.items():
                 if x.dim() == 2 and x.shape[0] == B * T:
                     x = x.reshape(B, T, -1)  # models that flatten tokens before a linear map (OPT's FFN)
