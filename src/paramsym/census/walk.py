@@ -459,7 +459,7 @@ def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, tol: float,
             floor = island_floor(ref, float64_throughout(lambda: model_output(work(**inputs))),
                                  got, float64_throughout(lambda: model_output(rotated(**inputs))))
     err = float((got - ref).norm() / ref.norm())
-    after = dict(rotated.named_parameters())
+    after = {k: v.detach() for k, v in rotated.named_parameters()}
     num = sum(float((after[k] - v).pow(2).sum()) for k, v in before.items())
     den = sum(float(v.pow(2).sum()) for k, v in before.items() if not torch.equal(after[k], v))
     t = tol + floor
