@@ -50,6 +50,8 @@ def test_mixtral_units_per_expert_router_untouched_and_every_expert_exercised():
         (f"model.layers.{i}.mlp.experts.{x}", k) for i in range(L) for x in range(E) for k in ("hidden_permutation",
                                                                                                "rescaling"))
     assert all(e.dimension == h for e in units if e.kind == "rescaling")
+    flips = [e.module for e in r.entries if e.kind == "sign_flip"]  # (ℝ∖{0})^h per expert: the signs too
+    assert sorted(flips) == sorted(f"model.layers.{i}.mlp.experts.{x}" for i in range(L) for x in range(E))
     from paramsym.census.finders import DEFAULT_FINDERS, CensusContext
     from paramsym.census.spaces import derive_spaces
     from paramsym.census.walk import _output, default_inputs

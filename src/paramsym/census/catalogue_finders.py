@@ -36,7 +36,7 @@ from torch import nn
 
 from ..actions.linear import HiddenBasisAction, RescalingAction
 from ..actions.normalization import NormScaleAction
-from ..actions.permutation import HeadPermutationAction, HiddenPermutationAction
+from ..actions.permutation import HeadPermutationAction, HiddenPermutationAction, SignFlipAction
 from ..actions.translation import KeyBiasTranslation, ValueBiasShift
 from ..models.adapters import AttentionLayout, Projection, mha_layout
 from .base import Candidate, CensusContext, Piece, View, catalogue_candidate
@@ -88,6 +88,10 @@ class FFNPermutationFinder:
                                         note=f"rescaling of the {h} gated units' up rows (down columns ÷): the FFN is "
                                              "linear in up; the gate rows do not rescale")
                 out.append(c)
+                view = View({"V": _rows(ffn.up), "U": [View.weight(ffn.down)]})  # negative factors: the signs
+                out.append(catalogue_candidate(ffn.module, view, lambda b: SignFlipAction(b, "V", "U"), ctx.params,
+                                               note=f"sign flips of the {h} gated units' up rows and down columns "
+                                                    "(with the rescalings: (ℝ∖{0})^h)", discrete_order=f"2^{h}"))
             if ffn.gate is None and ffn.activation.lower() == "relu":
                 view = View({"V.weight": [View.weight(ffn.up)], "U.weight": [View.weight(ffn.down)],
                              **({"V.bias": [View.bias(ffn.up)]} if ffn.up.bias is not None else {})})
