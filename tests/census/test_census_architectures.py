@@ -177,3 +177,14 @@ def test_gemma2_soft_capping_and_post_norms():
     assert refused == {f"model.layers.{i}.post_{w}_layernorm" for i in range(cfg.num_hidden_layers)
                        for w in ("attention", "feedforward")}
     assert any(e.kind == "attention.query_key.rotary_commutant" for e in r.entries)  # the capping acts after q·k
+
+
+def test_parameter_free_norms_are_recognised_whatever_their_eps_and_the_identity_is_not():
+    from paramsym.census.tracing import _free_norm
+
+    x = 0.3 * torch.randn(2, 5, 64, generator=torch.Generator().manual_seed(0), dtype=torch.float64) + 0.7
+    for eps in (1e-6, 1e-5, 1e-4):
+        assert _free_norm(x, torch.nn.functional.layer_norm(x, (64,), eps=eps), 64)
+        assert _free_norm(x, x / x.pow(2).mean(-1, keepdim=True).add(eps).sqrt(), 64)  # RMS normalisation
+    assert not _free_norm(x, x, 64)  # dropout in eval
+    assert not _free_norm(x, torch.tanh(x), 64) and not _free_norm(x, 2 * torch.nn.functional.layer_norm(x, (64,)), 64)
