@@ -116,6 +116,9 @@ def test_olmo2_post_norm_is_reported_per_entry():
         (f"model.layers.{i}.post_{w}_layernorm", "norm_scale") for i in range(L) for w in ("attention", "feedforward")}
     rot = r.residual_rotation
     assert rot["verified"] is False and "post-norm" in rot["note"]
+    base = census(tiny_model("olmo2", seed=0), layout="derived")  # the base model: its final norm is the output
+    assert base.all_verified and {x["module"] for x in base.refused if x["kind"] == "norm_scale"} == {
+        f"layers.{i}.post_{w}_layernorm" for i in range(L) for w in ("attention", "feedforward")}
     p = _params(model)
     pre = "model.layers.0."
     d = model.config.hidden_size // model.config.num_attention_heads

@@ -407,8 +407,9 @@ def _refused(layout: Any, spaces: Any = None) -> list[dict[str, Any]]:
         out_mods = {(r["module"], r["kind"]) for r in out}
         slots = {n for layer in layout.layers for n in (layer.norm_attention, layer.norm_ffn, layer.norm_shared) if n}
         fed = set(readers_of_norms(spaces))
+        inside = tuple(layer.module + "." for layer in layout.layers)  # a final norm (outside the layers) is no post-norm
         for n in spaces.norms:
-            if n not in slots and n not in fed and (n, "norm_scale") not in out_mods:
+            if n.startswith(inside) and n not in slots and n not in fed and (n, "norm_scale") not in out_mods:
                 out.append({"module": n, "kind": "norm_scale",
                             "reason": "a post-norm: its output is added to the residual stream (no linear map reads "
                                       "it), so scaling it changes the stream; only the stream permutation moves it"})
