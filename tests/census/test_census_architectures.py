@@ -93,7 +93,7 @@ def test_mixtral_spec_export_is_a_named_refusal_and_nothing_is_written(tmp_path,
     stored = json.loads((src / "model.safetensors.index.json").read_text())["weight_map"]
     assert "model.layers.0.block_sparse_moe.experts.0.w1.weight" in stored  # the checkpoint's own names (per expert)
     capsys.readouterr()
-    out = tmp_path / "spec.json"
+    out = tmp_path / "spec"
     assert main(["census", "--model", str(src), "--export", "permutation-spec", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "CheckpointError" in err and "gate_up_proj" in err and len(err.splitlines()) == 1 and not out.exists()
