@@ -46,11 +46,17 @@ class _UnitAction(_Discrete):
     """A finite group of ``h × h`` matrices ``g`` acting on the hidden units of a layer pair:
     ``(V, b, U) ↦ (g V, g b, U gᵀ)`` (``gᵀ = g⁻¹`` for permutation and sign matrices)."""
 
-    def _pair(self, block: ParameterBlock, earlier, later, earlier_bias) -> int:
+    def __init__(self, block: ParameterBlock, earlier: str | None = None, later: str | None = None, *,
+                 earlier_bias: str | None = None):
+        super().__init__()
         self.v_sl, self.v_shape, self.b_sl, self.u_sl, self.u_shape = _layer_pair(
             type(self).__name__, block, earlier, later, earlier_bias, {})
-        self.p = block.size
-        return self.v_shape[0]
+        h = self.v_shape[0]
+        self.size, self.dimension, self.order, self.p = h, 0, self._order(h), block.size
+
+    @staticmethod
+    def _order(h: int) -> int:
+        raise NotImplementedError
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
         g = g.to(theta.dtype)
@@ -76,12 +82,7 @@ class HiddenPermutationAction(_UnitAction):
     """
 
     kind = "hidden_permutation"
-
-    def __init__(self, block: ParameterBlock, earlier: str | None = None, later: str | None = None, *,
-                 earlier_bias: str | None = None):
-        super().__init__()
-        h = self._pair(block, earlier, later, earlier_bias)
-        self.size, self.dimension, self.order = h, 0, factorial(h)
+    _order = staticmethod(factorial)
 
     def act_permutation(self, perm: Tensor, theta: Tensor) -> Tensor:
         """``act(permutation_matrix(perm), θ)`` by indexing: ``V[perm]``, ``b[perm]``, ``U[:, perm]``
@@ -98,24 +99,17 @@ class HiddenPermutationAction(_UnitAction):
 class SignFlipAction(_UnitAction):
     """``{±1}^h`` on hidden units: ``(V, b, U) ↦ (S V, S b, U S)``, ``S = diag(±1)`` (module docstring).
     Valid where the later layer is linear in the unit (a gated FFN's ``up`` rows) or σ is odd.
-
-    Args:
-        block: exactly ``V``, the earlier bias ``b`` (optional) and ``U``, whole tensors.
-        earlier: name of V (h × n); later: name of U (m × h); earlier_bias: name of b when it
-            is not ``earlier`` with ``weight`` → ``bias``.
+    Arguments (``block``, ``earlier``, ``later``, ``earlier_bias``) as :class:`HiddenPermutationAction`.
 
     Raises:
-        ShapeError: a name not in the block, a partial tensor, or shapes that do not chain.
-        ActionError: the block holds tensors the action would not move (the later bias).
+        ShapeError, ActionError: as :class:`HiddenPermutationAction`.
     """
 
     kind = "sign_flip"
 
-    def __init__(self, block: ParameterBlock, earlier: str | None = None, later: str | None = None, *,
-                 earlier_bias: str | None = None):
-        super().__init__()
-        h = self._pair(block, earlier, later, earlier_bias)
-        self.size, self.dimension, self.order = h, 0, 2**h
+    @staticmethod
+    def _order(h: int) -> int:
+        return 2**h
 
     def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
         """``n`` uniformly random ``diag(±1)`` matrices (``rho`` is ignored)."""
