@@ -169,3 +169,38 @@ def test_order_of_a_huge_permutation_group():
     action = HiddenPermutationAction(F.block, "0.weight", "2.weight")
     assert action.log10_order == pytest.approx(math.lgamma(3073) / math.log(10), rel=1e-12)
     assert action.order_text.startswith("10^9")
+
+
+class _Gated(nn.Module):
+    """``down(silu(gate x) ⊙ up x)``: linear in ``up``'s output (a SwiGLU FFN)."""
+
+    def __init__(self, n: int = 4, h: int = 6, m: int = 3):
+        super().__init__()
+        self.gate, self.up, self.down = nn.Linear(n, h), nn.Linear(n, h), nn.Linear(h, m)
+
+    def forward(self, x):
+        return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+def test_sign_flip_on_gated_units_and_odd_activations_not_on_relu():
+    """``{±1}^h``: exact where the later layer is linear in the unit (gated ``up`` rows, biases included) or
+    σ is odd (tanh); a ReLU unit is not sign-symmetric (refuted by the same verdict); ``S² = I``."""
+    from paramsym.actions.catalogue import SignFlipAction
+
+    X = torch.randn(32, 4, generator=gen(1), dtype=DT)
+    gated = _Gated().to(DT)
+    F = Target(gated, ["up.weight", "up.bias", "down.weight"], X)
+    action = SignFlipAction(F.block, "up.weight", "down.weight")
+    assert action.order == 2**6 and action.dimension == 0 and action.kind == "sign_flip"
+    v = discrete_verdict(action, F)
+    assert v["output"] <= 1e-10 and v["composition"] <= 1e-13 and v["inverse"] <= 1e-13 and v["min_motion"] > 0.05, v
+    S = torch.diag(torch.tensor([1.0, -1, 1, -1, -1, 1], dtype=DT))
+    assert torch.equal(action.act(S, action.act(S, F.theta0)), F.theta0)
+    G = Target(gated, ["gate.weight", "gate.bias", "down.weight"], X)  # the gate rows: not a symmetry (silu is not odd)
+    assert discrete_verdict(SignFlipAction(G.block, "gate.weight", "down.weight"), G)["output"] > 1e-2
+    tanh = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).to(DT)
+    T = Target(tanh, ["0.weight", "0.bias", "2.weight"], X)
+    assert discrete_verdict(SignFlipAction(T.block, "0.weight", "2.weight"), T)["output"] <= 1e-10
+    relu = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)).to(DT)
+    R = Target(relu, ["0.weight", "0.bias", "2.weight"], X)
+    assert discrete_verdict(SignFlipAction(R.block, "0.weight", "2.weight"), R)["output"] > 1e-2

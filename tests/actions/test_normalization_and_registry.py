@@ -78,7 +78,7 @@ def test_registry_lists_every_kind():
     rows = catalogue()
     kinds = [k for k, _, _ in rows]
     assert kinds == ["hidden_basis", "linear_chain", "rescaling", "key_bias_translation", "value_bias_shift", "norm_scale",
-                     "ov_redistribution", "hidden_permutation", "head_permutation"]
+                     "ov_redistribution", "hidden_permutation", "head_permutation", "sign_flip"]
     for kind, cls, text in rows:
         assert issubclass(cls, ExactAction) and cls.kind == kind and ("dimension" in text or "order" in text)
         assert cls.__doc__ and "Raises" in cls.__doc__

@@ -146,8 +146,11 @@ def test_discrete_permutation_entries():
     perm = [e for e in r.entries if e.kind == "hidden_permutation"]
     assert [e.discrete_order for e in perm] == ["96!", "96!"] and all(e.dimension == 0 for e in perm)
     assert abs(perm[0].log10_order - math.log10(math.factorial(96))) < 1e-9 and r.all_verified
-    # gated (SwiGLU): the up rows rescale against the down columns, one R_+ per unit
-    assert [(e.kind, e.dimension) for e in r.entries if e not in perm] == [("rescaling", 96)] * 2
+    # gated (SwiGLU): the up rows rescale against the down columns, one R_+ per unit, and flip sign ({±1}^96)
+    assert [(e.kind, e.dimension, e.discrete_order) for e in r.entries if e not in perm] == [
+        ("rescaling", 96, None), ("sign_flip", 0, "2^96")] * 2
+    flips = [e for e in r.entries if e.kind == "sign_flip"]
+    assert all(e.log10_order == pytest.approx(96 * math.log10(2)) and e.motion > 0.1 for e in flips)
 
 
 @pytest.mark.slow

@@ -150,3 +150,93 @@ def test_query_key_is_refused_per_layer_and_the_rest_is_kept(name):
         q[h * d:(h + 1) * d] = A @ q[h * d:(h + 1) * d]
     k[:d] = torch.linalg.inv(A).T @ k[:d]
     assert relative_output_change(model, {**params, pre + "q_proj.weight": q, pre + "k_proj.weight": k}) > 1e-3
+
+
+# -- one rule (issue 34 item 3): the dtype's rounding through the model plus the measured islands ------------
+
+
+def _rule(model, dtype):
+    """The rule's dtype term written out here: ``10·(L+1)·√n·ε`` with ``L`` from the config and ``n``
+    the longest last axis of any matrix (the widest fan-in bound), ``ε`` the dtype's unit roundoff."""
+    cfg = model.config
+    L = next(getattr(cfg, k) for k in ("num_hidden_layers", "n_layer", "n_layers") if hasattr(cfg, k))
+    n = max(p.shape[-1] for p in model.parameters() if p.dim() >= 2)
+    return 10 * (L + 1) * n**0.5 * torch.finfo(dtype).eps
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "starcoder2"])
+def test_entries_and_residual_rotation_share_one_rule(name):
+    """Entries and the residual rotation: the dtype term (the same number, computed here from the
+    formula) plus a measured island floor ≥ 0 — 0 exactly where the model has no float32 islands."""
+    model = tiny_model(name, seed=0, causal_lm=True)
+    r = census(model, layout="derived")
+    assert r.tolerance == pytest.approx(_rule(model, torch.float64), rel=1e-12)
+    rot = r.residual_rotation
+    assert rot["verified"] and rot["tolerance"] >= r.tolerance and all(e.tolerance >= r.tolerance for e in r.entries)
+    if name == "gpt2":  # no islands: float64 is float64 throughout, the floor is 0
+        assert rot["tolerance"] == r.tolerance and all(e.tolerance == r.tolerance for e in r.entries)
+    else:  # RMSNorm / softmax in float32: the floor is measured, far below float32 resolution of a broken claim
+        assert r.tolerance < rot["tolerance"] < 1e-5
+
+
+def test_a_broken_residual_rotation_fails_the_rule():
+    """The rotation of the canonical form with the LM head left unrotated changes the logits by far
+    more than the rule's tolerance (measured islands included); the true rotation stays within it."""
+    from paramsym.census.canonical import canonical_form
+    from paramsym.census.precision import float64_throughout, island_floor, rounding_tolerance
+    from paramsym.census.rotation import random_orthogonal, rotate_canonical
+    from paramsym.census.spaces import derive_spaces
+    from paramsym.census.walk import _output, default_inputs
+
+    model = tiny_model("llama", seed=1, causal_lm=True).double()
+    inputs = default_inputs(model, torch.Generator().manual_seed(0))
+    sp = derive_spaces(model, inputs, _output)
+    M = random_orthogonal(sp.hidden_size, torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        ref = _output(model(**inputs))
+        ref_exact = float64_throughout(lambda: _output(model(**inputs)))
+        errs = {}
+        for broken in (False, True):
+            canon = canonical_form(model, inputs, _output, untie=True, spaces=sp)
+            head = canon.lm_head.weight.detach().clone()
+            rot = rotate_canonical(canon, sp, M)
+            if broken:
+                rot.lm_head.weight.copy_(head)
+            got = _output(rot(**inputs))
+            tol = rounding_tolerance(torch.float64, 2, 96) + island_floor(
+                ref, ref_exact, got, float64_throughout(lambda r=rot: _output(r(**inputs))))
+            errs[broken] = (float((got - ref).norm() / ref.norm()), tol)
+    assert errs[False][0] <= errs[False][1] < 1e-5
+    assert errs[True][0] > 1e-2 > errs[True][1]
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "starcoder2"])
+def test_float32_runs_verify_on_every_seed_under_the_rule(name):
+    """In float32 the dtype term is ``10·(L+1)·√n·ε₃₂`` (no islands measured: the whole run is float32);
+    seeds 0–2 verify every entry with the same total dimension."""
+    totals = set()
+    for seed in range(3):
+        model = tiny_model(name, seed=seed, causal_lm=True)
+        r = census(model, layout="derived", seed=seed, dtype=torch.float32)
+        assert r.tolerance == pytest.approx(_rule(model, torch.float32), rel=1e-6)
+        assert r.all_verified, (seed, [(e.module, e.kind, e.verified_error) for e in r.entries if not e.verified])
+        totals.add(r.total_dimension)
+    assert len(totals) == 1
+
+
+def test_a_wrong_claim_fails_in_float32_too():
+    model = tiny_model("llama", seed=0, causal_lm=True)
+    w = "model.layers.0.mlp.gate_proj.weight"
+
+    class Broken:  # rescaling the *gate* rows (down columns ÷) is no symmetry of a SwiGLU FFN
+        name = "broken"
+
+        def find(self, ctx):
+            def t(p, gen):
+                c = 1.5 + torch.rand(p[w].shape[0], generator=gen, dtype=p[w].dtype)
+                d = "model.layers.0.mlp.down_proj.weight"
+                return {**p, w: p[w] * c[:, None], d: p[d] / c[None, :]}
+            return [Candidate("model.layers.0.mlp", "rescaling", 96, {w: 96}, t)]
+
+    (e,) = census(model, layout="derived", finders=[Broken()], dtype=torch.float32).entries
+    assert not e.verified and e.verified_error > 1e-3

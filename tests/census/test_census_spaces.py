@@ -322,8 +322,10 @@ def test_align_refuses_different_architectures_and_sizes(tmp_path, capsys):
 def test_census_reports_the_whole_group():
     r = census(tiny_model("llama", causal_lm=True)).to_json()["group"]
     lf = lambda n: math.lgamma(n + 1) / math.log(10)  # noqa: E731
-    assert r["log10_discrete_order"] == pytest.approx(lf(64) + 2 * lf(96) + 2 * lf(2))  # S_64 × (S_96 × S_2)² (GQA: 2 kv heads)
-    assert r["discrete_factors"] == {"head_permutation": 2, "hidden_permutation": 2, "residual_permutation": 1}
+    # S_64 × (S_96 × {±1}^96 × S_2)² (GQA: 2 kv heads; gated units flip sign)
+    assert r["log10_discrete_order"] == pytest.approx(lf(64) + 2 * lf(96) + 2 * 96 * math.log10(2) + 2 * lf(2))
+    assert r["discrete_factors"] == {"head_permutation": 2, "hidden_permutation": 2, "residual_permutation": 1,
+                                     "sign_flip": 2}
     rot = r["residual_rotation"]
     assert rot["dimension"] == 64 * 63 // 2 and rot["verified"] and rot["verified_error"] <= 1e-5
     base = census(tiny_model("llama")).to_json()["group"]["residual_rotation"]

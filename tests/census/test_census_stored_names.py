@@ -16,7 +16,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from test_census_spaces import _apply_file  # the independent applier (tests/census on sys.path)
 
-from paramsym.census.zoo import MORE, TINY, tiny_model
+from paramsym.census.zoo import MORE, STORED_FUSED, TINY, tiny_model
 from paramsym.cli import main
 
 transformers = pytest.importorskip("transformers")
@@ -53,7 +53,16 @@ def _rewrite(src, dst, tensors):
     save_file({k: v.contiguous() for k, v in tensors.items()}, str(dst / "model.safetensors"))
 
 
-@pytest.mark.parametrize("name", TINY + MORE)
+def _wrong(spec):
+    """The spec with the stream permutation left off one layer-0 reader or writer (every axis of it):
+    a wrong spec, which the reloaded logits must expose."""
+    layer0 = [n for n, axes in spec["axes"].items() if ".0." in n and n.endswith("weight") and "P_res" in json.dumps(axes)]
+    victim = sorted(layer0)[0]
+    axes = [None if a == "P_res" else a for a in spec["axes"][victim]]
+    return {**spec, "axes": {**spec["axes"], victim: axes}}, victim
+
+
+@pytest.mark.parametrize("name", [n for n in TINY + MORE if n not in STORED_FUSED])
 def test_spec_names_the_stored_tensors_and_reloads_with_unchanged_logits(tmp_path, name):
     causal = name not in ENCODERS
     model = tiny_model(name, causal_lm=causal)
@@ -74,6 +83,11 @@ def test_spec_names_the_stored_tensors_and_reloads_with_unchanged_logits(tmp_pat
     got = _reload_logits(tmp_path / "permuted", cls, inputs)
     ref = base if causal else base[..., perms["P_res"]]  # an encoder's hidden states lie in the stream
     assert float((got - ref).norm() / base.norm()) <= 1e-5  # float32 checkpoints: summation order only
+    wrong, victim = _wrong(spec)  # the same permutations, one tensor left unpermuted: detected
+    new, _ = _apply_file(stored, wrong, np.random.default_rng(1))
+    _rewrite(src, tmp_path / "wrong", new)
+    got = _reload_logits(tmp_path / "wrong", cls, inputs)
+    assert float((got - ref).norm() / base.norm()) > 1e-3, victim
 
 
 def test_gpt_neox_spec_names_embed_out_and_the_loaded_name_would_break_the_logits(tmp_path):

@@ -50,7 +50,7 @@ def _rel(a, b):
 
 def _tol(eps):
     """Rounding of the logits: each of the L + 1 norm–read–write blocks is a D-long inner product
-    (error ~ √D·eps relative), with a margin of 10 (as the census's canonical_tolerance states)."""
+    (error ~ √D·eps relative), with a margin of 10 (the rule of census/precision.py)."""
     return 10 * (L + 1) * D**0.5 * eps
 
 

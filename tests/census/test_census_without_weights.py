@@ -41,7 +41,7 @@ def _four_layers(name, tmp_path):
     return src, cls, causal
 
 
-@pytest.mark.parametrize("name", ["llama", "gpt_neox", "gpt2", "phi3", "qwen3", "falcon_old", "bert"])
+@pytest.mark.parametrize("name", ["llama", "gpt_neox", "gpt2", "phi3", "qwen3", "falcon_old", "bert", "gemma2", "olmo", "olmo2"])
 def test_spec_without_weights_equals_the_weighted_one_and_keeps_the_logits(tmp_path, name):
     import numpy as np
 

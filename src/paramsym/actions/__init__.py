@@ -13,13 +13,13 @@ from .exact import DiagonalScalingAction, ExactAction
 from .learned import LearnedAction
 from .linear import HiddenBasisAction, LinearChainAction, RescalingAction
 from .normalization import NormScaleAction
-from .permutation import HeadPermutationAction, HiddenPermutationAction
+from .permutation import HeadPermutationAction, HiddenPermutationAction, SignFlipAction
 from .redistribution import OVRedistributionAction
 from .translation import KeyBiasTranslation, ValueBiasShift
 
 __all__ = [
     "CompensatingAction", "DiagonalScalingAction", "ExactAction", "GroupAction", "HeadPermutationAction",
     "HiddenBasisAction", "HiddenPermutationAction", "KeyBiasTranslation", "LearnedAction", "LinearChainAction",
-    "NormScaleAction", "OVRedistributionAction", "QueryKeyAction", "RescalingAction", "StepQuantities",
-    "ValueBiasShift", "ValueOutputAction",
+    "NormScaleAction", "OVRedistributionAction", "QueryKeyAction", "RescalingAction", "SignFlipAction",
+    "StepQuantities", "ValueBiasShift", "ValueOutputAction",
 ]

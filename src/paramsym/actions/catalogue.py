@@ -16,6 +16,7 @@ kind                       class (module)                            dimension  
 ``ov_redistribution``      :class:`OVRedistributionAction`           (|C| − 1) d²        —
 ``hidden_permutation``     :class:`HiddenPermutationAction`          0                   h!
 ``head_permutation``       :class:`HeadPermutationAction`            0                   H!
+``sign_flip``              :class:`SignFlipAction`                   0                   2^h
 =========================  ========================================  ==================  ===========================
 
 :func:`catalogue` lists them as ``(kind, class, description)`` — the description says where the
@@ -33,7 +34,7 @@ from .linear import (
     check_homogeneous,
 )
 from .normalization import NormScaleAction
-from .permutation import HeadPermutationAction, HiddenPermutationAction
+from .permutation import HeadPermutationAction, HiddenPermutationAction, SignFlipAction
 from .redistribution import OVRedistributionAction, qk_clusters
 from .translation import KeyBiasTranslation, ValueBiasShift
 
@@ -68,6 +69,9 @@ _ENTRIES: tuple[tuple[type[ExactAction], str], ...] = (
     (HeadPermutationAction,
      "permutation of the heads of an attention layer (nn.MultiheadAttention: q/k/v rows, biases, output columns; "
      "RMHSA: M_h, R_h); discrete, order H!."),
+    (SignFlipAction,
+     "sign flips of hidden units whose later layer is linear in them (a gated FFN's up rows: down(σ(gate x) ⊙ up x)) "
+     "or with an odd activation: (V[j], b[j], U[:, j]) ↦ (−V[j], −b[j], −U[:, j]); discrete, order 2^h."),
 )
 
 
@@ -82,6 +86,7 @@ def catalogue() -> list[tuple[str, type[ExactAction], str]]:
 
 __all__ = [
     "ExactAction", "HOMOGENEOUS", "HeadPermutationAction", "HiddenBasisAction", "HiddenPermutationAction",
-    "KeyBiasTranslation", "LinearChainAction", "NormScaleAction", "OVRedistributionAction", "RescalingAction", "ValueBiasShift",
+    "KeyBiasTranslation", "LinearChainAction", "NormScaleAction", "OVRedistributionAction", "RescalingAction", "SignFlipAction",
+    "ValueBiasShift",
     "catalogue", "check_homogeneous", "permutation_matrix", "qk_clusters", "random_permutations",
 ]

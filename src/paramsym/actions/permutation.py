@@ -9,7 +9,12 @@
   key, value rows and the output columns of that head, or ``M_h, R_h`` of RMHSA), so permuting
   the heads' parameter blocks together permutes the summands. Order ``H!``.
 
-Both are discrete: ``dimension = 0``, ``order`` the exact group order (``log10_order`` for
+* :class:`SignFlipAction` — ``{±1}^h`` on the hidden units of a pair whose later layer is linear
+  in the earlier one's output (a gated unit ``down(σ(gate x) ⊙ up x)``: ``up`` row ``j`` and
+  ``down`` column ``j`` both negated), or with an odd σ: ``(V, b, U) ↦ (S V, S b, U S)`` for
+  ``S = diag(±1)``. Order ``2^h`` (with the positive rescalings: ``(ℝ∖{0})^h``).
+
+All three are discrete: ``dimension = 0``, ``order`` the exact group order (``log10_order`` for
 large ones); they have no Lie group to sample (``action.group`` raises a named error), and their
 elements are permutation matrices: ``act(P, θ)`` for ``P = permutation_matrix(perm)`` or
 ``random_elements(n, generator)``; with ``P[i, π(i)] = 1``, new unit (head) ``i`` is old unit
@@ -37,7 +42,33 @@ class _Discrete(ExactAction):
         return random_permutations(n, self.size, generator, self._probe.dtype)
 
 
-class HiddenPermutationAction(_Discrete):
+class _UnitAction(_Discrete):
+    """A finite group of ``h × h`` matrices ``g`` acting on the hidden units of a layer pair:
+    ``(V, b, U) ↦ (g V, g b, U gᵀ)`` (``gᵀ = g⁻¹`` for permutation and sign matrices)."""
+
+    def __init__(self, block: ParameterBlock, earlier: str | None = None, later: str | None = None, *,
+                 earlier_bias: str | None = None):
+        super().__init__()
+        self.v_sl, self.v_shape, self.b_sl, self.u_sl, self.u_shape = _layer_pair(
+            type(self).__name__, block, earlier, later, earlier_bias, {})
+        h = self.v_shape[0]
+        self.size, self.dimension, self.order, self.p = h, 0, self._order(h), block.size
+
+    @staticmethod
+    def _order(h: int) -> int:
+        raise NotImplementedError
+
+    def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        g = g.to(theta.dtype)
+        U = theta[self.u_sl].reshape(self.u_shape)
+        V = theta[self.v_sl].reshape(self.v_shape)
+        parts = [(self.u_sl, (U @ g.T).reshape(-1)), (self.v_sl, (g @ V).reshape(-1))]
+        if self.b_sl is not None:
+            parts.append((self.b_sl, g @ theta[self.b_sl]))
+        return replace(theta, parts)
+
+
+class HiddenPermutationAction(_UnitAction):
     """``S_h`` on hidden units: ``(V, b, U) ↦ (P V, P b, U Pᵀ)`` (see the module docstring).
 
     Args:
@@ -51,23 +82,7 @@ class HiddenPermutationAction(_Discrete):
     """
 
     kind = "hidden_permutation"
-
-    def __init__(self, block: ParameterBlock, earlier: str | None = None, later: str | None = None, *,
-                 earlier_bias: str | None = None):
-        super().__init__()
-        self.v_sl, self.v_shape, self.b_sl, self.u_sl, self.u_shape = _layer_pair(
-            "HiddenPermutationAction", block, earlier, later, earlier_bias, {})
-        h = self.v_shape[0]
-        self.size, self.dimension, self.order, self.p = h, 0, factorial(h), block.size
-
-    def act(self, g: Tensor, theta: Tensor) -> Tensor:
-        g = g.to(theta.dtype)
-        U = theta[self.u_sl].reshape(self.u_shape)
-        V = theta[self.v_sl].reshape(self.v_shape)
-        parts = [(self.u_sl, (U @ g.T).reshape(-1)), (self.v_sl, (g @ V).reshape(-1))]
-        if self.b_sl is not None:
-            parts.append((self.b_sl, g @ theta[self.b_sl]))
-        return replace(theta, parts)
+    _order = staticmethod(factorial)
 
     def act_permutation(self, perm: Tensor, theta: Tensor) -> Tensor:
         """``act(permutation_matrix(perm), θ)`` by indexing: ``V[perm]``, ``b[perm]``, ``U[:, perm]``
@@ -79,6 +94,27 @@ class HiddenPermutationAction(_Discrete):
         if self.b_sl is not None:
             parts.append((self.b_sl, theta[self.b_sl][perm]))
         return replace(theta, parts)
+
+
+class SignFlipAction(_UnitAction):
+    """``{±1}^h`` on hidden units: ``(V, b, U) ↦ (S V, S b, U S)``, ``S = diag(±1)`` (module docstring).
+    Valid where the later layer is linear in the unit (a gated FFN's ``up`` rows) or σ is odd.
+    Arguments (``block``, ``earlier``, ``later``, ``earlier_bias``) as :class:`HiddenPermutationAction`.
+
+    Raises:
+        ShapeError, ActionError: as :class:`HiddenPermutationAction`.
+    """
+
+    kind = "sign_flip"
+
+    @staticmethod
+    def _order(h: int) -> int:
+        return 2**h
+
+    def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
+        """``n`` uniformly random ``diag(±1)`` matrices (``rho`` is ignored)."""
+        signs = torch.randint(0, 2, (n, self.size), generator=generator).to(self._probe.dtype) * 2 - 1
+        return torch.diag_embed(signs)
 
 
 class HeadPermutationAction(_Discrete):

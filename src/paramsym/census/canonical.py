@@ -51,6 +51,7 @@ from torch.func import functional_call
 
 from ..errors import NonFiniteError, SymmetryNotApplicableError
 from ..targets.base import model_output
+from .precision import compute_dtype, rounding_tolerance
 from .spaces import Spaces, derive_spaces
 from .verifying import PROBE_TOL
 
@@ -58,14 +59,12 @@ __all__ = ["canonical_form", "canonical_tolerance", "readers_of", "weight_name"]
 
 
 def canonical_tolerance(model: nn.Module, spaces: Spaces) -> float:
-    """Relative output change allowed between a model and its canonical form: ``10·(L+1)·√D·ε``
-    with ``ε`` the float32 epsilon where the model runs in float32 or its norms compute in float32
-    inside (HF's RMSNorm), the float64 epsilon otherwise — ``L + 1`` norm–read–write blocks, each a
-    ``D``-long inner product whose rounding grows like ``√D·ε``, and a margin of 10."""
-    dtype = next(model.parameters()).dtype
-    f32 = dtype != torch.float64 or spaces.float32_inside
-    eps = torch.finfo(torch.float32 if f32 else torch.float64).eps
-    return 10.0 * (len(spaces.layout.layers) + 1) * spaces.hidden_size**0.5 * eps
+    """Relative output change allowed between a model and its canonical form: the census's one rule
+    (:mod:`paramsym.census.precision`) in its a-priori form, ``rounding_tolerance`` of what the
+    model computes in (float32 where it runs in float32 or its norms compute in float32 inside),
+    ``L`` layers, width ``D`` (the fold is checked once, with nothing measured)."""
+    dtype = compute_dtype(next(model.parameters()).dtype, spaces.float32_inside)
+    return rounding_tolerance(dtype, len(spaces.layout.layers), spaces.hidden_size)
 
 
 def weight_name(model: nn.Module, p: Tensor) -> str:
@@ -142,6 +141,14 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
         raise SymmetryNotApplicableError(f"canonical form of {name}: the model's output is a norm's output over the "
                                          "stream (a base model); load it with its LM head (head='causal-lm') so the "
                                          "final norm's scale can be folded into it.")
+    if sp.banks:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: the expert banks {sp.banks[:2]} (3-D parameters, "
+                                         "mixture of experts) are not folded by the canonical form (not implemented: "
+                                         "only 2-D linear readers and writers are).")
+    if not sp.norms and sp.free_norms:
+        raise SymmetryNotApplicableError(f"canonical form of {name}: the stream norms {sp.free_norms[:2]} have no "
+                                         "parameters (OLMo); the canonical form is built by folding norm modules with "
+                                         "a scale, which these are not (not implemented for parameter-free norms).")
     if not sp.norms:
         raise SymmetryNotApplicableError(f"canonical form of {name}: no norm over the residual stream was found.")
     centred = {info.centred for info in sp.norms.values()}
@@ -167,8 +174,8 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
         if not read.get(n):
             raise SymmetryNotApplicableError(
                 f"canonical form of {name}: the norm {n} (width {sp.hidden_size}) feeds no linear map, so its scale has "
-                "nowhere to go (a norm inside attention over a whole projection, such as a width-D q/k norm, or a final "
-                "norm read by no LM head).")
+                "nowhere to go (a post-norm whose output is added to the stream: OLMo2, Gemma2; a norm inside attention "
+                "over a whole projection, such as a width-D q/k norm; or a final norm read by no LM head).")
     params = dict(new.named_parameters())
     with torch.no_grad():
         base = output(new(**inputs))

@@ -36,7 +36,7 @@ from torch import nn
 
 from ..actions.linear import HiddenBasisAction, RescalingAction
 from ..actions.normalization import NormScaleAction
-from ..actions.permutation import HeadPermutationAction, HiddenPermutationAction
+from ..actions.permutation import HeadPermutationAction, HiddenPermutationAction, SignFlipAction
 from ..actions.translation import KeyBiasTranslation, ValueBiasShift
 from ..models.adapters import AttentionLayout, Projection, mha_layout
 from .base import Candidate, CensusContext, Piece, View, catalogue_candidate
@@ -73,8 +73,7 @@ class FFNPermutationFinder:
         if ctx.layout is None:
             return []
         out = []
-        for layer in ctx.layout.layers:
-            ffn = layer.ffn
+        for ffn in (f for layer in ctx.layout.layers for f in (layer.experts or (layer.ffn,))):
             h = ffn.hidden
             earlier = _rows(ffn.up) + (_rows(ffn.gate) if ffn.gate is not None else [])
             view = View({"V": earlier, "U": [View.weight(ffn.down)]})
@@ -89,6 +88,10 @@ class FFNPermutationFinder:
                                         note=f"rescaling of the {h} gated units' up rows (down columns ÷): the FFN is "
                                              "linear in up; the gate rows do not rescale")
                 out.append(c)
+                view = View({"V": _rows(ffn.up), "U": [View.weight(ffn.down)]})  # negative factors: the signs
+                out.append(catalogue_candidate(ffn.module, view, lambda b: SignFlipAction(b, "V", "U"), ctx.params,
+                                               note=f"sign flips of the {h} gated units' up rows and down columns "
+                                                    "(with the rescalings: (ℝ∖{0})^h)", discrete_order=f"2^{h}"))
             if ffn.gate is None and ffn.activation.lower() == "relu":
                 view = View({"V.weight": [View.weight(ffn.up)], "U.weight": [View.weight(ffn.down)],
                              **({"V.bias": [View.bias(ffn.up)]} if ffn.up.bias is not None else {})})
@@ -218,6 +221,10 @@ class HeadPermutationFinder:
                 continue
             pieces = {"q": _rows(lay.q), "k": _rows(lay.k), "v": _rows(lay.v), "o": [View.weight(lay.o)]}
             widths = {j: p.in_features + (p.bias is not None) for j, p in (("q", lay.q), ("k", lay.k), ("v", lay.v))}
+            for role, w, b in lay.qk_norms:  # scales over the whole projection (OLMo2) move with its rows
+                for t in (w, b) if b else (w,):
+                    pieces[role].append(Piece(t, torch.arange(ctx.params[t].numel())[:, None]))
+                    widths[role] += 1
             layout = {"q": (1, g * d * widths["q"]), "k": (1, d * widths["k"]), "v": (1, d * widths["v"]),
                       "o": (lay.o.out_features, g * d)}
             note = f"S_{Hkv} on the heads" + (f" (key/value heads with their {g} query heads each)" if g > 1 else "")

@@ -83,11 +83,14 @@ _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
 
 
 def export_tolerance(spaces: Spaces, dtype: torch.dtype) -> float:
-    """1e-10 in float64, 1e-5 in float32 or where the model's norms compute in float32 inside
-    (probed: :attr:`~paramsym.census.spaces.Spaces.float32_inside`; HF's RMSNorm upcasts)."""
-    if dtype != torch.float64 or spaces.float32_inside:
-        return 1e-5
-    return 1e-10
+    """The census's one rule (:mod:`paramsym.census.precision`) in its a-priori form:
+    ``rounding_tolerance`` of what the model computes in — float32 where it runs in float32 or its
+    norms compute in float32 inside (probed: :attr:`~paramsym.census.spaces.Spaces.float32_inside`;
+    HF's RMSNorm upcasts) — over its ``L`` layers and stream width ``D``."""
+    from .precision import compute_dtype, rounding_tolerance
+
+    return rounding_tolerance(compute_dtype(dtype, spaces.float32_inside), len(spaces.layout.layers),
+                              spaces.hidden_size)
 
 
 def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpec) -> dict[str, Any]:

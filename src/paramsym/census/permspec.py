@@ -206,15 +206,19 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
         ffn = layer.ffn
         h = ffn.hidden
         rows: dict[tuple[str, int], list[list[int]]] = {}
-        for proj in [ffn.up] + ([ffn.gate] if ffn.gate else []):
+        if layer.experts:  # one permutation per expert on a slice of a 3-D axis: not a block rule of the format
+            omitted.append(f"P_ffn_{i} (S_{h} per expert, {len(layer.experts)} experts): the units of each expert of "
+                           f"{ffn.module.rsplit('.', 1)[0]} permute a slice of a 3-D bank, which no axis entry states")
+        for proj in [] if layer.experts else [ffn.up] + ([ffn.gate] if ffn.gate else []):
             feats = list(proj.features) if proj.features is not None else list(range(proj.stored_out))
             for name, ax in ((proj.weight, _rows_axis(proj)),) + (((proj.bias, 0),) if proj.bias else ()):
                 grp = rows.setdefault((name, ax), [[] for _ in range(h)])
                 for u in range(h):
                     grp[u].append(feats[u])
-        rows[(ffn.down.weight, _cols_axis(ffn.down))] = [[u] for u in range(h)]
-        register(f"P_ffn_{i}", h, {k: [sorted(g) for g in grp] for k, grp in rows.items()},
-                 f"the FFN units of {ffn.module}", "a fused [gate | up] tensor")
+        if not layer.experts:
+            rows[(ffn.down.weight, _cols_axis(ffn.down))] = [[u] for u in range(h)]
+            register(f"P_ffn_{i}", h, {k: [sorted(g) for g in grp] for k, grp in rows.items()},
+                     f"the FFN units of {ffn.module}", "a fused [gate | up] tensor")
         # heads: key/value head g with its query heads
         att = layer.attention
         Hkv, G, d = att.num_kv_heads, att.group_size, att.head_dim
@@ -227,6 +231,10 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
                 grp = rows.setdefault((name, ax), [[] for _ in range(Hkv)])
                 for g in range(Hkv):
                     grp[g] += feats[g * per:(g + 1) * per]
+        for role, w, b in att.qk_norms:  # norms over the whole q or k projection (OLMo2): indexed by its features
+            per = G * d if role == "q" else d
+            for name in (w, b) if b else (w,):
+                rows[(name, 0)] = [list(range(g * per, (g + 1) * per)) for g in range(Hkv)]
         rows[(att.o.weight, _cols_axis(att.o))] = [list(range(g * G * d, (g + 1) * G * d)) for g in range(Hkv)]
         register(f"P_heads_{i}", Hkv, rows, f"the heads of {att.module}", "a fused [Q | K | V] tensor")
     axes: dict[str, list[AxisEntry]] = {n: [None] * p.dim() for n, p in params.items()}

@@ -13,11 +13,20 @@ permutation of it for an equivariance), the triangle inequality gives
     ‖F̃(g·θ) − R̃‖ ≤ ‖F(g·θ) − R‖ + ‖E(g·θ)‖ + ‖E(θ)‖,
 
 so the derived tolerance of the as-computed error is ``τ + (‖E(θ)‖ + ‖E(g·θ)‖) / ‖F̃(θ)‖``
-(``τ`` the float64 tolerance; both rounding terms are *measured* at the two points, i.e. the
-islands' unit roundoff propagated through the model's own conditioning there). A true symmetry
+(both rounding terms are *measured* at the two points, i.e. the islands' unit roundoff
+propagated through the model's own conditioning there). A true symmetry
 (``‖F(g·θ) − R‖ ≤ τ``) is then verified whatever the seed, and a false one still fails as soon
 as its error exceeds the rounding actually present. The float64-throughout error is recorded
 beside it (``exact_error``). Without islands ``F̃ = F`` bit for bit and the floor is 0.
+
+**The one rule** (issue 34): ``τ`` is the rounding of the run's own dtype through the model,
+:func:`rounding_tolerance` ``= 10·(L + 1)·√n·ε`` — ``L + 1`` read–write blocks (``L`` layers),
+each an inner product of length at most ``n`` (the widest fan-in) whose rounding grows like
+``√n·ε`` (``ε`` the unit roundoff of the dtype computed in), a margin of 10; plus the measured
+island floor above (:func:`island_floor`). Every census verification uses it: the entries
+(:class:`PrecisionFloor`), the residual rotation on the canonical form, and — where nothing is
+measured (the canonical form's own fold check, the exports' checks) — its a-priori form, ``ε`` of
+float32 where the model computes anything in float32 (:func:`compute_dtype`).
 """
 
 from __future__ import annotations
@@ -28,7 +37,8 @@ import torch
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["Float64Throughout", "PrecisionFloor", "float64_throughout"]
+__all__ = ["Float64Throughout", "PrecisionFloor", "compute_dtype", "float64_throughout", "island_floor", "model_extent",
+           "rounding_tolerance"]
 
 Params = Mapping[str, Tensor]
 
@@ -93,7 +103,40 @@ class PrecisionFloor:
         out_exact = exact_out()
         ref_exact = self.base_exact if expected is None else expected(self.base_exact)
         exact_err = float((out_exact - ref_exact).norm()) / self.scale
-        return err, exact_err, self.rounding0 + float((out - out_exact).norm()) / self.scale
+        return err, exact_err, island_floor(self.base, self.base_exact, out, out_exact)
+
+
+def island_floor(base: Tensor, base_exact: Tensor, out: Tensor, out_exact: Tensor) -> float:
+    """The measured rounding floor ``(‖E(θ)‖ + ‖E(g·θ)‖) / ‖F̃(θ)‖`` with ``E = F̃ − F`` the as-computed
+    output minus the float64-throughout one, at ``θ`` (``base``) and at ``g·θ`` (``out``)."""
+    scale = float(base.norm()) or 1.0
+    return (float((base - base_exact).norm()) + float((out - out_exact).norm())) / scale
+
+
+def rounding_tolerance(dtype: torch.dtype, depth: int, width: int) -> float:
+    """``10·(depth + 1)·√width·ε(dtype)`` (module docstring: the one rule's dtype term).
+
+    Args:
+        dtype: what the model computes in (float64, float32, or lower).
+        depth: the number of layers ``L`` (read–write blocks on the residual stream).
+        width: the longest inner product (the widest fan-in).
+    """
+    return 10.0 * (max(int(depth), 0) + 1) * max(int(width), 1) ** 0.5 * torch.finfo(dtype).eps
+
+
+def compute_dtype(dtype: torch.dtype, float32_inside: bool) -> torch.dtype:
+    """What a model run in ``dtype`` computes in, a priori: float32 where it runs in float32 or any
+    part of it computes in float32 inside (HF's RMSNorm, softmax), else ``dtype``."""
+    return torch.float32 if dtype == torch.float64 and float32_inside else dtype
+
+
+def model_extent(params: Mapping[str, Tensor], layers: int | None = None) -> tuple[int, int]:
+    """``(depth, width)`` for :func:`rounding_tolerance`: ``layers`` (the traced or adapted layer count;
+    else the number of matrices) and the longest last axis of any matrix (an upper bound on the fan-in:
+    ``nn.Linear`` stores ``(out, in)``, a transposed ``(in, out)`` store only over-estimates)."""
+    mats = [p for p in params.values() if p.dim() >= 2]
+    depth = int(layers) if layers is not None else len(mats)
+    return depth, max((int(p.shape[-1]) for p in mats), default=1)
 
 
 def float64_throughout(fn: Callable[[], Tensor]) -> Tensor:

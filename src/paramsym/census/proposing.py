@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import TraceError
-from ..models.adapters import AttentionLayout, FFNLayout, _inv_freq
+from ..models.adapters import AttentionLayout, FFNLayout, Projection, _inv_freq
 from .tracing import common_prefix, projection
 
-__all__ = ["propose_attention", "propose_ffn"]
+__all__ = ["propose_attention", "propose_experts", "propose_ffn"]
 
 
 def propose_attention(i, prefix, aw, flow, lr, linears, H, rot, model, invariant, found) -> AttentionLayout:
@@ -129,3 +129,26 @@ def propose_ffn(prefix, fw, ffn_readers, linears, act, invariant, found) -> FFNL
     raise TraceError(f"{where}: readers {outs} do not fit an FFN of {h} hidden units. Found so far: {found}.")
 
 
+
+
+def propose_experts(bank, names, params, act, invariant, found) -> tuple[FFNLayout, ...]:
+    """Every expert of the 3-D bank ``bank`` as an FFN: expert ``e``'s ``[gate | up]`` rows are
+    ``gate_up[e]`` (``(2h, D)``), its down projection ``down[e]`` (``(D, h)``), both slices of the
+    stored tensors (:attr:`Projection.offset`). Which half is ``up`` is verified on expert 0 (the
+    FFN is linear in ``up``: scaling its rows is absorbed by ``down``'s columns, the gate's is not)
+    and taken for every expert. A router weights the experts' outputs; it is no part of an expert."""
+    gu, dn = names["gate_up"], names["down"]
+    E, two_h, D = params[gu].shape
+    h = two_h // 2
+
+    def expert(e: int, up: range, gate: range) -> FFNLayout:
+        proj = lambda feats: Projection(gu, None, "out_in", (two_h, D), tuple(feats), e * two_h * D)  # noqa: E731
+        return FFNLayout(f"{bank}.{e}", proj(up), Projection(dn, None, "out_in", (D, h), None, e * D * h), act,
+                         gate=proj(gate))
+
+    for up, gate in ((range(h, 2 * h), range(h)), (range(h), range(h, 2 * h))):
+        e0 = expert(0, up, gate)
+        if invariant.ffn_up(e0.up, e0.down) and not invariant.ffn_up(e0.gate, e0.down):
+            return tuple(expert(e, up, gate) for e in range(E))
+    raise TraceError(f"expert bank {bank}: {gu} {tuple(params[gu].shape)} splits neither as [gate | up] nor "
+                     f"[up | gate] on expert 0 (no rescaling of one half is absorbed by {dn}). Found so far: {found}.")

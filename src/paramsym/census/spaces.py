@@ -56,7 +56,8 @@ from torch import Tensor, nn
 
 from ..errors import TraceError
 from ..models.adapters import LayerLayout, ModelLayout
-from .proposing import propose_attention, propose_ffn
+from .precision import float64_throughout
+from .proposing import propose_attention, propose_experts, propose_ffn
 from .tracing import NormInfo, Spaces, activation_name, dataflow, head_count, pre_norm, trace_roles
 from .verifying import Invariance
 
@@ -99,18 +100,20 @@ def derive_spaces(model: nn.Module, inputs: Mapping[str, Any], output: Callable[
 
     found: list[str] = []
     layers = []
-    flow = dataflow(model, inputs, readers, writers)
+    banks = roles.banks
+    flow = dataflow(model, inputs, readers, {**writers, **{b: "" for b in banks}})
     invariant = Invariance(model, named, inputs, output, base)
+    refused: list[dict[str, Any]] = []
     for i in range(len(layer_list)):
         lr = [n for n in readers if n.startswith(pfx(i))]
-        lw = [n for n in writers if n.startswith(pfx(i))]
+        lw = [n for n in writers if n.startswith(pfx(i))] + [b for b in banks if b.startswith(pfx(i))]
         if len(lw) != 2:
             odd = [u for u in unfollowed if u["module"].startswith(pfx(i))]
             raise TraceError(f"layer {pfx(i)[:-1]}: expected two modules writing the residual stream (attention output, "
                              f"FFN output); found {lw} (readers {lr}); cannot follow {odd or 'no other module'}. "
                              f"Found so far: {found}.")
         cross = {w: any(bool(flow[w]["cross"][r].any()) for r in lr if r in flow[w]["cross"]) for w in lw}
-        att_w = [w for w in lw if cross[w] and set(flow[w]["uses"]) <= set(lr)]
+        att_w = [w for w in lw if cross[w] and set(flow[w]["uses"]) <= set(lr) and w not in banks]
         att_w = sorted(att_w, key=lambda w: len(flow[w]["uses"]))[:1]
         if not att_w:
             raise TraceError(f"layer {pfx(i)[:-1]}: no stream writer mixes tokens (no attention found among {lw}). "
@@ -118,29 +121,65 @@ def derive_spaces(model: nn.Module, inputs: Mapping[str, Any], output: Callable[
         aw = att_w[0]
         fw = next(w for w in lw if w != aw)
         att = propose_attention(i, pfx(i), aw, flow[aw], lr, linears, H, rot, model, invariant, found)
+        att = _with_qk_norms(att, roles)
         ffn_readers = [r for r in flow[fw]["uses"] if r in lr and r not in {att.q.weight.rsplit(".", 1)[0],
                                                                           att.k.weight.rsplit(".", 1)[0],
                                                                           att.v.weight.rsplit(".", 1)[0]}]
-        ffn = propose_ffn(pfx(i), fw, ffn_readers, linears, activation_name(cfg), invariant, found)
+        experts: tuple = ()
+        if fw in banks:  # a mixture of experts: per-expert FFNs in a 3-D bank, a router reading the stream
+            experts = propose_experts(fw, banks[fw], named, activation_name(cfg), invariant, found)
+            ffn = experts[0]
+            routers = [r for r in lr if r not in {p.weight.rsplit(".", 1)[0] for p in (att.q, att.k, att.v)}]
+            for n in sorted({reader_norm[r] for r in routers if r in reader_norm} & set(stream_norms)):
+                refused.append({"module": n, "kind": "norm_scale",
+                                "reason": f"feeds the router {routers} and the expert bank {fw} (3-D): the norm-scale "
+                                          "action is placed on linear readers only (not implemented for expert banks)"})
+        else:
+            ffn = propose_ffn(pfx(i), fw, ffn_readers, linears, activation_name(cfg), invariant, found)
         layer = LayerLayout(i, pfx(i)[:-1], att, ffn)
         att_mods = {p.weight.rsplit(".", 1)[0] for p in (att.q, att.k, att.v)}
         ffn_mods = {p.weight.rsplit(".", 1)[0] for p in (ffn.up, *([ffn.gate] if ffn.gate else []))}
         na = pre_norm(att_mods, readers, reader_norm, pfx(i))
         nf = pre_norm(ffn_mods, readers, reader_norm, pfx(i))
-        if na is not None and not invariant.norm_scale(layer, na, att, stream_norms[na], linears):
+        # a norm without parameters (OLMo) has no scale to move: no slot
+        if na is not None and (na not in stream_norms or not invariant.norm_scale(layer, na, att, stream_norms[na], linears)):
             na = None
-        if nf is not None and not invariant.norm_scale(layer, nf, ffn, stream_norms[nf], linears):
+        if nf is not None and (nf not in stream_norms or not invariant.norm_scale(layer, nf, ffn, stream_norms[nf], linears)):
             nf = None
         ns = None  # parallel blocks: one norm feeding both the attention and the FFN readers
         if na is None and nf is None:
             ns = pre_norm(att_mods | ffn_mods, readers, reader_norm, pfx(i))
-            if ns is not None and not invariant.norm_scale(layer, ns, None, stream_norms[ns], linears):
+            if ns is not None and (ns not in stream_norms
+                                   or not invariant.norm_scale(layer, ns, None, stream_norms[ns], linears)):
                 ns = None
-        layer = LayerLayout(i, pfx(i)[:-1], att, ffn, na, nf, ns)
+        if experts:  # the FFN-side norm is refused above; the attention's pre-norm stays
+            nf = ns = None
+        layer = LayerLayout(i, pfx(i)[:-1], att, ffn, na, nf, ns, experts)
         layers.append(layer)
         found.append(f"layer {i}: attention {sorted(att_mods)} → {aw}, FFN {sorted(ffn_mods)} → {fw}")
     mt = getattr(cfg, "model_type", None) or type(model).__name__
     layout = ModelLayout(str(mt), tuple(layers), D, {"derived": True})
-    in_stream = any(base.shape == y.shape and torch.equal(base, y) for y in norm_outs.values())
+    outs = [*norm_outs.values(), *roles.free_norms.values()]
+    in_stream = any(base.shape == y.shape and torch.equal(base, y) for y in outs)
+    islands = False
+    if base.dtype == torch.float64:
+        with torch.no_grad():
+            islands = not torch.equal(base, float64_throughout(lambda: output(model(**inputs))))
     return Spaces(layout, D, stream, embeddings, stream_norms, readers, writers, layouts, unfollowed, in_stream,
-                  roles.input_writers)
+                  dict(reader_norm), list(roles.direct_readers), sorted(roles.free_norms), sorted(banks), refused,
+                  islands, input_writers=roles.input_writers)
+
+
+def _with_qk_norms(att, roles) -> Any:
+    """Record the norms over the whole query or key projection (OLMo2's ``q_norm``/``k_norm``: width
+    ``H·d`` / ``H_kv·d``, input the projection's output): a head permutation must move their scales."""
+    from dataclasses import replace
+
+    found = []
+    for role, proj in (("q", att.q), ("k", att.k)):
+        mod = proj.weight.rsplit(".", 1)[0]
+        for n, r in roles.over_reader.items():
+            info = roles.norms[n][0]
+            if r == mod and proj.features is None and info.size == proj.out_features:
+                found.append((role, info.weight, info.bias))
+    return replace(att, qk_norms=tuple(found)) if found else att

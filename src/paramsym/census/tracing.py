@@ -9,9 +9,9 @@ whether it computes in float32 inside: :func:`scale_form`). The residual stream 
 the input embedding's: an ``nn.Embedding``'s width or a patch convolution's output channels) is
 *read* by the linear maps whose input is a norm's output (or its token-0 slice), *written* by the
 other linear maps with ``D`` outputs, and at the input by the embeddings and the *input writers*
-(:attr:`Spaces.input_writers`: a patch convolution, parameters whose rows are added to the stream). :func:`dataflow` says,
-with every reader's output an autograd leaf, which reader features reach each writer at the
-same token and which reach later tokens. The rest of the derivation (hypotheses, probes) is in
+(:attr:`Spaces.input_writers`: a patch convolution, parameters whose rows are added to the stream).
+:func:`dataflow` says, with every reader's output an autograd leaf, which reader features reach
+each writer at the same token and which reach later tokens. The rest of the derivation (hypotheses, probes) is in
 :mod:`paramsym.census.proposing` and :mod:`paramsym.census.verifying`; :func:`paramsym.census.spaces.derive_spaces`
 puts them together.
 """
@@ -64,6 +64,11 @@ class Spaces:
         unfollowed: modules with parameters that no role fits (module, type, why).
         output_in_stream: the compared output is a norm's output over the stream (a base model's
             ``last_hidden_state``): a stream permutation permutes it too (equivariance).
+        reader_norm: reader module → the norm (with or without parameters) whose output it reads.
+        direct_readers: readers whose input is the stream itself (post-norm models: OLMo2).
+        free_norms: norms over the stream without parameters (OLMo's LayerNorm without scale).
+        banks: mixture-of-experts banks (Mixtral's ``experts``: 3-D ``(E, 2h, D)`` and ``(E, D, h)``).
+        refused: ``{module, kind, reason}`` of entries the tracer refuses (the census lists them).
         input_writers: parameters other than ``nn.Embedding`` rows written into the stream at the
             input → their stream axis: a convolutional input embedding's weight (output channels,
             axis 0) and bias (ViT's patch projection), parameters whose rows are added to or
@@ -80,13 +85,20 @@ class Spaces:
     layouts: dict[str, str]
     unfollowed: list[dict[str, Any]] = field(default_factory=list)
     output_in_stream: bool = False
+    reader_norm: dict[str, str] = field(default_factory=dict)  # reader → the norm whose output it takes
+    direct_readers: list[str] = field(default_factory=list)  # readers of the stream itself (post-norm: OLMo2)
+    free_norms: list[str] = field(default_factory=list)  # stream norms without parameters (OLMo)
+    banks: list[str] = field(default_factory=list)  # mixture-of-experts banks (3-D parameters: Mixtral)
+    refused: list[dict[str, Any]] = field(default_factory=list)  # entries the tracer refuses, with the reason
+    islands: bool = False  # measured: the float64 output differs from the same forward in float64 throughout
     input_writers: dict[str, int] = field(default_factory=dict)
 
     @property
     def float32_inside(self) -> bool:
-        """Some norm on the stream computes in float32 even in a float64 run (so permutations of
-        the stream are exact only to float32 rounding)."""
-        return any(n.float32_inside for n in self.norms.values())
+        """Some part of the model computes in float32 even in a float64 run: a norm on the stream
+        (probed per norm) or anything else (``islands``: softmax, parameter-free norms), so its
+        outputs are exact only to float32 rounding."""
+        return self.islands or any(n.float32_inside for n in self.norms.values())
 
     def stream_axes(self) -> dict[str, list[int]]:
         """Parameter name → its axes indexed by the residual stream."""
@@ -205,6 +217,10 @@ class Roles:
     writers: dict[str, str]
     reader_norm: dict[str, str]
     unfollowed: list[dict[str, Any]] = field(default_factory=list)
+    direct_readers: list[str] = field(default_factory=list)  # read the stream itself (post-norm: OLMo2)
+    free_norms: dict[str, Tensor] = field(default_factory=dict)  # norms without parameters (OLMo) -> output
+    over_reader: dict[str, str] = field(default_factory=dict)  # norm -> the reader whose whole output it normalises
+    banks: dict[str, dict[str, str]] = field(default_factory=dict)  # expert banks: module -> {"gate_up", "down"}
     input_writers: dict[str, int] = field(default_factory=dict)
 
 
@@ -282,7 +298,9 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
     D, conv = _input_width(model, mods)
     own = {name: {n: p for n, p in m.named_parameters(recurse=False)} for name, m in mods.items()}
     own = {k: v for k, v in own.items() if v}
-    for name in own:
+    free = [n for n, m in mods.items() if n and n not in own and not any(True for _ in m.children())]
+    layer_list = _layers(mods)
+    for name in [*own, *free, *layer_list]:
         hooks.append(mods[name].register_forward_hook(recorder(name), with_kwargs=True))
     try:
         with torch.no_grad():
@@ -294,6 +312,7 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
     embeddings, norms, linears, layouts, unfollowed = [], {}, {}, {}, []
     input_writers: dict[str, int] = {}
     added: dict[str, list[str]] = {}  # module -> its parameters that may be added to the stream (probed below)
+    banks: dict[str, dict[str, str]] = {}
     for name, ps in own.items():
         mod = mods[name]
         canon = {k: pid[id(p)] for k, p in ps.items()}
@@ -306,6 +325,9 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
                 embeddings.append(canon["weight"])
             else:
                 unfollowed.append({"module": name, "type": type(mod).__name__, "why": f"embedding width {mod.embedding_dim} ≠ {D}"})
+            continue
+        if rec is not None and _bank(ps, rec, D) is not None:
+            banks[name] = {role: canon[k] for role, k in _bank(ps, rec, D).items()}
             continue
         if set(ps) - {"weight", "bias"} or "weight" not in ps:
             cand = [canon[k] for k, p in ps.items() if p.dim() >= 2 and p.shape[-1] == D]
@@ -341,8 +363,22 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
         unfollowed.append({"module": name, "type": type(mod).__name__,
                            "why": "neither an embedding, a linear map (output ≠ x Wᵀ + b) nor a norm over the last axis"})
 
-    stream_norms = {n: info for n, (info, _) in norms.items() if info.size == D}
-    norm_outs = {n: norms[n][1] for n in stream_norms}
+    free_outs = {n: records[n][1] for n in free if n in records and _free_norm(*records[n], D)}
+    states = _stream_states(records, layer_list, D)
+    inside: set[str] = set()  # D-wide norms over a reader's output (OLMo2's q/k norms over the whole projection)
+    for _ in range(2):
+        stream_norms = {n: info for n, (info, _) in norms.items() if info.size == D and n not in inside}
+        norm_outs = {**{n: norms[n][1] for n in stream_norms}, **free_outs}
+        readers, writers, reader_norm, direct = _place(linears, norm_outs, states, D)
+        outs = [linears[r][3] for r in readers]
+        inside = {n for n in stream_norms if any(_same(records[n][0], y) for y in outs)}
+        if not inside & set(stream_norms):
+            break
+    for name in sorted(set(linears) - set(readers) - set(writers)):
+        y = linears[name][3]
+        unfollowed.append({"module": name, "type": type(mods[name]).__name__,
+                           "why": f"a linear map neither reading the stream (its input is no norm's output and no "
+                                  f"state of the stream) nor writing it (out features {y.shape[-1]} ≠ {D})"})
     first = next((n for n in records if n in stream_norms), None)  # records keep the call order
     for name, cand in added.items():
         ok = first is not None and all(_added_to_stream(model, inputs, c, first, records[first][0]) for c in cand)
@@ -351,27 +387,6 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
         else:
             unfollowed.append({"module": name, "type": type(mods[name]).__name__,
                                "why": f"parameters {sorted(own[name])} not added to the stream row by row"})
-
-    def fed_by(x: Tensor) -> str | None:
-        for n, y in norm_outs.items():
-            if x is y or (x.shape == y.shape and torch.equal(x, y)):
-                return n
-            if x.dim() == y.dim() - 1 and x.shape == y[:, 0].shape and torch.equal(x, y[:, 0]):
-                return n
-        return None
-
-    readers, writers, reader_norm = {}, {}, {}
-    for name, (canon, _lay, x, y) in linears.items():
-        src = fed_by(x)
-        if src is not None:
-            readers[name] = canon["weight"]
-            reader_norm[name] = src
-        elif y.shape[-1] == D:
-            writers[name] = canon["weight"]
-        else:
-            unfollowed.append({"module": name, "type": type(mods[name]).__name__,
-                               "why": f"a linear map neither reading the stream (its input is no norm's output) nor "
-                                      f"writing it (out features {y.shape[-1]} ≠ {D})"})
 
     stream: list[tuple[str, int]] = [(w, 1) for w in embeddings] + list(input_writers.items())
     for info in stream_norms.values():
@@ -383,14 +398,101 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
         b = linears[name][0].get("bias")
         if b is not None:
             stream.append((b, 0))
+    for bank in banks.values():  # (E, 2h, D) reads the stream on its last axis, (E, D, h) writes it on axis 1
+        stream += [(bank["gate_up"], 2), (bank["down"], 1)]
+    over = {n: r for n in norms for r in readers if records[n][0].shape == linears[r][3].shape
+            and torch.equal(records[n][0], linears[r][3])}
     return Roles(base, D, stream, embeddings, norms, stream_norms, linears, layouts, readers, writers, reader_norm,
-                 unfollowed, input_writers)
+                 unfollowed, sorted(direct), free_outs, over, banks, input_writers)
+
+
+def _bank(ps: dict[str, Tensor], rec: tuple[Tensor, Tensor], D: int) -> dict[str, str] | None:
+    """A mixture-of-experts bank (Mixtral's ``experts``): two 3-D parameters over ``E`` experts,
+    ``(E, 2h, D)`` reading the stream (each expert's fused ``[gate | up]`` rows) and ``(E, D, h)``
+    writing it, with a recorded ``D``-wide input and output. ``{"gate_up": name, "down": name}``
+    (parameter names within the module), else ``None``; which half is ``up`` is verified later."""
+    x, y = rec
+    if len(ps) != 2 or any(p.dim() != 3 for p in ps.values()) or x.shape[-1] != D or y.shape[-1] != D:
+        return None
+    (a, pa), (b, pb) = ps.items()
+    for (n1, p1), (n2, p2) in (((a, pa), (b, pb)), ((b, pb), (a, pa))):
+        E, two_h, d_in = p1.shape
+        if p2.shape == (E, D, two_h // 2) and d_in == D and two_h % 2 == 0:
+            return {"gate_up": n1, "down": n2}
+    return None
+
+
+def _layers(mods: dict[str, nn.Module]) -> list[str]:
+    """The children of the longest ``nn.ModuleList`` (the decoder layers), by module name."""
+    lists = [(n, m) for n, m in mods.items() if isinstance(m, nn.ModuleList)]
+    if not lists:
+        return []
+    prefix, lst = max(lists, key=lambda nm: len(nm[1]))
+    return [f"{prefix}.{i}" if prefix else str(i) for i in range(len(lst))]
+
+
+def _same(x: Tensor, y: Tensor) -> bool:
+    """``x`` is ``y`` (bit for bit), or its token-0 slice, or its tokens flattened (OPT, MoE blocks)."""
+    if x.shape == y.shape:
+        return torch.equal(x, y)
+    if x.dim() == y.dim() - 1 and x.shape == y[:, 0].shape and torch.equal(x, y[:, 0]):
+        return True
+    return x.dim() == 2 and y.dim() == 3 and x.numel() == y.numel() and torch.equal(x, y.reshape(x.shape))
+
+
+def _free_norm(x: Tensor, y: Tensor, D: int) -> bool:
+    """A module without parameters computing a norm over the last axis of width ``D`` without scale
+    (OLMo): every row of ``y`` points along its (centred, for a LayerNorm) input row — cosine
+    ≥ 1 − 1e-6, whatever the module's ``ε`` — with root mean square in ``[1 − 10⁻³, 1]`` (``ε``
+    at most ~10⁻³ of the row's variance); the identity (``y = x``, dropout in eval) is none."""
+    if not (x.is_floating_point() and x.shape == y.shape and x.shape[-1] == D) or torch.equal(x, y):
+        return False
+    rms = y.pow(2).mean(-1).sqrt()
+    if not bool(((rms >= 1 - 1e-3) & (rms <= 1 + 1e-6)).all()):
+        return False
+    for c in (True, False):
+        xc = x - x.mean(-1, keepdim=True) if c else x
+        cos = (xc * y).sum(-1) / (xc.norm(dim=-1) * y.norm(dim=-1)).clamp_min(torch.finfo(y.dtype).tiny)
+        if bool((cos >= 1 - 1e-6).all()):
+            return True
+    return False
+
+
+def _stream_states(records: dict[str, tuple[Tensor, Tensor]], layers: list[str], D: int) -> list[Tensor]:
+    """The residual stream's values: each layer's input ``h``, and ``h + y`` for every ``D``-wide output
+    ``y`` recorded inside the layer (the stream after its first block; post-norm models add a norm's
+    output, OLMo2)."""
+    out = []
+    for name in layers:
+        if name not in records or records[name][0].shape[-1] != D:
+            continue
+        h = records[name][0]
+        out.append(h)
+        out += [h + y for m, (_, y) in records.items() if m.startswith(name + ".") and y.shape == h.shape]
+    return out
+
+
+def _place(linears, norm_outs: dict[str, Tensor], states: list[Tensor], D: int):
+    """Readers (input a norm's output — ``reader_norm`` — or, in a post-norm model, a state of the stream
+    itself — ``direct``) and writers (the other linear maps with ``D`` outputs)."""
+    readers, writers, reader_norm, direct = {}, {}, {}, set()
+    for name, (canon, _lay, x, y) in linears.items():
+        src = next((n for n, o in norm_outs.items() if x is o or _same(x, o)), None)
+        if src is not None:
+            readers[name] = canon["weight"]
+            reader_norm[name] = src
+        elif x.shape[-1] == D and any(_same(x, h) for h in states):
+            readers[name] = canon["weight"]
+            direct.add(name)
+        elif y.shape[-1] == D:
+            writers[name] = canon["weight"]
+    return readers, writers, reader_norm, direct
 
 
 def pre_norm(consumers: set[str], readers: dict[str, str], reader_norm: dict[str, str], prefix: str) -> str | None:
     """The norm inside the layer feeding exactly ``consumers`` (and nothing else that reads the stream)."""
-    srcs = {reader_norm[c] for c in consumers}
-    if len(srcs) != 1:
+    srcs = {reader_norm.get(c) for c in consumers}
+    if len(srcs) != 1 or None in srcs:
         return None
     n = srcs.pop()
     if not n.startswith(prefix) or {r for r, s in reader_norm.items() if s == n} != consumers:
@@ -411,9 +513,10 @@ def dataflow(model: nn.Module, inputs: Mapping[str, Any], readers: dict[str, str
         def hook(mod, args, out):
             if name in leaves:
                 return None
-            t = out.detach().requires_grad_(True)
+            first = out_tensor(out)
+            t = first.detach().requires_grad_(True)
             leaves[name] = t
-            return t
+            return t if isinstance(out, Tensor) else type(out)((t, *out[1:]))  # a router's (logits, ...) tuple
         return hook
 
     def in_hook(name):

@@ -12,9 +12,11 @@ the actual weights**: a random group element ``g`` is applied to the parameters 
                                                      ‖g·θ − θ‖ where they are all 0, e.g. zero biases)
 
 in float64 where the model converts (float32 otherwise); a candidate is *verified* when the error
-is at most ``tolerance`` (default 1e-9 in float64, 1e-5 in float32; a finder may raise it for one
-entry where the model computes part of it in float32, e.g. the softmax) **and** the motion is
-non-zero. Unverified candidates are listed but not counted.
+is at most its tolerance **and** the motion is non-zero. The tolerance is the one rule of
+:mod:`paramsym.census.precision`: the run dtype's rounding through the model,
+``rounding_tolerance(dtype, L, n) = 10·(L+1)·√n·ε`` (``tolerance=`` overrides this term), plus the
+rounding of the float32 islands measured at both points of the check (a finder may raise the
+first term for one entry). Unverified candidates are listed but not counted.
 
 Counting. ``total_dimension`` is the sum of the verified continuous dimensions, and that sum is
 the dimension of the orbit through generic weights (a **direct sum**) because the tangent
@@ -66,7 +68,13 @@ from ..models.adapters import adapt, known_model_types, require_eager
 from ..models.checks import check_finite_weights
 from ..targets.base import model_output
 from .finders import DEFAULT_FINDERS, KNOWN_MODULES, CensusContext, SymmetryFinder
-from .precision import PrecisionFloor
+from .precision import (
+    PrecisionFloor,
+    float64_throughout,
+    island_floor,
+    model_extent,
+    rounding_tolerance,
+)
 
 __all__ = ["CensusEntry", "CensusResult", "census", "default_inputs"]
 
@@ -256,8 +264,9 @@ def census(
             inputs); default for HF models: random token ids (:func:`default_inputs`).
         finders: the symmetry finders (default :data:`~paramsym.census.finders.DEFAULT_FINDERS`).
         dtype: verification dtype (float64 by default; float32 is used if the model does not convert).
-        tolerance: relative output error below which a candidate is verified (default 1e-9 in
-            float64, 1e-5 in float32).
+        tolerance: the dtype term of each entry's tolerance (default
+            :func:`~paramsym.census.precision.rounding_tolerance` of the dtype, the layer count
+            and the widest fan-in); the measured float32-island floor is added to it.
         seed: seed of the ``torch.Generator`` drawing inputs and group elements.
         copy_model: work on a copy (``False`` converts ``model`` itself to ``dtype``; saves memory).
         progress: show a tqdm bar on stderr.
@@ -316,7 +325,6 @@ def census(
     except (RuntimeError, TypeError):
         dtype = torch.float32
         work.to(dtype)
-    tol = float(tolerance) if tolerance is not None else (1e-9 if dtype == torch.float64 else 1e-5)
     params = {k: v.detach() for k, v in work.named_parameters()}
     spaces, trace_inputs = None, None
     if is_hf and mode != "adapter":
@@ -333,8 +341,10 @@ def census(
         if spaces is not None and layout is None:
             layout = spaces.layout
     ctx = CensusContext(work, layout, params, spaces)
+    tol = float(tolerance) if tolerance is not None else rounding_tolerance(
+        dtype, *model_extent(params, len(layout.layers) if layout is not None else None))
     candidates = [c for f in (DEFAULT_FINDERS if finders is None else finders) for c in f.find(ctx)]
-    refused = _refused(layout)
+    refused = _refused(layout, spaces)
     covered = {n for c in candidates for n in c.moved}
     unrecognised = _unrecognised(work, covered)
     if not candidates:
@@ -387,10 +397,22 @@ def census(
                         time.perf_counter() - t0, tol, rotation, refused)
 
 
-def _refused(layout: Any) -> list[dict[str, Any]]:
+def _refused(layout: Any, spaces: Any = None) -> list[dict[str, Any]]:
     """Entries the tracer refused per layer (``AttentionLayout.qk_refused``): the layer's query/key
-    symmetry, and its key-bias translation where the keys have a bias; the rest of the layer stays."""
-    out: list[dict[str, Any]] = []
+    symmetry, and its key-bias translation where the keys have a bias; the rest of the layer stays.
+    And the norm scale of every stream norm that is no layer's pre-norm slot and feeds no reader
+    (post-norms writing the stream: OLMo2, Gemma2's post-attention/post-FFN norms)."""
+    out: list[dict[str, Any]] = list(getattr(spaces, "refused", []))
+    if spaces is not None:
+        out_mods = {(r["module"], r["kind"]) for r in out}
+        slots = {n for layer in layout.layers for n in (layer.norm_attention, layer.norm_ffn, layer.norm_shared) if n}
+        fed = set(readers_of_norms(spaces))
+        inside = tuple(layer.module + "." for layer in layout.layers)  # a final norm (outside the layers) is no post-norm
+        for n in spaces.norms:
+            if n.startswith(inside) and n not in slots and n not in fed and (n, "norm_scale") not in out_mods:
+                out.append({"module": n, "kind": "norm_scale",
+                            "reason": "a post-norm: its output is added to the residual stream (no linear map reads "
+                                      "it), so scaling it changes the stream; only the stream permutation moves it"})
     for layer in getattr(layout, "layers", ()):
         a = layer.attention
         if a.qk_refused:
@@ -409,13 +431,14 @@ def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, tol: float,
     applied to the canonical model's embeddings, readers and writers
     (:func:`paramsym.census.rotation.rotate_canonical`) must leave the output unchanged (relative
     ``verified_error``, tolerance the canonical form's rounding bound) and move those tensors
-    (``motion``, relative). Not a symmetry of the given weights (their norm scales, biases and
+    (``motion``, relative; tolerance the census's, :mod:`paramsym.census.precision`: the dtype term
+    plus the float32 islands' rounding measured on both models). Not a symmetry of the given weights (their norm scales, biases and
     LayerNorm centring must be folded first), so not in ``total_dimension``; where the canonical
     form is refused (post-norm, base models) ``verified`` is false and ``note`` says why."""
-    if spaces is None or not spaces.norms:
+    if spaces is None or not (spaces.norms or spaces.free_norms):
         return None
     from ..errors import SymmetryNotApplicableError
-    from .canonical import canonical_form, canonical_tolerance
+    from .canonical import canonical_form
     from .rotation import random_orthogonal, rotate_canonical, rotation_dimension
 
     D = spaces.hidden_size
@@ -431,11 +454,23 @@ def _residual_rotation(work: nn.Module, spaces: Any, inputs: Any, tol: float,
     rotated = rotate_canonical(canon, spaces, random_orthogonal(D, gen))
     with torch.no_grad():
         got = model_output(rotated(**inputs))
-    ref = model_output(work(**inputs))
+        ref = model_output(work(**inputs))
+        floor = 0.0
+        if ref.dtype == torch.float64:  # the one rule: plus the float32 islands' rounding, measured at both models
+            floor = island_floor(ref, float64_throughout(lambda: model_output(work(**inputs))),
+                                 got, float64_throughout(lambda: model_output(rotated(**inputs))))
     err = float((got - ref).norm() / ref.norm())
-    after = dict(rotated.named_parameters())
+    after = {k: v.detach() for k, v in rotated.named_parameters()}
     num = sum(float((after[k] - v).pow(2).sum()) for k, v in before.items())
     den = sum(float(v.pow(2).sum()) for k, v in before.items() if not torch.equal(after[k], v))
-    t = max(tol, canonical_tolerance(work, spaces))
+    t = tol + floor
     return out | {"verified_error": err, "motion": (num / den) ** 0.5 if den else 0.0,
                   "verified": err <= t and num > 0, "tolerance": t}
+
+
+def readers_of_norms(spaces: Any) -> dict[str, list[str]]:
+    """Stream norm → the readers taking its output (traced: ``Spaces.reader_norm``)."""
+    out: dict[str, list[str]] = {}
+    for r, n in getattr(spaces, "reader_norm", {}).items():
+        out.setdefault(n, []).append(r)
+    return out

@@ -14,13 +14,14 @@ from torch import nn
 
 from ..errors import ConfigError
 
-__all__ = ["MORE", "QK_REFUSED", "TINY", "tiny_model", "tiny_names"]
+__all__ = ["MORE", "QK_REFUSED", "STORED_FUSED", "TINY", "tiny_model", "tiny_names"]
 
 
 def _cfgs() -> dict[str, Callable[[], object]]:
     import transformers as t
 
     common = dict(vocab_size=96, num_hidden_layers=2)
+    ids = dict(bos_token_id=0, eos_token_id=1, pad_token_id=1)  # special ids inside the tiny vocabulary
     return {
         "llama": lambda: t.LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
                                        head_dim=16, **common),
@@ -61,6 +62,16 @@ def _cfgs() -> dict[str, Callable[[], object]]:
                                        head_dim=16, **common),
         "cohere": lambda: t.CohereConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                          intermediate_size=96, bos_token_id=0, eos_token_id=1, pad_token_id=0, **common),
+        # issue 34 item 2: mixture of experts, pre+post norms with soft-capping, parameter-free and post norms
+        "mixtral": lambda: t.MixtralConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                           intermediate_size=32, head_dim=16, num_local_experts=3, num_experts_per_tok=2,
+                                           sliding_window=None, **ids, **common),
+        "gemma2": lambda: t.Gemma2Config(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                         intermediate_size=96, head_dim=16, **ids, **common),
+        "olmo": lambda: t.OlmoConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                                     **ids, **common),
+        "olmo2": lambda: t.Olmo2Config(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                       intermediate_size=96, **ids, **common),
     }
 
 
@@ -70,12 +81,18 @@ TINY = ["llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "bert"
 #: more architectures (issue 34): Starcoder2, old-architecture Falcon (one norm shared by the
 #: parallel attention and FFN, full multi-head attention, biases), GPT-BigCode (multi-query),
 #: GPT-J (parallel blocks, interleaved rotary), Qwen3 (q/k norms), Cohere (parallel blocks,
-#: LayerNorm without bias, interleaved rotary, tied head)
-MORE = ["starcoder2", "falcon_old", "gpt_bigcode", "gptj", "qwen3", "cohere"]
+#: LayerNorm without bias, interleaved rotary, tied head); Mixtral (3 experts, top-2: FFN units per
+#: expert in a 3-D bank, a router), Gemma2 (pre- and post-norms around attention and FFN, logit
+#: soft-capping), OLMo (LayerNorm without parameters), OLMo2 (post-norm: norms on the attention and
+#: FFN outputs; q/k norms over the whole projection)
+MORE = ["starcoder2", "falcon_old", "gpt_bigcode", "gptj", "qwen3", "cohere", "mixtral", "gemma2", "olmo", "olmo2"]
 #: of these, the ones whose query/key symmetry is refused per layer (``census(...).refused`` says why):
 #: GPT-J (rotary embeddings the tracer cannot place: interleaved, from a position table), Qwen3
-#: (q/k norms before the softmax), Cohere (interleaved rotary)
-QK_REFUSED = ["gptj", "qwen3", "cohere"]
+#: (q/k norms before the softmax), Cohere (interleaved rotary), OLMo2 (q/k norms over the whole projection)
+QK_REFUSED = ["gptj", "qwen3", "cohere", "olmo2"]
+#: architectures whose checkpoint stores tensors that transformers fuses on loading (Mixtral: per-expert
+#: ``w1``/``w2``/``w3`` become 3-D banks): exports cannot name them (a named ``CheckpointError``)
+STORED_FUSED = ["mixtral"]
 
 
 def tiny_names() -> list[str]:
@@ -108,7 +125,8 @@ def tiny_model(name: str, seed: int = 0, causal_lm: bool = False, std: float = 0
             model = getattr(transformers, cls)._from_config(cfg, attn_implementation="eager")
         else:
             auto = transformers.AutoModelForCausalLM if causal_lm else transformers.AutoModel
-            model = auto.from_config(cfg, attn_implementation="eager")
+            extra = {"experts_implementation": "eager"} if name == "mixtral" else {}  # the per-expert loop (float64)
+            model = auto.from_config(cfg, attn_implementation="eager", **extra)
         with torch.no_grad():
             for _, p in model.named_parameters():
                 if p.dim() == 1 and bool((p == 1).all()):

@@ -64,6 +64,8 @@ class Projection:
         shape: the stored tensor's shape.
         features: output features of the stored tensor that belong to this projection, in
             order (fused tensors); ``None`` = all of them.
+        offset: flat position in the stored tensor where the ``shape``-sized matrix starts (0; an
+            expert ``e`` of a 3-D expert bank ``(E, out, in)``: ``e·out·in``, Mixtral).
     """
 
     weight: str
@@ -71,6 +73,7 @@ class Projection:
     layout: Layout
     shape: tuple[int, int]
     features: tuple[int, ...] | None = None
+    offset: int = 0
 
     @property
     def stored_out(self) -> int:
@@ -92,8 +95,8 @@ class Projection:
 
     def _flat(self, out_idx: Tensor, in_idx: Tensor) -> Tensor:
         if self.layout == "out_in":
-            return out_idx[:, None] * self.shape[1] + in_idx[None, :]
-        return in_idx[None, :] * self.shape[1] + out_idx[:, None]
+            return self.offset + out_idx[:, None] * self.shape[1] + in_idx[None, :]
+        return self.offset + in_idx[None, :] * self.shape[1] + out_idx[:, None]
 
     def row_positions(self, rows: Sequence[int] | Tensor) -> Tensor:
         """Flat positions in ``weight`` of the canonical ``W[rows, :]`` (``len(rows) × in``)."""
@@ -134,6 +137,9 @@ class AttentionLayout:
     rotary_dim: int = 0
     rotary_freqs: tuple[float, ...] = ()
     qk_refused: str | None = None  # why no query/key symmetry is claimed (traced; e.g. q/k norms, interleaved rotary)
+    #: norms over the *whole* query or key projection (OLMo2): ``("q" | "k", weight, bias or None)``; their
+    #: scales are indexed by the projection's features, so a head permutation moves them too
+    qk_norms: tuple[tuple[str, str, str | None], ...] = ()
 
     @property
     def group_size(self) -> int:
@@ -194,6 +200,9 @@ class LayerLayout:
     norm_attention: str | None = None
     norm_ffn: str | None = None
     norm_shared: str | None = None  # one norm feeding both q,k,v and up/gate (parallel blocks: old Falcon, GPT-J)
+    #: a mixture of experts (Mixtral): every expert's FFN, as slices of the 3-D expert bank (``ffn`` is expert 0's);
+    #: the router reads the stream and only weights the experts' outputs
+    experts: tuple[FFNLayout, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -417,6 +426,8 @@ def require_eager(model: nn.Module) -> nn.Module:
             ``attn_implementation="eager"``).
     """
     cfg = getattr(model, "config", None)
+    if getattr(cfg, "_experts_implementation", None) not in (None, "eager") and hasattr(model, "set_experts_implementation"):
+        model.set_experts_implementation("eager")  # mixture-of-experts banks: the per-expert loop runs in float64
     if cfg is None or getattr(cfg, "_attn_implementation", "eager") in (None, "eager"):
         return model
     try:

@@ -75,6 +75,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("census-mergekit", f"{M} docs/census.md", "the census against MergeKit's hand-written architecture files, "
           "tensor by tensor", "aim: every checkable statement of the files agrees or is settled numerically",
           "every vocabulary-axis and space statement agrees with the census; the census's whole permutation group leaves "
-          "every model unchanged to its tolerance (≤ 1e-10, ≤ 1e-5 where norms compute in float32) with weight motion "
+          "every model unchanged to its tolerance (the census's one rule a priori: 10·(L+1)·√D·ε, ε of float32 where the "
+          "model computes anything in float32, else of float64) with weight motion "
           "> 0.5; tied residual spaces ≤ the tolerance and untied per layer > 0.1", "census-mergekit", _mergekit_claim),
 )
