@@ -303,30 +303,18 @@ def test_orthogonal_and_refined_stages_on_a_rotary_grouped_query_model():
     assert res.details["refined"]["query_key_refined"] == 0
 
 
-def _vit(seed: int):
-    """A tiny ViT classifier (8×8 one-channel images, patches 2×2) with non-trivial norm gains and biases."""
-    conf = transformers.ViTConfig(image_size=8, patch_size=2, num_channels=1, hidden_size=16, num_hidden_layers=2,
-                                  num_attention_heads=2, intermediate_size=24, num_labels=10, attn_implementation="eager")
-    model = transformers.ViTForImageClassification(conf).eval().double()
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * (0.3 if p.ndim > 1 else 0.1)
-                    + (1.0 if "layernorm" in n and n.endswith("weight") else 0.0))
-    return model
-
-
 def test_vit_pair_orthogonal_stage_recovers_the_planted_rotation_and_weights():
     """A Vision Transformer (scikit-learn's digits as 8×8 images): the scramble (census rotation of the
     patch convolution, CLS token, position embeddings and every reader/writer; FFN/head permutations;
     head GL) moves the weights and keeps the function; canonical_pair traces both ViTs (no adapter);
     the orthogonal stage returns Q = Mᵀ, A's canonical weights, barrier ≈ 0, B's function unchanged."""
+    from paramsym.census.zoo import tiny_vit
     from paramsym.models.datasets import Split, digits
 
     pytest.importorskip("sklearn")
     d = digits(0, 0.8, torch.float64)
     data = Split(d.x_train[:96].reshape(-1, 1, 8, 8), d.y_train[:96], d.x_test[:64].reshape(-1, 1, 8, 8), d.y_test[:64])
-    a_can, b_model, M = _scramble(_vit(0), {"pixel_values": data.x_train[:32]})
+    a_can, b_model, M = _scramble(tiny_vit(0).double(), {"pixel_values": data.x_train[:32]})
     a, b = _params(a_can), _params(b_model)
     moved = [k for k in a if k.endswith(("projection.weight", "cls_token", "position_embeddings", "q_proj.weight",
                                          "fc1.weight", "classifier.weight"))]

@@ -18,6 +18,7 @@ from paramsym.census.canonical import canonical_form
 from paramsym.census.rotation import random_orthogonal, rotate_residual
 from paramsym.census.spaces import derive_spaces
 from paramsym.census.walk import _output
+from paramsym.census.zoo import tiny_vit
 from paramsym.errors import SymmetryNotApplicableError, TraceError
 
 transformers = pytest.importorskip("transformers")
@@ -26,18 +27,9 @@ EPS32, EPS64 = torch.finfo(torch.float32).eps, torch.finfo(torch.float64).eps
 D, L = 16, 2
 
 
-def vit(seed: int = 0, patch: int = 2, dtype=torch.float64, cls=None, **kw):
-    """A tiny ViT (8×8 one-channel images) with random weights and non-trivial norm gains and biases."""
-    conf = transformers.ViTConfig(image_size=8, patch_size=patch, num_channels=1, hidden_size=D, num_hidden_layers=L,
-                                  num_attention_heads=2, intermediate_size=24, num_labels=10,
-                                  attn_implementation="eager")
-    model = (cls or transformers.ViTForImageClassification)(conf, **kw).eval().to(dtype)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * (0.3 if p.ndim > 1 else 0.1)
-                    + (1.0 if "layernorm" in n and n.endswith("weight") else 0.0))
-    return model
+def vit(seed: int = 0, patch: int = 2, dtype=torch.float64, pooler: bool = False):
+    """The zoo's tiny ViT (8×8 one-channel images, D = 16, 2 layers; norm gains 1 + N(0, 0.2²), biases nonzero)."""
+    return tiny_vit(seed, patch=patch, hidden=D, layers=L, pooler=pooler).to(dtype)
 
 
 def images(dtype=torch.float64, n: int = 6):
@@ -132,7 +124,7 @@ def test_vit_base_model_with_pooler_handled_through_its_pooler_or_refused_by_nam
     """ViTModel with its pooler: the pooler's dense layer reads the final norm at the CLS position,
     so with the pooled output compared the final norm folds into it; compared on last_hidden_state
     (the default output) the final norm feeds nothing and the canonical form refuses, naming why."""
-    model = vit(cls=transformers.ViTModel, add_pooling_layer=True)
+    model = vit(pooler=True)
     x = images()
 
     def pooled(out):
@@ -168,3 +160,10 @@ def test_census_of_a_vit_verifies_every_entry_and_the_residual_rotation():
     assert all(e.verified for e in res.entries), [(e.kind, e.verified) for e in res.entries if not e.verified]
     rot = res.residual_rotation
     assert rot["group"] == f"O({D})" and rot["verified"] and rot["motion"] > 0.3
+
+
+def test_tiny_vit_refuses_a_patch_that_does_not_divide_the_image():
+    from paramsym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="patch must divide the image side 8"):
+        tiny_vit(patch=3)

@@ -2,7 +2,8 @@
 
 One small config per architecture of issue 18, with eager attention, random weights drawn
 under ``torch.random.fork_rng`` (the global RNG is untouched). Used by the tests, the
-benchmarks and ``paramsym census --preset tiny-<name>``.
+benchmarks and ``paramsym census --preset tiny-<name>``. :func:`tiny_vit` builds a tiny Vision
+Transformer classifier (image inputs; not among the token models of :func:`tiny_names`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from torch import nn
 
 from ..errors import ConfigError
 
-__all__ = ["MORE", "QK_REFUSED", "STORED_FUSED", "TINY", "tiny_model", "tiny_names"]
+__all__ = ["MORE", "QK_REFUSED", "STORED_FUSED", "TINY", "tiny_model", "tiny_names", "tiny_vit"]
 
 
 def _cfgs() -> dict[str, Callable[[], object]]:
@@ -127,10 +128,42 @@ def tiny_model(name: str, seed: int = 0, causal_lm: bool = False, std: float = 0
             auto = transformers.AutoModelForCausalLM if causal_lm else transformers.AutoModel
             extra = {"experts_implementation": "eager"} if name == "mixtral" else {}  # the per-expert loop (float64)
             model = auto.from_config(cfg, attn_implementation="eager", **extra)
-        with torch.no_grad():
-            for _, p in model.named_parameters():
-                if p.dim() == 1 and bool((p == 1).all()):
-                    p.copy_(1 + std * torch.randn_like(p))
-                else:
-                    p.copy_(std * torch.randn_like(p))
+        _redraw(model, std)
+    return model.eval()
+
+
+def _redraw(model: nn.Module, std: float) -> None:
+    """Every parameter redrawn from the global RNG: ``1 + N(0, std²)`` where it is all ones (norm
+    scales), ``N(0, std²)`` elsewhere."""
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.dim() == 1 and bool((p == 1).all()):
+                p.copy_(1 + std * torch.randn_like(p))
+            else:
+                p.copy_(std * torch.randn_like(p))
+
+
+def tiny_vit(seed: int = 0, patch: int = 2, hidden: int = 16, layers: int = 2, std: float = 0.2,
+             pooler: bool = False) -> nn.Module:
+    """A tiny random Vision Transformer classifier (HF ``ViTForImageClassification``, pre-norm) for
+    ``8 × 8`` one-channel images (scikit-learn's digits), ``patch × patch`` patches, 2 heads, FFN
+    width ``1.5·hidden``, 10 classes, eager attention, in eval mode; weights redrawn as
+    :func:`tiny_model`'s. With ``pooler``: the base ``ViTModel`` with its pooler instead. Not among
+    :func:`tiny_names` (its inputs are ``pixel_values``, not tokens).
+
+    Raises:
+        ConfigError: ``patch`` does not divide 8.
+    """
+    if patch not in (1, 2, 4, 8):
+        raise ConfigError(f"tiny_vit: patch must divide the image side 8 (1, 2, 4 or 8); received {patch!r}.")
+    import transformers
+
+    cfg = transformers.ViTConfig(image_size=8, patch_size=patch, num_channels=1, hidden_size=hidden,
+                                 num_hidden_layers=layers, num_attention_heads=2, intermediate_size=3 * hidden // 2,
+                                 num_labels=10, attn_implementation="eager")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        model = transformers.ViTModel(cfg, add_pooling_layer=True) if pooler else \
+            transformers.ViTForImageClassification(cfg)
+        _redraw(model, std)
     return model.eval()
