@@ -59,8 +59,15 @@ def register(subparsers) -> None:
     p.add_argument("--without-weights", action="store_true",
                    help="with --export permutation-spec: derive the spec from config.json and the checkpoint's headers "
                    "(a 2-layer random copy is traced and checked; no weight is read), for checkpoints too large to load")
+    p.add_argument("--stream", action="store_true",
+                   help="with --model DIR (safetensors): verify the census one decoder layer at a time (each entry on "
+                   "its layer's function; peak memory a few layers, not the whole model in float64); prints the census")
+    p.add_argument("--spot-check", action="store_true",
+                   help="with --stream: also compare the streamed output with the whole model's forward in float32 "
+                   "(skipped, with the reason, when that exceeds --max-memory)")
     p.add_argument("--max-memory", default=None,
-                   help="memory budget of --export, e.g. 8GiB (default: none): refused before loading, naming the estimate")
+                   help="memory budget of --export and --stream, e.g. 8GiB (default: none): refused before loading, "
+                   "naming the estimate")
     p.set_defaults(func=_run, config=census_config)
 
 
@@ -88,6 +95,8 @@ def _run(args: argparse.Namespace) -> int:
     from .options import run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
+    if getattr(args, "stream", False):
+        return _stream(args, threads)
     if getattr(args, "export", None):
         return _export(args, threads)
     cfg = census_config(args) if args.resume is None else None  # read back from the run directory when resuming
@@ -214,3 +223,38 @@ def _export_without_weights(args: argparse.Namespace, seed: int, budget) -> int:
               + (f"; renamed {rep['renamed']}" if rep["renamed"] else "") + f"); checked on a {rep['traced_layers']}-layer "
               f"random copy through the file: {rep['verification']['max_error']:.1e} ≤ {rep['verification']['tolerance']:.0e}")
     return 0
+
+
+def _stream(args: argparse.Namespace, threads: int) -> int:
+    """``--stream``: :func:`paramsym.census.streaming.streaming_census` (one decoder layer at a time)."""
+    import torch
+
+    from ..census.streaming import streaming_census
+    from ..errors import ConfigError
+    from ..groups.memory import parse_memory
+    from ..models.loading import resolve_model_path
+    from .options import int_option, seed_option
+
+    if args.model is None or args.export or args.out or args.resume or args.overrides:
+        raise ConfigError("--stream verifies the census of a checkpoint directory layer by layer and prints it: use it "
+                          "with --model DIR (and --json, --seed, --tokens, --max-memory, --spot-check); it takes no "
+                          "--preset, --export, --out, --resume or --set.")
+    if args.dtype == "float32":
+        raise ConfigError("--stream verifies in float64 (one layer at a time, so memory allows it); drop --dtype float32.")
+    torch.set_num_threads(threads)
+    seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
+    tokens = int_option(args.tokens, "--tokens", 2) if args.tokens is not None else 8
+    budget = parse_memory(args.max_memory) if args.max_memory is not None else None
+    result, rep = streaming_census(resolve_model_path(args.model, "--model"), seed=seed, tokens=tokens,
+                                   max_memory=budget, spot_check=args.spot_check)
+    data = {**result.to_json(), "streaming": rep}
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        bad = data["unverified"]
+        print(f"streamed census of {args.model}: {len(result.entries)} entries over {rep['layers']} layers verified layer "
+              f"by layer, total dimension {result.total_dimension:,} of {result.parameters:,} parameters; estimate "
+              f"{rep['estimate']}" + (f"; UNVERIFIED: {bad}" if bad else "")
+              + (f"; spot check {rep['spot_check']}" if "spot_check" in rep else ""))
+    sp = rep.get("spot_check", {})
+    return 0 if result.all_verified and sp.get("agrees", True) else 1
