@@ -64,7 +64,8 @@ from .base import CensusContext
 from .precision import PrecisionFloor
 from .stored import StoredTensor, read_checkpoint, stored_names
 
-__all__ = ["LAYER_FACTOR", "RUNTIME_BYTES", "StreamPlan", "plan_stream", "streaming_census", "streaming_estimate"]
+__all__ = ["LAYER_FACTOR", "RUNTIME_BYTES", "StreamPlan", "plan_stream", "streamed_output", "streaming_census",
+           "streaming_estimate"]
 
 #: float64 copies of one layer held at once while verifying it (the layer, a transformed copy, the
 #: float64-throughout forward's intermediates, the stored tensors being converted)
@@ -365,6 +366,53 @@ def _embed(plan: StreamPlan, ids: Tensor) -> Tensor:
     return emb
 
 
+def _load_layer(plan: StreamPlan, layers: nn.ModuleList, i: int) -> nn.Module:
+    """Decoder layer ``i`` with its stored tensors in float64 (the meta layer's copy, tensors
+    assigned; nothing else of the model is allocated)."""
+    prefix = plan.layer_prefix(i)
+    values = _read(plan, [n for n in plan.meta.state_dict() if n.startswith(prefix)])
+    check_finite_weights(values.items(), "checkpoint")
+    layer = copy.deepcopy(layers[i])
+    layer.load_state_dict({n[len(prefix):]: v for n, v in values.items()}, strict=True, assign=True)
+    empty = [n for n, b in layer.named_buffers() if b.is_meta]
+    if empty:
+        raise UnsupportedModelError(f"decoder layer {i} has buffers {empty[:3]} that are not stored (computed when "
+                                    "the model is built); the streaming census cannot rebuild them: use the "
+                                    "in-memory census.")
+    return layer.eval()
+
+
+def streamed_output(directory: str | Path, input_ids: Tensor, max_memory: int | None = None) -> Tensor:
+    """The model's output (logits, or the last hidden state of a base model) on ``input_ids``
+    in float64, computed one decoder layer at a time (module docstring, steps 3–5, without
+    verification): the memory of one layer, whatever the depth.
+
+    Raises:
+        CheckpointError, TooLargeError, UnsupportedModelError: see :func:`plan_stream`.
+    """
+    plan = plan_stream(directory, max_memory)
+    vocab = int(plan.meta.get_input_embeddings().weight.shape[0])
+    if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long or \
+            int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab:
+        raise ConfigError(f"input_ids must be a 2-d long tensor of token ids in [0, {vocab}) (batch × tokens); received "
+                          f"{tuple(input_ids.shape) if isinstance(input_ids, Tensor) else type(input_ids).__name__}.")
+    mask = torch.ones_like(input_ids)
+    embeds = _embed(plan, input_ids)
+    shell = _Shell(plan)
+    captured = shell.capture(embeds, mask)
+    layers = dict(plan.meta.named_modules())[plan.layers_name]
+    h = captured[0][0]
+    for i in range(plan.num_layers):
+        layer = _load_layer(plan, layers, i)
+        _, args, kwargs = captured[i]
+        with torch.no_grad():
+            h = _first(layer(h, *args, **kwargs))
+        del layer
+    final = shell.final(embeds, mask, h)
+    logits = _logits(plan, final)
+    return final if logits is None else logits
+
+
 def streaming_census(directory: str | Path, *, seed: int = 0, tokens: int = 8, tolerance: float | None = None,
                      max_memory: int | None = None, spot_check: bool = False, finders: Any = None,
                      progress: bool = False) -> tuple[Any, dict[str, Any]]:
@@ -405,17 +453,7 @@ def streaming_census(directory: str | Path, *, seed: int = 0, tokens: int = 8, t
         it = tqdm(it, desc="census: streaming layers", unit="layer", leave=False)
     for i in it:
         prefix = plan.layer_prefix(i)
-        names = [n for n in plan.meta.state_dict() if n.startswith(prefix)]
-        values = _read(plan, names)
-        check_finite_weights(values.items(), "checkpoint")
-        layer = copy.deepcopy(layers[i])
-        layer.load_state_dict({n[len(prefix):]: v for n, v in values.items()}, strict=True, assign=True)
-        empty = [n for n, b in layer.named_buffers() if b.is_meta]
-        if empty:
-            raise UnsupportedModelError(f"decoder layer {i} has buffers {empty[:3]} that are not stored (computed when "
-                                        "the model is built); the streaming census cannot rebuild them: use the "
-                                        "in-memory census.")
-        layer.eval()
+        layer = _load_layer(plan, layers, i)
         _, args, kwargs = captured[i]
         params = {n: p.detach() for n, p in _holder(plan.layers_name + f".{i}", layer).named_parameters()}
 
@@ -431,7 +469,7 @@ def streaming_census(directory: str | Path, *, seed: int = 0, tokens: int = 8, t
         refused += [dict(r, module=_rename(r["module"], f"{plan.layers_name}.0", f"{plan.layers_name}.{i}"))
                     for r in refused_one]
         h = h + precision.base
-        del layer, params, values, precision, ctx
+        del layer, params, precision, ctx
     refused.append({"module": "(residual stream)", "kind": "residual_permutation",
                     "reason": "spans every layer: not verified layer by layer (the permutation-spec export checks it)"})
     final = shell.final(embeds, mask, h)
