@@ -5,6 +5,7 @@
     paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny|mlp-relu|mlp-linear|mha-bias [--json] [--out DIR]
     paramsym census --model DIR [--json] [--out DIR] [--dtype float64|float32] [--seed N] [--tokens N]
                     [--layout auto|derived|adapter] [--canonical]
+    paramsym census --model DIR --stream [--json] [--seed N] [--tokens N] [--max-memory 8GiB] [--spot-check]
     paramsym census --resume DIR
 
 The run kind ``census`` (:mod:`paramsym.kinds.census`). ``--model`` takes a directory
@@ -14,7 +15,8 @@ written by ``save_pretrained`` (loaded with ``attn_implementation="eager"``, nev
 dimensions are summed (``counting``) and ``seconds``. ``--out DIR`` keeps the run directory
 (``config.json``, ``metrics.json`` = the census, ``env.json``, ``timing.json``, ``report.md``);
 without it the run directory is temporary. The process exits with status 1 when a listed
-symmetry fails its verification.
+symmetry fails its verification. ``--stream`` verifies the census of a safetensors checkpoint one
+decoder layer at a time (:mod:`paramsym.census.streaming`; no run directory) and prints it.
 """
 
 from __future__ import annotations
