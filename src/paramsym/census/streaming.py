@@ -62,7 +62,7 @@ from ..groups.memory import check_memory, format_bytes
 from ..models.checks import check_finite_weights
 from .base import CensusContext
 from .precision import PrecisionFloor
-from .stored import StoredTensor, read_checkpoint, stored_names
+from .stored import StoredTensor, stored_names
 
 __all__ = ["LAYER_FACTOR", "RUNTIME_BYTES", "StreamPlan", "plan_stream", "streamed_output", "streaming_census",
            "streaming_estimate"]
@@ -143,21 +143,10 @@ def plan_stream(directory: str | Path, max_memory: int | None = None) -> StreamP
         TooLargeError: the estimate exceeds ``max_memory``.
         UnsupportedModelError: no decoder-layer list, or layers with different tensors.
     """
-    import transformers
-
-    from .configspec import _auto_class, _small_config
+    from .configspec import meta_checkpoint
 
     d = Path(directory)
-    stored = read_checkpoint(d)
-    cfg = transformers.AutoConfig.from_pretrained(str(d), local_files_only=True)
-    cls = _auto_class(cfg)
-    with torch.device("meta"):
-        meta = cls.from_config(cfg, attn_implementation="eager")
-    small_cfg, key, L = _small_config(cfg)
-    with torch.device("meta"):
-        small = cls.from_config(small_cfg, attn_implementation="eager")
-    n_small = sum(p.numel() for p in small.parameters())
-    del small
+    stored, cfg, cls, meta, _, key, L, n_small = meta_checkpoint(d)
     stored_as = stored_names(meta, stored)
     name = _layers(meta, L)
     sd = meta.state_dict()
