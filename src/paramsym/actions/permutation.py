@@ -37,6 +37,19 @@ class _Discrete(ExactAction):
         return random_permutations(n, self.size, generator, self._probe.dtype)
 
 
+def as_permutation(g: Tensor) -> Tensor | None:
+    """``perm`` with ``g = permutation_matrix(perm)`` (``g[i, perm[i]] = 1``, zeros elsewhere), or
+    ``None`` when the square matrix ``g`` is no permutation matrix."""
+    if g.dim() != 2 or g.shape[0] != g.shape[1]:
+        return None
+    perm = g.argmax(dim=1)
+    n = g.shape[0]
+    if int(g.count_nonzero()) != n or not bool((g[torch.arange(n), perm] == 1).all()) or \
+            not torch.equal(torch.sort(perm).values, torch.arange(n, device=perm.device)):
+        return None
+    return perm
+
+
 class HiddenPermutationAction(_Discrete):
     """``S_h`` on hidden units: ``(V, b, U) ↦ (P V, P b, U Pᵀ)`` (see the module docstring).
 
@@ -61,6 +74,11 @@ class HiddenPermutationAction(_Discrete):
         self.size, self.dimension, self.order, self.p = h, 0, factorial(h), block.size
 
     def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        """``(P V, P b, U Pᵀ)``; a permutation matrix ``g`` (every element the group draws) is
+        applied by indexing (:meth:`act_permutation`: the same numbers, no ``h × h`` products)."""
+        perm = None if g.requires_grad or torch._C._functorch.is_functorch_wrapped_tensor(g) else as_permutation(g)
+        if perm is not None:  # (not under vmap/grad transforms, which keep the dense products)
+            return self.act_permutation(perm, theta)
         g = g.to(theta.dtype)
         U = theta[self.u_sl].reshape(self.u_shape)
         V = theta[self.v_sl].reshape(self.v_shape)
