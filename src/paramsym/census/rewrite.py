@@ -78,7 +78,7 @@ def _write_shard(src: Path, dst: Path, names: list[str], produce) -> None:
     from ..models.checks import read_header
 
     info = read_header(src)
-    header: dict[str, Any] = {"__metadata__": meta} if meta else {}
+    header: dict[str, Any] = {"__metadata__": dict(sorted(meta.items()))} if meta else {}  # same bytes every run
     pos = 0
     for n in names:
         t = info[n]
