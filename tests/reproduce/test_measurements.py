@@ -134,7 +134,7 @@ def test_transformer_pairs_claim_and_block_name_missing_stages_and_the_peer():
     base = {"before": _stage(2.0), "permutation": _stage(1.5, 1e-16), "full": _stage(1.25, 2e-16)}
     r = {"pairs": {"vit-digits": _pair(base, {"barrier": 0.75, "barrier_train": 0.8, "distance": 3.0,
                                               "midpoint_test_acc": 0.5, "function_error": 1.3, "cpu_seconds": 11.0}),
-                   "lm-stdlib": _pair(base, {"error": "RuntimeError: The expanded size", "cpu_seconds": 0.1})}}
+                   "lm-stdlib": _pair(base, {"not_applicable": "it does not apply to GPT-2"})}}
     m = c.measure(r)
     assert m.holds is False and "refined stage missing" in m.ours and "modadd-transformer: missing" in m.ours
     row = {"values": m.values, "holds": m.holds, "ours": m.ours, "budget": "quick", "code_version": "abcdef1234567",
@@ -143,6 +143,6 @@ def test_transformer_pairs_claim_and_block_name_missing_stages_and_the_peer():
     assert "| vit-digits | permutation | 1.5 | 1.51 | 12.5 | 0.9 | 1e-16 | 0.5 (wall) |" in text
     assert "| lm-stdlib | refined | missing" in text
     assert "| vit-digits | rebasin 0.0.47 (changes B: not a symmetry here) | 0.75 |" in text
-    assert "| lm-stdlib | rebasin 0.0.47 | does not run: RuntimeError: The expanded size |" in text
+    assert "| lm-stdlib | rebasin 0.0.47 | not applicable (see below) |" in text and "Peer: it does not apply to GPT-2" in text
     assert "Aim met: no" in text and "code abcdef123456, config 0123456789abcdef" in text
     assert "Not in this (`--quick`) run: modadd-transformer" in text
