@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -91,12 +92,12 @@ def _child(what: str, directory: str, dtype: str) -> None:
     if what == "spec":
         from paramsym.cli import main
 
-        spec = Path(directory).parent / f"{Path(directory).name}.spec.json"
-        if spec.exists():
-            spec.unlink()
+        run = Path(directory).parent / f"{Path(directory).name}.spec"
+        if run.exists():
+            shutil.rmtree(run)
         rc = main(["census", "--model", directory, "--export", "permutation-spec", "--without-weights", "--json",
-                   "--dtype", dtype, "--out", str(spec)])
-        data = json.loads(spec.read_text())
+                   "--dtype", dtype, "--out", str(run)])
+        data = json.loads((run / "permutation_spec.json").read_text())
         out = {"rc": rc, "perms": len(data["perms"]), "tensors": len(data["axes"])}
     elif what == "headers":
         from paramsym.census.stored import loading_estimate, read_checkpoint

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, TypeVar
 from .errors import ConfigError
 
 __all__ = ["MAX_SEED", "MAX_THREADS", "Flag", "check_shared_options", "config_from_flags", "device_option",
-           "flag_values", "float_option", "given_flags", "int_option", "output_file_option", "path_option", "seed_option",
+           "flag_values", "float_option", "given_flags", "int_option", "path_option", "seed_option",
            "seeds_option", "threads_option"]
 
 C = TypeVar("C")
@@ -141,31 +141,6 @@ def path_option(raw: object, flag: str = "--out") -> str:
     if any(not c.isprintable() for c in text):
         raise ConfigError(f"{flag} {text[:80]!r} contains a control character (a newline, tab, ...); expected a "
                           "printable path. Choose another path.")
-    return text
-
-
-def output_file_option(raw: object, flag: str = "--out", example: str = "out.json") -> str:
-    """``raw`` as the path of a new file to write: :func:`path_option`, not ending in a path
-    separator (that names a directory), and no existing parent of it a file.
-
-    Raises:
-        ConfigError: an empty path, a control character, or a trailing ``/``.
-        OutputFileError: a parent of the path is a file (the file could never be created).
-    """
-    import os
-
-    from .errors import OutputFileError
-
-    text = path_option(raw, flag)
-    if text.endswith(("/", os.sep)) or os.path.isdir(text):
-        raise ConfigError(f"{flag} {text!r} names a directory; expected the path of a file to write, e.g. "
-                          f"{os.path.join(text, example)!r}.")
-    parent = os.path.dirname(os.path.abspath(text))
-    while parent and not os.path.exists(parent):
-        parent = os.path.dirname(parent) if os.path.dirname(parent) != parent else ""
-    if parent and not os.path.isdir(parent):
-        raise OutputFileError(f"{flag} {text!r} cannot be created: {parent!r} is a file, not a directory. Choose "
-                              "another path.")
     return text
 
 

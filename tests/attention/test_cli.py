@@ -71,13 +71,13 @@ def test_table_and_run_directory(capsys, tmp_path):
 
 
 def _build(tmp_path, capsys, index: int, perturb: float = 0.0) -> str:
-    path = str(tmp_path / f"layer{index}_{perturb}.safetensors")
-    argv = ["attention", "build", "--group", "D4", "--heads", "3", "--index", str(index), "--out", path]
+    run = tmp_path / f"layer{index}_{perturb}"
+    argv = ["attention", "build", "--group", "D4", "--heads", "3", "--index", str(index), "--out", str(run)]
     if perturb:
         argv += ["--perturb", str(perturb)]
     assert main(argv) == 0
     capsys.readouterr()
-    return path
+    return str(run / "layer.safetensors")
 
 
 def test_build_then_classify_round_trip(capsys, tmp_path):

@@ -71,30 +71,38 @@ def test_budget_option(capsys):
     (["classify", "w.safetensors", "--group", "D4", "--bias-tol", "-1"], "--bias-tol"),
     (["classify", "w.safetensors", "--group", "D4", "--num-heads", "0"], "--num-heads must be an integer >= 1"),
     (["classify", "w.safetensors", "--group", "D4", "--seed", "-1"], "--seed must be an integer seed with 0 <= seed < 2**63"),
-    (["build", "--group", "C2", "--heads", "1", "--index", "-1", "--out", "x.safetensors"], "--index must be an integer >= 0"),
-    (["build", "--group", "C2", "--heads", "1", "--index", "0", "--perturb", "inf", "--out", "x.safetensors"], "--perturb"),
+    (["build", "--group", "C2", "--heads", "1", "--index", "-1", "--out", "x"], "--index must be an integer >= 0"),
+    (["build", "--group", "C2", "--heads", "1", "--index", "0", "--perturb", "inf", "--out", "x"], "--perturb"),
 ])
 def test_numeric_options_are_validated(capsys, argv, fragment):
     _one_line_error(capsys, ["attention", *argv], "ConfigError", fragment)
 
 
 def test_build_out_dead_ends(capsys, tmp_path):
+    """``attention build --out DIR`` writes a run directory (the layer is ``DIR/layer.safetensors``): the old
+    ``--out FILE`` form, a missing ``--out``, a non-empty directory and a path under a file are one named line
+    each, and nothing is replaced."""
     base = ["attention", "build", "--group", "C2", "--heads", "2", "--index", "0"]
-    _one_line_error(capsys, [*base, "--out", str(tmp_path)], "OutputFileError", "is a directory")
-    existing = tmp_path / "layer.safetensors"
-    existing.write_text("keep me")
-    _one_line_error(capsys, [*base, "--out", str(existing)], "OutputFileError", "already exists", "--overwrite")
-    assert existing.read_text() == "keep me"
-    _one_line_error(capsys, [*base, "--out", str(existing / "x.safetensors")], "OutputFileError", "not a directory")
-    assert main([*base, "--out", str(existing), "--overwrite"]) == 0
+    old = tmp_path / "layer.safetensors"
+    _one_line_error(capsys, [*base, "--out", str(old)], "ConfigError", "now writes a run directory",
+                    "DIR/layer.safetensors")
+    assert not old.exists()
+    _one_line_error(capsys, base, "ConfigError", "--out DIR")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "layer.safetensors").write_text("keep me")
+    _one_line_error(capsys, [*base, "--out", str(full)], "RunDirError", "not empty")
+    assert (full / "layer.safetensors").read_text() == "keep me"
+    _one_line_error(capsys, [*base, "--out", str(full / "layer.safetensors" / "run")], "RunFileError",
+                    "cannot create directory")
+    assert main([*base, "--out", str(tmp_path / "run")]) == 0 and (tmp_path / "run" / "layer.safetensors").is_file()
     capsys.readouterr()
     if os.geteuid() != 0:  # root may write anywhere
         ro = tmp_path / "ro"
         ro.mkdir()
         ro.chmod(0o500)
         try:
-            _one_line_error(capsys, [*base, "--out", str(ro / "sub" / "x.safetensors")],
-                            "OutputFileError", "not writable", str(ro))
+            _one_line_error(capsys, [*base, "--out", str(ro / "sub")], "RunFileError", str(ro))
         finally:
             ro.chmod(0o700)
 

@@ -180,7 +180,15 @@ def test_layout_flag_maps_onto_the_config(tmp_path, capsys):
         CensusConfig(preset="mlp-relu", layout="traced").validate()
     with pytest.raises(SystemExit):
         main(["census", "--model", str(tmp_path / "m"), "--layout", "traced"])
-    out = tmp_path / "spec.json"  # an export traces: --layout adapter is refused before anything is written
+    out = tmp_path / "spec"  # an export traces: --layout adapter is refused before anything is written
     assert main(["census", "--model", str(tmp_path / "m"), "--layout", "adapter", "--export", "permutation-spec",
                  "--out", str(out)]) == 2
     assert "--layout adapter" in capsys.readouterr().err and not out.exists()
+
+
+def test_export_only_flags_without_export_are_refused(capsys) -> None:
+    """``--without-weights`` and ``--max-memory`` belong to ``--export``: without it they are named, not ignored."""
+    for extra in (["--without-weights"], ["--max-memory", "1GiB"]):
+        assert main(["census", "--preset", "mlp-relu", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "ConfigError" in err and extra[0] in err and "--export" in err, err

@@ -39,11 +39,12 @@ def _phi3_gqa():
 
 
 def _write(tmp_path, model, fmt="permutation-spec"):
-    src, out = tmp_path / "m", tmp_path / f"{fmt}.json"
+    src, out = tmp_path / "m", tmp_path / fmt
     model.save_pretrained(src)
     rc = main(["census", "--model", str(src), "--export", fmt, "--out", str(out)])
     assert rc == 0
-    return json.loads(out.read_text())
+    return json.loads((out / ("permutation_spec.json" if fmt == "permutation-spec" else "mergekit_architecture.json"))
+                      .read_text())
 
 
 @pytest.mark.parametrize("name", ["gpt2", "phi3", "phi3-gqa"])
@@ -136,7 +137,7 @@ def test_mergekit_export_refuses_gpt2_naming_the_transposed_weights(tmp_path, ca
 
     model = tiny_model("gpt2", causal_lm=True)
     model.save_pretrained(tmp_path / "m")
-    out = tmp_path / "gpt2.json"
+    out = tmp_path / "gpt2"
     rc, _, err = run_cli(capsys, ["census", "--model", tmp_path / "m", "--export", "mergekit-0.0", "--out", out])
     line = next(ln for ln in err.splitlines() if "error:" in ln)
     assert rc == 2 and not out.exists() and "Traceback" not in err

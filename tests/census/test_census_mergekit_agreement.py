@@ -50,9 +50,9 @@ def _role(space: str | None) -> str:
 def test_llama_agrees_with_mergekit_tensor_by_tensor(tmp_path):
     model = tiny_model("llama", causal_lm=True)
     model.save_pretrained(tmp_path / "m")
-    out = tmp_path / "llama.json"
+    out = tmp_path / "llama"
     assert main(["census", "--model", str(tmp_path / "m"), "--export", "mergekit-0.0", "--out", str(out)]) == 0
-    arch = json.loads(out.read_text())
+    arch = json.loads((out / "mergekit_architecture.json").read_text())
     ours = {}
     for e in arch["pre_weights"] + arch["post_weights"] + arch["layer_templates"]["weights"]:
         key = e["name"].split("${layer_index}.")[-1]

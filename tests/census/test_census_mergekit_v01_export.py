@@ -41,9 +41,9 @@ def _export(tmp_path, name, fmt="mergekit"):
     zoo, causal, cls, _ = CASES[name]
     model = tiny_model(zoo, causal_lm=causal, cls=cls)
     model.save_pretrained(tmp_path / "m")
-    out = tmp_path / f"{name}.json"
+    out = tmp_path / name
     assert main(["census", "--model", str(tmp_path / "m"), "--export", fmt, "--out", str(out)]) == 0
-    return model, out
+    return model, out / "mergekit_architecture.json"
 
 
 def _stored(tmp_path):
@@ -170,8 +170,9 @@ def test_real_minilm_checkpoint_with_a_stale_buffer_loads_in_mergekit(tmp_path, 
     from paramsym.models.loading import resolve_model_path
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    out = tmp_path / "minilm.json"
+    out = tmp_path / "minilm"
     assert main(["census", "--model", "minilm", "--export", "mergekit", "--out", str(out)]) == 0
+    out = out / "mergekit_architecture.json"
     src = resolve_model_path("minilm")
     with safe_open(str(sorted(Path(src).glob("*.safetensors"))[0]), "pt") as f:
         stored = set(f.keys())
@@ -200,7 +201,7 @@ def test_a_classification_head_without_a_pad_token_exports(tmp_path, monkeypatch
     with pytest.raises(ValueError, match="batch sizes > 1"):  # what the census used to run into
         model(input_ids=torch.zeros(2, 4, dtype=torch.long))
     model.save_pretrained(tmp_path / "cls")
-    out = tmp_path / "mk.json"
+    out = tmp_path / "mk"
     assert main(["census", "--model", str(tmp_path / "cls"), "--export", "mergekit", "--out", str(out)]) == 0
-    names = {w["name"] for w in json.loads(out.read_text())["layer_templates"]["weights"]}
+    names = {w["name"] for w in json.loads((out / "mergekit_architecture.json").read_text())["layer_templates"]["weights"]}
     assert any("c_attn" in n for n in names)

@@ -28,13 +28,13 @@ def _export(tmp_path, name, fmt):
     model = tiny_model(name, causal_lm=True)
     src = tmp_path / "m"
     model.save_pretrained(src, max_shard_size="40KB")
-    out = tmp_path / f"{fmt}.json"
+    out = tmp_path / fmt
     assert main(["census", "--model", str(src), "--export", fmt, "--out", str(out)]) == 0
     stored = set()
     for f in src.glob("*.safetensors"):
         with safe_open(str(f), "pt") as fh:
             stored |= set(fh.keys())
-    return model, json.loads(out.read_text()), stored
+    return model, json.loads((out / "mergekit_architecture.json").read_text()), stored
 
 
 def _entries(arch, L):

@@ -112,9 +112,9 @@ def _export(tmp_path, name, fmt, causal=True):
     model = tiny_model(name, causal_lm=causal and name in CAUSAL)
     src = tmp_path / name
     model.save_pretrained(src)
-    out = tmp_path / f"{name}.{fmt}.json"
+    out = tmp_path / f"{name}.{fmt}"
     rc = main(["census", "--model", str(src), "--export", fmt, "--out", str(out)])
-    return model.double(), out, rc
+    return model.double(), out / ("permutation_spec.json" if fmt == "permutation-spec" else "mergekit_architecture.json"), rc
 
 
 @pytest.mark.parametrize("name", TINY)
@@ -239,10 +239,15 @@ def test_export_refuses_an_existing_path_and_pickle_weights(tmp_path, capsys):
     model = tiny_model("opt")
     src = tmp_path / "m"
     model.save_pretrained(src)
-    out = tmp_path / "exists.json"
-    out.write_text("keep")
+    out = tmp_path / "exists"  # a run directory that is not empty: refused, its files kept
+    out.mkdir()
+    (out / "permutation_spec.json").write_text("keep")
     assert main(["census", "--model", str(src), "--export", "permutation-spec", "--out", str(out)]) == 2
-    assert "ExportPathExistsError" in capsys.readouterr().err and out.read_text() == "keep"
+    assert "RunDirError" in capsys.readouterr().err and (out / "permutation_spec.json").read_text() == "keep"
+    old = tmp_path / "spec.json"  # the old --out FILE form: told where the file goes now, nothing written
+    assert main(["census", "--model", str(src), "--export", "permutation-spec", "--out", str(old)]) == 2
+    err = capsys.readouterr().err
+    assert "ConfigError" in err and "run directory" in err and "DIR/permutation_spec.json" in err and not old.exists()
     pk = tmp_path / "pickle"
     pk.mkdir()
     (pk / "config.json").write_text((src / "config.json").read_text())
@@ -251,7 +256,7 @@ def test_export_refuses_an_existing_path_and_pickle_weights(tmp_path, capsys):
     pickle.loads((pk / "pytorch_model.bin").read_bytes())  # the payload is live ...
     assert ran.exists()
     ran.unlink()
-    target = tmp_path / "never.json"
+    target = tmp_path / "never"
     assert main(["census", "--model", str(pk), "--export", "permutation-spec", "--out", str(target)]) == 2
     err = capsys.readouterr().err
     assert "PickleWeightsError" in err and "pytorch_model.bin" in err

@@ -58,9 +58,9 @@ def test_spec_names_the_stored_tensors_and_reloads_with_unchanged_logits(tmp_pat
     causal = name not in ENCODERS
     model = tiny_model(name, causal_lm=causal)
     src = _save_sharded(model, tmp_path / "src")
-    out = tmp_path / "spec.json"
+    out = tmp_path / "spec"
     assert main(["census", "--model", str(src), "--export", "permutation-spec", "--out", str(out)]) == 0
-    spec = json.loads(out.read_text())
+    spec = json.loads((out / "permutation_spec.json").read_text())
     stored = _stored(src)
     assert set(spec["axes"]) <= set(stored), sorted(set(spec["axes"]) - set(stored))
     for n, axes in spec["axes"].items():  # every axis a spec permutes has the spec's length
@@ -82,9 +82,9 @@ def test_gpt_neox_spec_names_embed_out_and_the_loaded_name_would_break_the_logit
     checkpoint, leaves the LM head unpermuted and changes the logits (a wrong spec is detected)."""
     model = tiny_model("gpt_neox", causal_lm=True)
     src = _save_sharded(model, tmp_path / "src")
-    out = tmp_path / "spec.json"
+    out = tmp_path / "spec"
     assert main(["census", "--model", str(src), "--export", "permutation-spec", "--out", str(out)]) == 0
-    spec = json.loads(out.read_text())
+    spec = json.loads((out / "permutation_spec.json").read_text())
     assert "embed_out.weight" in spec["axes"] and "lm_head.weight" not in spec["axes"]
     assert spec["axes"]["embed_out.weight"] == [None, "P_res"]
     wrong = dict(spec, axes={("lm_head.weight" if k == "embed_out.weight" else k): v for k, v in spec["axes"].items()})
@@ -100,9 +100,9 @@ def test_gpt_neox_spec_names_embed_out_and_the_loaded_name_would_break_the_logit
 def test_mergekit_export_of_gpt_neox_names_the_stored_head(tmp_path):
     model = tiny_model("gpt_neox", causal_lm=True)
     src = _save_sharded(model, tmp_path / "src")
-    out = tmp_path / "mk.json"
+    out = tmp_path / "mk"
     assert main(["census", "--model", str(src), "--export", "mergekit", "--out", str(out)]) == 0
-    arch = json.loads(out.read_text())
+    arch = json.loads((out / "mergekit_architecture.json").read_text())
     L = model.config.num_hidden_layers
     names = [e["name"] for e in arch["pre_weights"] + arch["post_weights"]] + [
         w["name"].replace("${layer_index}", str(i)) for i in range(L) for w in arch["layer_templates"]["weights"]]
@@ -138,7 +138,7 @@ def _break(kind, src):
 def test_bad_checkpoints_are_named_errors_and_nothing_is_written(tmp_path, capsys, kind):
     src = _save_sharded(tiny_model("llama", causal_lm=True), tmp_path / "src")
     what = _break(kind, src)
-    out = tmp_path / "spec.json"
+    out = tmp_path / "spec"
     capsys.readouterr()  # the progress bar of save_pretrained
     rc = main(["census", "--model", str(src), "--export", "permutation-spec", "--out", str(out)])
     err = capsys.readouterr().err

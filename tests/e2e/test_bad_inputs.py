@@ -61,10 +61,10 @@ def test_seed_out_of_range(fx, capsys, argv, seed) -> None:
 
 
 @pytest.mark.parametrize("sub", [["classify", "a.safetensors", "--group", "C2"],
-                                 ["build", "--group", "C2", "--heads", "1", "--index", "0", "--out", "l.safetensors"]])
+                                 ["build", "--group", "C2", "--heads", "1", "--index", "0", "--out", "l"]])
 def test_attention_seed_out_of_range(fx, capsys, sub) -> None:
     refused(capsys, ["attention", *sub, "--seed", str(2**64)], "--seed", "0 <= seed < 2**63")
-    assert not (fx / "l.safetensors").exists()
+    assert not (fx / "l").exists()
 
 
 def test_census_tokens_beyond_the_positions(fx, capsys) -> None:

@@ -94,10 +94,13 @@ def test_units_are_ascii_integers(fx, capsys, units):
 
 
 def test_census_export_out_paths(fx, capsys):
-    refused(capsys, ["census", "--preset", "gpt2-tiny", "--export", "mergekit", "--out", "newdir/"], "ConfigError",
-            "names a directory")
-    refused(capsys, ["census", "--preset", "gpt2-tiny", "--export", "mergekit", "--out", "f/x.json"],
-            "OutputFileError", "is a file, not a directory")
+    """The export is a run directory's file: the old ``--out FILE`` form is refused naming where the file goes
+    now, ``--out`` is required, and a directory under a file is a named line; nothing is written."""
+    refused(capsys, ["census", "--preset", "gpt2-tiny", "--export", "mergekit", "--out", "x.json"], "ConfigError",
+            "now writes a run directory", "DIR/mergekit_architecture.json")
+    refused(capsys, ["census", "--preset", "gpt2-tiny", "--export", "mergekit"], "ConfigError", "--out DIR")
+    refused(capsys, ["census", "--preset", "gpt2-tiny", "--export", "mergekit", "--out", "f/x"],
+            "RunFileError", "cannot create directory")
     _only(fx)
 
 

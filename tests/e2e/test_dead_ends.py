@@ -22,7 +22,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("argv, needles", [
-    (["attention", "build", "--group", "C2", "--heads", "2", "--index", "0", "--out", "/proc/x/layer.safetensors"],
+    (["attention", "build", "--group", "C2", "--heads", "2", "--index", "0", "--out", "/proc/x/layer"],
      ["paramsym attention build: error: ", "Error: ", "/proc/x"]),
     (["attention", "classify", "w.safetensors", "--group", "D4", "--tol", "-1"],
      ["paramsym attention classify: error: ConfigError: ", "--tol", "> 0", "'-1'"]),

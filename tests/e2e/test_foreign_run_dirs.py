@@ -68,16 +68,18 @@ def _commands(out: str, inputs: dict[str, Path]) -> dict[str, tuple[str | None, 
         "sweep": ("sweep", ["sweep", str(ROOT / "examples" / "sweeps" / "tiny.yaml"), q, "--out", out]),
         "reproduce": ("reproduce", ["reproduce", "groups-d4-regular", "--quick", q, "--out", out]),
         "align --census-groups": ("align-census", ["align", hf_a, hf_b, "--census-groups", q, "--out", out]),
-        # not run kinds, but they write to --out too
-        "census --export": (None, ["census", "--preset", "mlp-relu", "--export", "permutation-spec", "--out", out]),
-        "attention build": (None, ["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out", out]),
+        "census --export": ("census-export", ["census", "--preset", "gpt2-tiny", "--export", "permutation-spec", q,
+                                              "--out", out]),
+        "attention build": ("attention-build", ["attention", "build", "--group", "C2", "--heads", "1", "--index", "0",
+                                                q, "--out", out]),
     }
 
 
 #: the commands made into finished targets (label -> the kind stored)
 TARGETS = ["discover", "experiment objectives", "experiment lifting", "experiment transformer", "attribute", "attention table", "attention count",
            "attention clusterings", "attention classify", "group", "census", "affine", "compensate", "teleport",
-           "teleport --action", "align", "align --census-groups", "sweep", "reproduce"]
+           "teleport --action", "align", "align --census-groups", "sweep", "reproduce", "census --export",
+           "attention build"]
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +92,9 @@ def finished(tmp_path_factory) -> dict[str, tuple[str | None, Path]]:
     os.chdir(root)  # nothing may land in the repository
     try:
         inputs = {"a": _mlp_file(root / "a.safetensors", 0), "b": _mlp_file(root / "b.safetensors", 1),
-                  "layer": root / "layer.safetensors"}
-        assert main(["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out",
-                     str(inputs["layer"])]) == 0
+                  "layer": root / "layer" / "layer.safetensors"}
+        assert main(["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--quiet", "--out",
+                     str(inputs["layer"].parent)]) == 0
         inputs["discovery"] = root / "runs" / "discover"
         from paramsym.census.zoo import tiny_model
 

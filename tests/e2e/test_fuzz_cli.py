@@ -135,7 +135,7 @@ COMMANDS: dict[str, tuple[list[str], list[str]]] = {
     "attention classify": (["--rep", "--copies", "--num-heads", "--tol", "--bias-tol", "--seed"],
                            ["missing.safetensors", "--group", "C2"]),
     "attention build": (["--heads", "--index", "--rep", "--copies", "--seed", "--perturb"],
-                        ["--group", "C2", "--heads", "1", "--index", "0", "--out", "layer.safetensors"]),
+                        ["--group", "C2", "--heads", "1", "--index", "0", "--out", "layer"]),
     "group": (["--rep", "--max-memory"], ["C2"]),
     "experiment transformer": (["--variants", "--seeds", "--steps", "--set"], []),
     "affine": (["--preset", "--tol", "--rule", "--samples", "--seed", "--threads"], ["--preset", "linear2x2"]),
@@ -277,9 +277,9 @@ NUMERIC = [  # (command tokens, option, minimum or None for "any finite number")
     (["attention", "classify", "missing.safetensors", "--group", "C2"], "--tol", None),
     (["attention", "classify", "missing.safetensors", "--group", "C2"], "--seed", 0),
     (["attention", "classify", "missing.safetensors", "--group", "C2"], "--num-heads", 1),
-    (["attention", "build", "--group", "C2", "--heads", "1", "--out", "l.safetensors"], "--index", 0),
-    (["attention", "build", "--group", "C2", "--index", "0", "--out", "l.safetensors"], "--heads", 1),
-    (["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out", "l.safetensors"], "--perturb",
+    (["attention", "build", "--group", "C2", "--heads", "1", "--out", "l"], "--index", 0),
+    (["attention", "build", "--group", "C2", "--index", "0", "--out", "l"], "--heads", 1),
+    (["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out", "l"], "--perturb",
      None),
 ]
 #: values every numeric option must refuse
@@ -461,9 +461,9 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
                    "fc2.weight": torch.randn(10, 8, generator=g), "fc2.bias": torch.randn(10, generator=g)},
                   str(root / f"{name}.safetensors"))
     assert main(["attention", "build", "--group", "C2", "--heads", "1", "--index", "0", "--out",
-                 str(root / "layer.safetensors")]) == 0
+                 str(root / "layer")]) == 0
     return {"hf": root / "A", "hf_b": root / "B", "mlp": root / "a.safetensors", "mlp_b": root / "b.safetensors",
-            "layer": root / "layer.safetensors"}
+            "layer": root / "layer" / "layer.safetensors"}
 
 
 def _damaged(src: Path, dst: Path, defect: str, pick: int) -> Path:
@@ -497,7 +497,7 @@ def _damaged(src: Path, dst: Path, defect: str, pick: int) -> Path:
 #: every command that reads a checkpoint: (which checkpoint it takes, argv with D = the damaged one)
 CHECKPOINT_COMMANDS = {
     "census --model": ("hf", lambda d, c: ["census", "--model", d, "--out", "o"]),
-    "census --export": ("hf", lambda d, c: ["census", "--model", d, "--export", "permutation-spec", "--out", "o.json"]),
+    "census --export": ("hf", lambda d, c: ["census", "--model", d, "--export", "permutation-spec", "--out", "o"]),
     "compensate --model": ("hf", lambda d, c: ["compensate", "--model", d, "--layer", "0", "--unit", "0", "--out", "o"]),
     "align --census-groups (A)": ("hf", lambda d, c: ["align", d, str(c["hf_b"]), "--census-groups", "--out", "o"]),
     "align --census-groups (B)": ("hf", lambda d, c: ["align", str(c["hf"]), d, "--census-groups", "--out", "o"]),

@@ -50,8 +50,8 @@ def made(tmp_path_factory) -> dict[str, Path]:
     """One finished run directory of each converted command (made once for this module)."""
     root = tmp_path_factory.mktemp("kinds")
     # an equivariant D4 layer for `attention classify` (clustering 2 of 3 heads)
-    layer = root / "layer.safetensors"
-    assert main(["attention", "build", "--group", "D4", "--heads", "3", "--index", "2", "--out", str(layer)]) == 0
+    layer = root / "layer" / "layer.safetensors"
+    assert main(["attention", "build", "--group", "D4", "--heads", "3", "--index", "2", "--out", str(layer.parent)]) == 0
     out = {"layer": layer}
     for kind in RUNS:
         assert main([*_argv(kind, layer), "--quiet", "--out", str(root / kind)]) == 0, kind

@@ -18,6 +18,7 @@ their checkpoints are tested where they are, e.g. ``tests/teleport/test_teleport
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -43,6 +44,9 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "attribute": ("attribution", ["attribute", "--preset", "lifting-sanity", "--quick"]),
     "affine": ("affine", ["affine", "--preset", "linear2x2"]),
     "census": ("census", ["census", "--preset", "mlp-relu"]),
+    "census --export": ("census-export", ["census", "--model", "HF_A", "--export", "permutation-spec"]),
+    "census --export --without-weights": ("census-export", ["census", "--model", "HF_A", "--export",
+                                                            "permutation-spec", "--without-weights"]),
     "compensate": ("compensate", ["compensate", "--model", "llama-tiny", "--layer", "1", "--unit", "3", "--tokens",
                                   "8"]),
     "teleport": ("teleport", ["teleport", "--preset", "regression-mlp", "--seeds", "0", "--steps", "12"]),
@@ -56,7 +60,11 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "attention clusterings": ("attention-clusterings", ["attention", "clusterings", "--group", "C6", "--heads", "3",
                                                         "--limit", "2"]),
     "attention classify": ("attention-classify", ["attention", "classify", "LAYER", "--group", "D4"]),
+    "attention build": ("attention-build", ["attention", "build", "--group", "D4", "--heads", "3", "--index", "2"]),
 }
+#: the file a run writes besides the run verb's four (its ``sha256`` is in its metrics)
+ARTIFACTS = {"census --export": "permutation_spec.json", "census --export --without-weights": "permutation_spec.json",
+             "attention build": "layer.safetensors"}
 #: slower than the default selection allows (MiniLM-L6's FFN units: ≈ 40 s)
 SLOW = {"experiment transformer"}
 
@@ -66,8 +74,6 @@ NOT_RUNS = {
     "report": "re-renders an existing run directory",
     "reproduce": "an orchestrator: each of its rows is a sub-run that is a run directory of a kind above, with its "
                  "own provenance record (docs/DESIGN.md)",
-    "attention build": "writes an equivariant layer's weights file (--out FILE), not a run directory: not yet "
-                       "converted (issue 32, item 2); so does `census --export` (a flag of the census command)",
 }
 
 
@@ -105,8 +111,9 @@ def inputs(tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("inputs")
     for seed, name in enumerate("AB"):
         tiny_model("gpt2", seed=seed, causal_lm=True).save_pretrained(root / name)
-    layer = root / "layer.safetensors"
-    assert main(["attention", "build", "--group", "D4", "--heads", "3", "--index", "2", "--out", str(layer)]) == 0
+    layer = root / "layer" / "layer.safetensors"
+    assert main(["attention", "build", "--group", "D4", "--heads", "3", "--index", "2", "--quiet", "--out",
+                 str(layer.parent)]) == 0
     action = root / "action"
     assert main([*DISCOVER, "--quiet", "--out", str(action)]) == 0
     return {"LAYER": str(layer), "CACHE": str(root / "cache"), "ACTION": str(action), "HF_A": str(root / "A"),
@@ -144,6 +151,10 @@ def test_runs_into_out_with_provenance_resumes_and_reports(name, inputs, tmp_pat
 
         assert config_hash(load_config(RunDir(d))) == prov["config_hash"]
     metrics = (d / "metrics.json").read_bytes()
+    if name in ARTIFACTS:  # the exported file / the layer, inside the run directory, named by its metrics
+        recorded = json.loads(metrics)
+        assert recorded["file"] == ARTIFACTS[name]
+        assert hashlib.sha256((d / ARTIFACTS[name]).read_bytes()).hexdigest() == recorded["sha256"]
 
     # interrupted after its own files: metrics.json and report.md missing
     os.remove(d / "metrics.json")
@@ -152,6 +163,10 @@ def test_runs_into_out_with_provenance_resumes_and_reports(name, inputs, tmp_pat
     words = _argv(name, inputs)[:2] if name.startswith(("attention ", "experiment ")) else _argv(name, inputs)[:1]
     assert main([*words, "--resume", str(d), "--quiet"]) == 0, (name, capsys.readouterr().err)
     assert (d / "metrics.json").read_bytes() == metrics, name
+    if name in ARTIFACTS:  # written again, byte for byte (its sha256 is in the metrics)
+        assert hashlib.sha256((d / ARTIFACTS[name]).read_bytes()).hexdigest() == json.loads(metrics)["sha256"]
+        if kind == "census-export":  # the interrupted run's export was moved aside, not deleted
+            assert [p.name.split(".stale-")[0] for p in d.glob("*.stale-*")] == [ARTIFACTS[name]]
     starts = json.loads((d / "env.json").read_text())["starts"]
     assert [s.get("resumed") for s in starts] == [False, True], name
     capsys.readouterr()

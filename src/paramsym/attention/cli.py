@@ -6,12 +6,13 @@ Sub-commands::
     paramsym attention table --group D4 --copies 1..12 [--heads 8] [--format markdown|json]
     paramsym attention clusterings --group C6 --heads 3 [--up-to relabelling] [--count-only] [--json]
     paramsym attention classify WEIGHTS --group D4 [--rep regular|copies:C|FILE] [--json]
-    paramsym attention build --group D4 --heads 3 --index K --out FILE [--rep ...] [--perturb EPS]
+    paramsym attention build --group D4 --heads 3 --index K --out DIR [--rep ...] [--perturb EPS]
 
 The computations and their typed configurations are :mod:`paramsym.attention.commands`; this
-module maps the flags onto them and prints. ``count``, ``table``, ``clusterings`` and
-``classify`` are run kinds: the command line (:mod:`paramsym.cli.pure`) adds ``--out DIR`` /
-``--resume DIR`` to them, which write a run directory; ``build`` writes one weights file.
+module maps the flags onto them and prints. ``count``, ``table``, ``clusterings``,
+``classify`` and ``build`` are run kinds: the command line (:mod:`paramsym.cli.pure`) adds ``--out DIR`` /
+``--resume DIR`` to them, which write a run directory; ``build`` (:mod:`paramsym.attention.build`)
+needs one, and writes its layer there as ``layer.safetensors``.
 """
 
 from __future__ import annotations
@@ -102,18 +103,17 @@ def register(subparsers) -> dict[str, argparse.ArgumentParser]:
     _budget_options(f)
     f.set_defaults(func=_cmd_classify, required=("weights", "--group"), parser=f)
 
-    b = sub.add_parser("build", help="write a random equivariant RMHSA for a clustering (safetensors)")
-    b.add_argument("--group", required=True, help=_GROUP_HELP)
-    b.add_argument("--heads", required=True, help="number of heads >= 1")
-    b.add_argument("--index", required=True, help="clustering index (>= 0) as listed by `clusterings`")
-    b.add_argument("--rep", default="regular", help=_REP_HELP)
-    b.add_argument("--copies", default="1", help="take the representation C >= 1 times")
-    b.add_argument("--seed", default="0", help="seed (>= 0)")
-    b.add_argument("--perturb", default="0", help="add this much noise (finite) to M of head 0")
-    b.add_argument("--out", required=True, help="output .safetensors file (must not exist unless --overwrite)")
-    b.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    b = sub.add_parser("build", help="write a random equivariant RMHSA for a clustering (DIR/layer.safetensors)")
+    b.add_argument("--group", default=None, help=_GROUP_HELP + " (required)")
+    b.add_argument("--heads", default=None, help="number of heads >= 1 (required)")
+    b.add_argument("--index", default=None, help="clustering index (>= 0) as listed by `clusterings` (required)")
+    b.add_argument("--rep", default=None, help=_REP_HELP)
+    b.add_argument("--copies", default=None, help="take the representation C >= 1 times (default 1)")
+    b.add_argument("--seed", default=None, help="seed (>= 0; default 0)")
+    b.add_argument("--perturb", default=None, help="add this much noise (finite) to M of head 0 (default 0)")
+    b.add_argument("--json", action="store_true", help="print JSON (the layer's group, heads, dim, clustering, sha256)")
     _budget_options(b)
-    b.set_defaults(func=_cmd_build)
+    b.set_defaults(func=_cmd_build, required=("--group", "--heads", "--index"), parser=b)
     return {"count": c, "table": t, "clusterings": k, "classify": f, "build": b}
 
 
@@ -202,16 +202,6 @@ def _cmd_table(args: argparse.Namespace) -> int:
     return _print_outputs(args, table_config, table_outputs, as_json=args.format == "json" or args.json)
 
 
-def _output_error(path: str, exc: OSError, what: str):
-    from ..errors import OutputFileError
-
-    reason = exc.strerror or type(exc).__name__
-    return OutputFileError(
-        f"cannot write the {what} {path!r}: {reason}. Choose a path in a directory you can "
-        "write to (or fix its permissions)."
-    )
-
-
 def _cmd_clusterings(args: argparse.Namespace) -> int:
     from .commands import clusterings_config, clusterings_outputs
 
@@ -225,67 +215,9 @@ def _cmd_classify(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------ build
-def _check_out_file(path: str, overwrite: bool) -> None:
-    """Refuse an ``--out`` that is a directory, or an existing file without ``--overwrite``,
-    before any work is done."""
-    import os
-
-    from ..errors import OutputFileError
-
-    if os.path.isdir(path):
-        raise OutputFileError(f"--out {path!r} is a directory; give a file path such as {os.path.join(path, 'layer.safetensors')!r}.")
-    if os.path.lexists(path) and not overwrite:
-        raise OutputFileError(f"--out {path!r} already exists; choose a new path or pass --overwrite to replace it.")
-    parent = os.path.dirname(os.path.abspath(path))
-    probe = parent
-    while not os.path.exists(probe):  # the nearest existing ancestor must be a writable directory
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise OutputFileError(f"--out {path!r}: {probe!r} is a file, not a directory; choose another path.")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise OutputFileError(f"--out {path!r}: the directory {probe!r} is not writable; choose a path in a directory you can write to.")
-
-
 def _cmd_build(args: argparse.Namespace) -> int:
-    import itertools
+    """``attention build`` without ``--out``: the layer is a run directory's file, so ``--out DIR`` is required."""
+    from ..errors import ConfigError
 
-    import torch
-
-    from ..errors import ShapeError
-    from ..groups.finite import FiniteGroup
-    from ..groups.reps import Representation
-    from ..runs.rundir import save_tensors
-    from .clusterings import count_partial_clusterings, enumerate_partial_clusterings
-    from .commands import _rep_name
-    from .structure import build_equivariant_rmhsa
-
-    heads = _int_option(args, "heads", 1)
-    index = _int_option(args, "index", 0)
-    copies = _int_option(args, "copies", 1)
-    seed = _int_option(args, "seed", 0, 2**64 - 1)
-    perturb = _float_option(args, "perturb")
-    _check_out_file(args.out, args.overwrite)
-    G = FiniteGroup.parse(args.group)
-    rep = Representation.parse(G, args.rep, copies, max_memory=_max_memory(args), progress=_progress(args))
-    total = count_partial_clusterings(G, heads, max_memory=_max_memory(args))
-    if not 0 <= index < total:
-        raise ShapeError(f"--index {index}: there are {total} clusterings, indices 0..{total - 1}.")
-    clustering = next(itertools.islice(enumerate_partial_clusterings(G, heads, limit=max(total, 1)), index, None))
-    gen = torch.Generator().manual_seed(seed)
-    M, R = build_equivariant_rmhsa(clustering, rep, generator=gen)
-    if perturb:
-        M = M.clone()
-        M[0] += perturb * torch.randn(M.shape[1:], generator=gen, dtype=M.dtype)
-    meta = {
-        "group": G.name,
-        "rep": _rep_name(args.rep, copies),
-        "clustering": json.dumps(clustering.to_dict()),
-        "perturb": str(perturb),
-    }
-    try:
-        save_tensors(args.out, {"M": M, "R": R}, metadata=meta)
-    except OSError as exc:
-        raise _output_error(args.out, exc, "output file") from None
-    print(f"wrote {args.out}: {heads} heads on R^{M.shape[-1]} for clustering [{index}]")
-    print("  " + clustering.describe().replace("\n", "\n  "))
-    return 0
+    raise ConfigError("attention build writes a run directory: pass --out DIR (the layer is written to "
+                      "DIR/layer.safetensors), or --resume DIR.")

@@ -289,7 +289,8 @@ class ClassifyConfig:
     @classmethod
     def quick(cls) -> ClassifyConfig:
         """The smallest group (C2) on its regular representation; ``weights`` must still name a
-        layer (``paramsym attention build --group C2 --heads 2 --index 0 --out layer.safetensors``)."""
+        layer (``paramsym attention build --group C2 --heads 2 --index 0 --out DIR`` writes
+        ``DIR/layer.safetensors``)."""
         return cls(group="C2")
 
     def validate(self) -> ClassifyConfig:

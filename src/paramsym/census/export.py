@@ -73,7 +73,7 @@ from .permspec import PermutationSpec, axis_ids, spec_from_spaces, verify_spec
 from .spaces import Spaces
 from .stored import rename_architecture, renaming, spec_from_stored, spec_to_stored
 
-__all__ = ["FORMATS", "MERGEKIT_V01_FIELDS", "export", "mergekit_architecture", "mergekit_as_spec", "mergekit_v01_architecture",
+__all__ = ["FORMATS", "MERGEKIT_V01_FIELDS", "export", "write_export", "mergekit_architecture", "mergekit_as_spec", "mergekit_v01_architecture",
            "export_tolerance", "spec_for_model", "verify_mergekit_v01"]
 
 FORMATS = ("permutation-spec", "mergekit", "mergekit-0.1.4", "mergekit-0.0")
@@ -526,7 +526,7 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
                                  f"vocabulary through the file's vocabulary_axis entries {rep['vocabulary_axes']} changes "
                                  f"the output by {rep['max_error']:.2e} > {tol:.0e} (motion {rep['min_motion']:.1e}); "
                                  "nothing written.")
-        _write(path, data)
+        write_export(path, data)
         return {"path": str(path), "format": fmt, "verification": rep, "omitted": [], "perms": {}, "log10_order": 0.0}
     if fmt == "permutation-spec":
         data = spec.to_json() if stored_as is None else spec_to_stored(spec.to_json(), stored_as)
@@ -561,12 +561,14 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
         raise ToleranceError(f"{fmt} export of {type(model).__name__} failed its verification: max relative output change "
                              f"{rep['max_error']:.2e} > {tol:.0e} (per permutation: "
                              f"{ {k: f'{v:.1e}' for k, v in rep['errors'].items()} }); nothing written.")
-    _write(path, data)
+    write_export(path, data)
     return {"path": str(path), "format": fmt, "verification": rep, "omitted": spec.omitted,
             "perms": dict(check_spec.perms), "log10_order": check_spec.log10_order()}
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
+def write_export(path: str | Path, data: dict[str, Any]) -> None:
+    """Write export ``data`` as JSON (indent 1) to ``path``, a new file (``FileExistsError`` otherwise)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "x") as fh:
         json.dump(data, fh, indent=1)

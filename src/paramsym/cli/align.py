@@ -98,17 +98,6 @@ def _alpha(raw: str, flag: str) -> float:
     return x
 
 
-def _resumes(args: argparse.Namespace, kind: str) -> bool:
-    """``--resume DIR`` of a run of ``kind`` (``paramsym align --resume DIR`` continues either kind)."""
-    import os
-
-    if args.resume is None or not os.path.isfile(os.path.join(args.resume, "config.json")):
-        return False
-    from ..runs.rundir import RunDir
-
-    return RunDir(args.resume).kind() == kind
-
-
 def align_config(args: argparse.Namespace):
     """The configuration of a fresh run: the flags and ``--set`` over ``AlignConfig()``; a preset's
     cache directory resolved (``--cache-dir``, else ``$PARAMSYM_CACHE``, else ``~/.cache/paramsym``)."""
@@ -130,10 +119,10 @@ def align_config(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     from ..kinds.align import KIND
-    from .options import run_kind, threads_option
+    from .options import resumes_kind, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
-    if args.census_groups or _resumes(args, "align-census"):
+    if args.census_groups or resumes_kind(args, "align-census"):
         return _census_groups(args, threads)
     args.models = list(args.models) or None  # none given: not a configuration flag (for --resume)
     cfg = align_config(args) if args.resume is None else None  # read back from the run directory when resuming

@@ -5,6 +5,8 @@
     paramsym census --preset minilm|bert-base|gpt2|pythia-tiny|llama-tiny|mlp-relu|mlp-linear|mha-bias [--json] [--out DIR]
     paramsym census --model DIR [--json] [--out DIR] [--dtype float64|float32] [--seed N] [--tokens N]
                     [--layout auto|derived|adapter] [--canonical]
+    paramsym census --model DIR --export permutation-spec|mergekit|mergekit-0.1.4|mergekit-0.0 --out DIR
+                    [--without-weights] [--max-memory SIZE]
     paramsym census --resume DIR
 
 The run kind ``census`` (:mod:`paramsym.kinds.census`). ``--model`` takes a directory
@@ -15,6 +17,12 @@ dimensions are summed (``counting``) and ``seconds``. ``--out DIR`` keeps the ru
 (``config.json``, ``metrics.json`` = the census, ``env.json``, ``timing.json``, ``report.md``);
 without it the run directory is temporary. The process exits with status 1 when a listed
 symmetry fails its verification.
+
+``--export FORMAT --out DIR`` is the run kind ``census-export``
+(:mod:`paramsym.kinds.census_export`): the verified export is written into the run directory
+(``DIR/permutation_spec.json`` or ``DIR/mergekit_architecture.json``) beside ``config.json``,
+``metrics.json`` (the export's verification record), ``env.json`` and ``report.md``;
+``paramsym census --resume DIR`` continues either kind.
 """
 
 from __future__ import annotations
@@ -49,14 +57,15 @@ def register(subparsers) -> None:
                    "is a symmetry of that form")
     add_run_options(p, out="keep the run directory (census in metrics.json, report.md) here (new or empty; "
                     "default: a temporary one)", json="print the census as JSON")
-    # -- issue 18: verified exports (census helper); with --export, --out is the file to write --
+    # -- issue 18: verified exports (the census-export run kind; --out DIR holds the file) --
     p.add_argument("--export", choices=["permutation-spec", "mergekit", "mergekit-0.1.4", "mergekit-0.0"],
-                   help="write a verified description to --out FILE (a new file) instead of the census: permutation-spec "
-                   "(the permutation group, every tensor's axes), mergekit (an architecture file MergeKit "
-                   "0.1.5 loads: every tensor once, vocabulary axes, tied names; no symmetry fields, 0.1.x has none), mergekit-0.1.4 "
+                   help="write a verified description into the run directory --out DIR instead of the census: "
+                   "permutation-spec (DIR/permutation_spec.json: the permutation group, every tensor's axes), mergekit "
+                   "(DIR/mergekit_architecture.json, an architecture file MergeKit 0.1.5 loads: every tensor once, "
+                   "vocabulary axes, tied names; no symmetry fields, 0.1.x has none), mergekit-0.1.4 "
                    "(the same for MergeKit 0.1.4: is_embed instead of vocabulary_axis, which 0.1.4 would drop), "
                    "mergekit-0.0 (MergeKit <= 0.0.6's format with input_space/output_space; 0.1.x rejects it)")
-    p.add_argument("--without-weights", action="store_true",
+    p.add_argument("--without-weights", action="store_true", default=None,
                    help="with --export permutation-spec: derive the spec from config.json and the checkpoint's headers "
                    "(a 2-layer random copy is traced and checked; no weight is read), for checkpoints too large to load")
     p.add_argument("--max-memory", default=None,
@@ -72,23 +81,32 @@ def _flags() -> dict:
 
 
 def census_config(args: argparse.Namespace):
-    """The configuration of a fresh run: the flags and ``--set`` over ``CensusConfig(preset=None)``."""
+    """The configuration of a fresh run: the flags and ``--set`` over ``CensusConfig(preset=None)``
+    (with ``--export``, :func:`census_export_config`)."""
     from ..errors import ConfigError
+
+    if args.export:
+        return census_export_config(args)
     from ..kinds.census import CensusConfig
     from .options import config_from_flags
 
     if args.preset is None and args.model is None:
         raise ConfigError("one of --preset NAME or --model DIR is required (presets: see `paramsym list`), or "
                           "--resume DIR.")
+    export_only = [flag for flag, value in (("--without-weights", args.without_weights), ("--max-memory",
+                                                                                        args.max_memory)) if value]
+    if export_only:
+        raise ConfigError(f"{', '.join(export_only)} apply to --export only; add --export permutation-spec (and "
+                          "--out DIR), or drop them.")
     return config_from_flags(CensusConfig(preset=None), args, _flags())
 
 
 def _run(args: argparse.Namespace) -> int:
     from ..kinds.census import KIND, report_markdown
-    from .options import run_kind, threads_option
+    from .options import resumes_kind, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
-    if getattr(args, "export", None):
+    if args.export or resumes_kind(args, "census-export"):
         return _export(args, threads)
     cfg = census_config(args) if args.resume is None else None  # read back from the run directory when resuming
     run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_flags(), threads=threads)
@@ -103,114 +121,46 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if result["all_verified"] else 1
 
 
-def _stored_names(model: str):
-    """The checkpoint's stored tensors (headers only) of ``--model``, or None when it resolves to no
-    directory (a name in the HF cache)."""
-    from pathlib import Path
+def _export_flags() -> dict:
+    from ..groups.memory import MemoryBudget
+    from .options import Flag, int_option, seed_option
 
-    from ..census.stored import read_checkpoint
-    from ..models.loading import resolve_model_path
-
-    src = Path(resolve_model_path(model, "--model"))
-    return read_checkpoint(src) if src.is_dir() and any(src.glob("*.safetensors")) else None
+    return {"export": Flag("format"), "preset": None, "model": None, "dtype": None, "seed": seed_option,
+            "tokens": lambda raw, flag: int_option(raw, flag, 2), "without_weights": None,
+            "max_memory": lambda raw, flag: MemoryBudget(raw, flag)}
 
 
-def _export(args: argparse.Namespace, threads: int) -> int:
-    """``--export FORMAT --out FILE``: trace the spaces, verify the export through the file's data, write it."""
-    from pathlib import Path
+def census_export_config(args: argparse.Namespace):
+    """The configuration of a fresh ``--export`` run: its flags and ``--set`` over ``CensusExportConfig()``."""
+    from ..errors import ConfigError
+    from ..kinds.census_export import CensusExportConfig, artifact
+    from .options import config_from_flags, run_dir_option
 
-    import torch
-
-    from ..census import default_inputs
-    from ..census.export import export
-    from ..census.presets import build_preset
-    from ..census.spaces import derive_spaces
-    from ..census.stored import loading_estimate, stored_names
-    from ..census.walk import _output
-    from ..errors import ConfigError, ExportPathExistsError
-    from ..groups.memory import check_memory, parse_memory
-    from ..models.adapters import require_eager
-    from ..models.loading import load_model
-    from .options import int_option, output_file_option, seed_option
-
-    torch.set_num_threads(threads)
-    seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
-    tokens = int_option(args.tokens, "--tokens", 2) if args.tokens is not None else 8
-    if args.preset is None and args.model is None:
-        raise ConfigError("--export needs --model DIR (or --preset NAME).")
-    if args.overrides:
-        raise ConfigError("--export writes a file from --model/--preset, --seed, --tokens, --dtype and --layout; it takes "
-                          "no --set (drop it, or run the census without --export).")
-    if not args.out:
-        raise ConfigError("--export needs --out FILE (the JSON file to write; it must not exist).")
     if args.layout == "adapter":
         raise ConfigError("--export traces the model's spaces (--layout derived); --layout adapter cannot export. Drop "
                           "--layout or pass --layout derived.")
-    output_file_option(args.out, "--out", "spec.json")  # a directory-like path, or under a file: refused before work
-    if Path(args.out).exists():
-        raise ExportPathExistsError(f"--out {args.out!r} already exists; the export never overwrites. Choose a new path "
-                                    "or remove the file.")
-    budget = parse_memory(args.max_memory) if args.max_memory is not None else None
-    if getattr(args, "without_weights", False):
-        return _export_without_weights(args, seed, budget)
-    # MergeKit picks a file by the checkpoint's class and reads its tensor names: load that class
-    head = "checkpoint" if args.export.startswith("mergekit") else "auto"
-    stored = _stored_names(args.model) if args.model else None  # the index and shards checked before loading
-    if stored is not None and budget is not None:
-        check_memory(loading_estimate(stored), f"loading {args.model!r} and exporting in float64", budget,
-                     "Or export the permutation spec with --without-weights.")
-    model = build_preset(args.preset, seed) if args.preset else load_model(
-        args.model, head=head, quiet=True, argument="--model")
-    if not hasattr(model, "config"):
-        raise ConfigError(f"--export needs a Hugging Face model; {args.preset or args.model!r} is a "
-                          f"{type(model).__name__}.")
-    require_eager(model)
-    stored_as = stored_names(model, stored) if stored is not None else None  # as loaded: exact values
-    dtype = torch.float32 if args.dtype == "float32" else torch.float64
-    model = model.to(dtype).eval()
-    inputs = default_inputs(model, torch.Generator().manual_seed(seed), tokens=tokens)
-    with torch.no_grad():
-        spaces = derive_spaces(model, inputs, _output)
-    rep = export(model, spaces, args.export, args.out, inputs, _output, seed=seed,
-                 checkpoint_names=set(stored) if stored is not None else None, stored_as=stored_as)
-    ver = rep["verification"]
+    if args.canonical:
+        raise ConfigError("--export describes the model as stored; --canonical does not apply to it. Drop --canonical.")
+    if args.out is None:
+        raise ConfigError(f"--export writes a run directory: pass --out DIR (the export is written to "
+                          f"DIR/{artifact(args.export)}), or --resume DIR.")
+    run_dir_option(args.out, "paramsym census --export", artifact(args.export))
+    cfg = config_from_flags(CensusExportConfig(), args, _export_flags())
+    cfg.validate()
+    return cfg
+
+
+def _export(args: argparse.Namespace, threads: int) -> int:
+    """``--export FORMAT --out DIR`` (and ``--resume DIR`` of such a run): the ``census-export`` run kind
+    (:mod:`paramsym.kinds.census_export`)."""
+    from ..kinds.census_export import KIND, summary_line
+    from .options import run_kind
+
+    cfg = census_export_config(args) if args.resume is None else None  # read back when resuming
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_export_flags(), threads=threads)
+    rep = outcome.metrics
     if args.json:
         print(json.dumps(rep, indent=1))
-    elif "mergekit_version" in ver:
-        print(f"wrote {rep['path']} ({rep['format']}, for MergeKit {ver['mergekit_version']}): {ver['tensors']} tensors "
-              "named once"
-              + (f" (tied: {', '.join(ver['tied'])})" if ver["tied"] else "") + f"; vocabulary axes of "
-              f"{', '.join(ver['vocabulary_axes'])} verified through the file: relabelling the vocabulary changes the "
-              f"output by {ver['max_error']:.1e} ≤ {ver['tolerance']:.0e}")
     else:
-        print(f"wrote {rep['path']} ({rep['format']}): {len(rep['perms'])} permutation groups, log10 order "
-              f"{rep['log10_order']:.1f}; verified through the file: max relative output change {ver['max_error']:.1e} "
-              f"≤ {ver['tolerance']:.0e}" + (f"; not expressible: {rep['omitted']}" if rep["omitted"] else ""))
-    return 0
-
-
-def _export_without_weights(args: argparse.Namespace, seed: int, budget) -> int:
-    """``--export permutation-spec --without-weights``: :func:`paramsym.census.configspec.spec_without_weights`."""
-    import torch
-
-    from ..census.configspec import spec_without_weights
-    from ..census.export import _write
-    from ..errors import ConfigError
-    from ..models.loading import resolve_model_path
-
-    if args.export != "permutation-spec" or args.model is None:
-        raise ConfigError("--without-weights derives a permutation spec from a checkpoint directory: use it with "
-                          "--export permutation-spec --model DIR.")
-    dtype = torch.float32 if args.dtype == "float32" else torch.float64
-    spec, rep = spec_without_weights(resolve_model_path(args.model, "--model"), seed=seed, max_memory=budget, dtype=dtype)
-    from pathlib import Path
-
-    _write(Path(args.out), spec)
-    if args.json:
-        print(json.dumps({"path": args.out, "format": "permutation-spec", **rep}, indent=1))
-    else:
-        print(f"wrote {args.out} (permutation-spec, without weights): {rep['perms']} permutation groups over "
-              f"{rep['layers']} layers, named as the checkpoint stores them ({rep['stored_tensors']} tensors"
-              + (f"; renamed {rep['renamed']}" if rep["renamed"] else "") + f"); checked on a {rep['traced_layers']}-layer "
-              f"random copy through the file: {rep['verification']['max_error']:.1e} ≤ {rep['verification']['tolerance']:.0e}")
+        print(summary_line(rep, str(run.file(rep["file"]))))
     return 0

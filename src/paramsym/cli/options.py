@@ -43,16 +43,16 @@ from ..options import (
     float_option,
     given_flags,
     int_option,
-    output_file_option,
     path_option,
     seed_option,
     seeds_option,
     threads_option,
 )
 
-__all__ = ["CACHE_VARIABLE", "MAX_SEED", "MAX_THREADS", "Flag", "add_run_options", "cache_dir_option",
+__all__ = ["CACHE_VARIABLE", "FILE_SUFFIXES", "MAX_SEED", "MAX_THREADS", "Flag", "add_run_options", "cache_dir_option",
            "check_shared_options", "command_line", "config_from_flags", "device_option", "float_option", "given_flags",
-           "int_option", "open_run", "output_file_option", "path_option", "seed_option", "seeds_option", "threads_option"]
+           "int_option", "open_run", "path_option", "resumes_kind", "run_dir_option", "seed_option", "seeds_option",
+           "threads_option"]
 
 
 #: the one environment variable paramsym reads (here, by :func:`cache_dir_option`, nowhere else): where
@@ -99,6 +99,35 @@ def add_run_options(p: argparse.ArgumentParser, *, seed: bool = True, seeds: boo
         p.add_argument("--json", action="store_true", help=json)
     if quiet:
         p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+#: the suffixes of an ``--out`` naming a file (the form ``census --export`` and ``attention build`` had)
+FILE_SUFFIXES = (".json", ".yaml", ".yml", ".safetensors")
+
+
+def run_dir_option(out: str | None, command: str, artifact: str) -> None:
+    """Refuse an ``--out`` ending in a file suffix (:data:`FILE_SUFFIXES`) for a command whose output is a
+    run directory holding ``artifact`` (the old ``--out FILE`` form), naming where the file goes now.
+
+    Raises:
+        ConfigError: ``out`` ends in ``.json``, ``.yaml``, ``.yml`` or ``.safetensors``.
+    """
+    from ..errors import ConfigError
+
+    if out is not None and out.lower().endswith(FILE_SUFFIXES):
+        stem = os.path.splitext(out)[0]
+        raise ConfigError(f"--out {out!r} names a file, but `{command}` now writes a run directory: pass --out DIR "
+                          f"(e.g. --out {stem!r}); the file is written to DIR/{artifact}.")
+
+
+def resumes_kind(args: argparse.Namespace, kind: str) -> bool:
+    """``--resume DIR`` of a run of ``kind`` (a command making two kinds continues either: ``paramsym align
+    --resume DIR``, ``paramsym census --resume DIR``)."""
+    if getattr(args, "resume", None) is None or not os.path.isfile(os.path.join(args.resume, "config.json")):
+        return False
+    from ..runs.rundir import RunDir
+
+    return RunDir(args.resume).kind() == kind
 
 
 def command_line(args: argparse.Namespace | None = None) -> str:

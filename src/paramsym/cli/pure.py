@@ -3,9 +3,10 @@
 Their parsers and computations live beside their concepts (:mod:`paramsym.groups.cli`,
 :mod:`paramsym.attention.cli`, :mod:`paramsym.attention.commands`: no torch, no run
 directories). This module registers them and adds the shared ``--out DIR`` / ``--resume DIR``
-(:func:`paramsym.cli.options.add_run_options`) to the four that compute a result — ``group``,
-``attention count``, ``attention table``, ``attention clusterings`` and ``attention classify``
-(``attention build`` writes one weights file). With neither flag a command runs as before and
+(:func:`paramsym.cli.options.add_run_options`) to those that compute a result — ``group``,
+``attention count``, ``attention table``, ``attention clusterings``, ``attention classify`` and
+``attention build`` (which needs ``--out DIR``: its layer is the run directory's
+``layer.safetensors``). With neither flag a command runs as before and
 prints the same; with one, it runs by the one sequence of every run kind
 (:func:`paramsym.cli.options.run_kind`: the ``--out``/``--resume`` rule, ``config.json`` with
 provenance, ``metrics.json`` = the ``--json`` result, ``env.json``, ``report.md``) and then prints
@@ -28,8 +29,8 @@ _OUT = "also keep a run directory here (new or empty): config.json, metrics.json
 
 def register(subparsers) -> None:
     """Register ``attention`` and ``group`` (in that order) with ``--out``/``--resume`` where they are run kinds."""
+    from ..attention import build, commands
     from ..attention import cli as attention_cli
-    from ..attention import commands
     from ..groups import cli as group_cli
 
     parsers = attention_cli.register(subparsers)
@@ -39,6 +40,8 @@ def register(subparsers) -> None:
     _kind(parsers["clusterings"], "attention-clusterings", commands.clusterings_config, commands.CLUSTERINGS_FLAGS,
           _print_json)
     _kind(parsers["classify"], "attention-classify", commands.classify_config, commands.CLASSIFY_FLAGS, _print_json)
+    _kind(parsers["build"], "attention-build", build.build_config, build.BUILD_FLAGS, _print_json, note=True,
+          artifact="layer.safetensors")
     p = group_cli.register(subparsers)
     _kind(p, "group", group_cli.describe_config, group_cli.DESCRIBE_FLAGS, _dump_group)
 
@@ -54,8 +57,11 @@ def _dump_group(obj: Any) -> None:
 
 def _kind(parser: argparse.ArgumentParser, kind: str, build: Callable[[argparse.Namespace], Any],
           flags: dict[str, Any], show_json: Callable[[Any], None], *,
-          json_flag: Callable[[argparse.Namespace], bool] = lambda args: args.json, note: bool = False) -> None:
-    """Give ``parser`` the run-directory flags and route ``--out``/``--resume`` through :func:`run_kind`."""
+          json_flag: Callable[[argparse.Namespace], bool] = lambda args: args.json, note: bool = False,
+          artifact: str | None = None) -> None:
+    """Give ``parser`` the run-directory flags and route ``--out``/``--resume`` through :func:`run_kind`
+    (``artifact``: the file the kind writes into its run directory; an ``--out`` naming a file is refused,
+    :func:`paramsym.cli.options.run_dir_option`)."""
     from .options import add_run_options
 
     add_run_options(parser, seed=False, threads=False, out=_OUT, json="", quiet=False)
@@ -72,6 +78,11 @@ def _kind(parser: argparse.ArgumentParser, kind: str, build: Callable[[argparse.
             from ..attention.cli import require
 
             require(args)  # argparse's message for a missing GROUP, --group, --heads, WEIGHTS
+            if artifact is not None:
+                from ..runs.kinds import KINDS
+                from .options import run_dir_option
+
+                run_dir_option(args.out, KINDS[kind].command, artifact)
             cfg = build(args)
         run, cfg, outcome = run_kind(args, kind=kind, cfg=cfg, config_flags=flags, threads=None)
         if note:

@@ -68,6 +68,13 @@ def attention_classify() -> KindSpec:
     return _attention_command("ClassifyConfig", "classify_outputs")
 
 
+def attention_build() -> KindSpec:
+    from ..attention import build
+    from . import math as kind_math
+
+    return KindSpec(build.BuildConfig, kind_math.run_build, kind_math.render, managed=True)
+
+
 def group() -> KindSpec:
     from ..groups import cli as group_cli
     from . import math as kind_math
@@ -80,6 +87,12 @@ def census() -> KindSpec:
     from . import census as kind_census
 
     return KindSpec(kind_census.CensusConfig, kind_census.run, kind_census.render, managed=True)
+
+
+def census_export() -> KindSpec:
+    from . import census_export as kind_export
+
+    return KindSpec(kind_export.CensusExportConfig, kind_export.run, kind_export.render, managed=True)
 
 
 def affine() -> KindSpec:

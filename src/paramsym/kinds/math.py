@@ -1,5 +1,5 @@
 """The pure-math run kinds: ``group``, ``attention`` (the component table), ``attention-count``,
-``attention-clusterings`` and ``attention-classify``.
+``attention-clusterings``, ``attention-classify`` and ``attention-build``.
 
 Each command's computation is one function of its typed configuration returning ``(result,
 text)`` (:func:`paramsym.groups.cli.describe_outputs`, :mod:`paramsym.attention.commands`):
@@ -10,6 +10,10 @@ file: ``--resume`` of a finished run prints it again) and returns ``result`` as 
 report is the configuration and that text (the table's report is
 :func:`paramsym.attention.report.render`, with its figure). The computations take seconds, so
 they keep no checkpoint: ``--resume`` of an unfinished run computes it again.
+
+``attention-build`` (:func:`run_build`) also writes the layer it draws to ``layer.safetensors``
+(:data:`LAYER`, the input of ``paramsym attention classify``); its metrics carry the file's
+``sha256``, so a resumed run that ends with the same ``metrics.json`` wrote the same bytes.
 
 The commands print the same with and without ``--out``. Nothing here imports torch
 (``attention-classify`` loads its weights with it).
@@ -26,16 +30,19 @@ from typing import Any
 
 from ..presets import Preset, PresetTable
 
-__all__ = ["MATH_PRESETS", "OUTPUT", "render", "runner"]
+__all__ = ["LAYER", "MATH_PRESETS", "OUTPUT", "render", "run_build", "runner"]
 
 #: the kind's own file: what the command printed
 OUTPUT = "output.txt"
+#: the layer ``attention-build`` writes
+LAYER = "layer.safetensors"
 
 TITLES = {
     "group": "Finite group",
     "attention-count": "Components of the equivariance locus",
     "attention-clusterings": "Partial G-clusterings",
     "attention-classify": "Equivariance of an attention layer",
+    "attention-build": "A random equivariant attention layer",
 }
 
 
@@ -50,6 +57,21 @@ def runner(outputs: Callable[..., tuple[dict[str, Any], str]]) -> Callable[..., 
 
     run.__doc__ = f"Run {outputs.__module__}.{outputs.__name__} into ``out`` (``output.txt``); return its result."
     return run
+
+
+def run_build(cfg: Any, out, *, progress: bool = False) -> dict[str, Any]:
+    """The ``attention-build`` run: :func:`paramsym.attention.build.build_layer` of ``cfg`` written to
+    ``layer.safetensors`` (atomically) and its text to ``output.txt``; the metrics are the layer's
+    description with the file's name and ``sha256``."""
+    import hashlib
+
+    from ..attention.build import build_layer
+    from ..runs.rundir import save_tensors
+
+    tensors, meta, result, text = build_layer(cfg, progress=progress)
+    save_tensors(out.file(LAYER), tensors, metadata=meta)
+    out.write_text(OUTPUT, f"{LAYER}: {text}")
+    return {"file": LAYER, "sha256": hashlib.sha256(out.file(LAYER).read_bytes()).hexdigest(), **result}
 
 
 def render(run_dir) -> str:

@@ -163,11 +163,26 @@ def read_json(path: str | os.PathLike, what: str = "a JSON file") -> Any:
 
 
 def tensors_to_bytes(tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str] | None = None) -> bytes:
-    """Serialise a flat ``dict[str, Tensor]`` as safetensors bytes (CPU, contiguous)."""
+    """Serialise a flat ``dict[str, Tensor]`` as safetensors bytes (CPU, contiguous), the same bytes for the
+    same tensors and metadata.
+
+    (``safetensors`` writes ``__metadata__`` in hash order, which changes from one process to the
+    next; its entries are rewritten here in name order — the header keeps its length, since only
+    the order of its keys changes.)
+    """
     from safetensors.torch import save as _st_save
 
     clean = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-    return _st_save(clean, metadata=dict(metadata) if metadata else None)
+    data = _st_save(clean, metadata=dict(metadata) if metadata else None)
+    if not metadata or len(metadata) < 2:
+        return data
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if len(text) > n or data[8 + len(text):8 + n].strip(b" "):  # not the compact form we expected: keep it
+        return data
+    return data[:8] + text + b" " * (n - len(text)) + data[8 + n:]
 
 
 def save_tensors(path: str | os.PathLike, tensors: Mapping[str, torch.Tensor], metadata: Mapping[str, str] | None = None) -> None:
