@@ -2,7 +2,7 @@
 
 ::
 
-    paramsym align A B [--symmetries permutation,rescaling,attention] [--data auto|digits|modadd:P]
+    paramsym align A B [--symmetries permutation,rescaling,attention] [--data auto|digits|digits-images|stdlib|modadd:P]
         [--activation relu] [--points 25] [--seed 0] [--threads N] [--json] [--quiet] [--out DIR]
     paramsym align A B --merge ALPHA --out DIR    # merged θ_A + ALPHA·(θ_B aligned − θ_A), HF: DIR/merged/
     paramsym align --preset digits-mlp|modadd-transformer|vit-digits|lm-stdlib [--width W] [--cache-dir DIR] [...]
@@ -49,7 +49,8 @@ def register(subparsers) -> None:
                         "with --census-groups: of permutation,rotation,attention (default permutation,attention; "
                         "rotation: RMSNorm LMs, writes norm-folded models); attention: per-head GL(d_v) on "
                         "value/output and GL(d_k) on query/key, the rotary commutant under rotary embeddings")
-    p.add_argument("--data", default=None, help="evaluation data: auto, digits, modadd:P (files only; default auto)")
+    p.add_argument("--data", default=None, help="evaluation data: auto, digits, digits-images, stdlib, modadd:P (files "
+                   "only; default auto)")
     p.add_argument("--activation", default=None, help="activation of an MLP given as safetensors (default relu)")
     p.add_argument("--width", default=None, help="preset hidden width (digits-mlp) / n_embd (modadd)")
     p.add_argument("--cache-dir", default=None, help="where presets cache their trained models "

@@ -4,8 +4,10 @@
 ``save_pretrained`` directories) or a preset (``preset``: two models trained here from seeds 0
 and 1, :mod:`paramsym.kinds.align_presets`). :func:`run` aligns B to A
 (:func:`paramsym.alignment.align.align`: weight matching, then the continuous symmetries that
-apply) and writes ``merged.safetensors`` (the midpoint of A and the aligned B), ``path_loss.png``
-and ``result.json`` (the summary and the path curves, with wall times). Metrics: the summary
+apply) and writes ``merged.safetensors`` (``θ_A + α (θ_B^aligned − θ_A)``, ``α = merge``, 0.5 by
+default; for Hugging Face pairs also the ``save_pretrained`` directory ``merged/``),
+``path_loss.png`` and ``result.json`` (the summary, the path curves of every stage and the merged
+model's losses). Metrics: the summary
 (``barrier_before``, ``barrier_permutation``, ``barrier_full`` (+ ``_train``), ``function_error``,
 distances, ...) plus ``points`` and ``model``, without the wall-clock ``seconds`` (in
 ``timing.json``).
@@ -55,7 +57,7 @@ class AlignConfig:
         models: the two models A, B (files or directories); empty with ``preset``.
         preset: a key of :data:`ALIGN_PRESETS` (``None`` with ``models``).
         symmetries: subset of ``permutation``, ``rescaling``, ``attention`` (``None``: all that apply).
-        data: evaluation data of model files: ``auto``, ``digits``, ``modadd:P``.
+        data: evaluation data of model files: ``auto``, ``digits``, ``digits-images``, ``stdlib``, ``modadd:P``.
         activation: activation of an MLP given as safetensors.
         width: the preset's hidden width (digits-mlp) / ``n_embd`` (modadd); ``None``: the preset's.
         cache_dir: where presets cache their trained models (``None``: ``$PARAMSYM_CACHE`` or

@@ -13,6 +13,9 @@
   generalise (test accuracy 1.0 measured here; with 1,500 steps, weight decay 0.1 and half the
   pairs for training they only memorised).
 
+* ``vit-digits`` and ``lm-stdlib`` — the transformer pairs of :mod:`paramsym.kinds.align_pairs`
+  (configurations, budgets and training there; :func:`load_preset` delegates to it).
+
 Models are trained on first use and cached as safetensors (written atomically) under
 ``cache_dir`` (default ``~/.cache/paramsym``; the command line's ``$PARAMSYM_CACHE``; sub-folder ``align``); the
 file name carries every training setting, and a cached model is reused only by the one reuse rule
