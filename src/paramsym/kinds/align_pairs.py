@@ -19,7 +19,8 @@ test/``--quick`` budgets, whose models are not the documented ones):
 
 Both models of a pair start from weights drawn by ``torch.Generator().manual_seed(seed)``
 (seeds 0 and 1; N(0, 0.02²) matrices and embeddings, zero biases, LayerNorm 1/0:
-:func:`init_weights`) and are cached like the other presets (:func:`paramsym.kinds.align_presets._cached`).
+:func:`init_weights`) and are cached like the other presets, by the one reuse rule
+(:func:`paramsym.runs.reuse.cached_tensors`).
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def load_pair_preset(name: str, root: Path, cfg: ViTDigitsConfig | StdlibLMConfi
         ConfigError: an unknown name, or a configuration of the other preset.
     """
     from ..errors import ConfigError
-    from .align_presets import _cached
+    from ..runs.reuse import cached_tensors
 
     info: dict = {"preset": name, "seeds": list(seeds), "cache": str(root)}
     if name == "vit-digits":
@@ -196,7 +197,7 @@ def load_pair_preset(name: str, root: Path, cfg: ViTDigitsConfig | StdlibLMConfi
     else:
         raise ConfigError(f"unknown transformer pair {name!r}; choose one of {', '.join(PAIRS)}.")
     meta = asdict(cfg) | ({"corpus": info["data"]["sha256"]} if name == "lm-stdlib" else {})
-    ps = [_cached(root / f"{cfg.tag()}-seed{s}.safetensors", lambda s=s: train(cfg, s, data), meta | {"seed": s})
+    ps = [cached_tensors(root / f"{cfg.tag()}-seed{s}.safetensors", meta | {"seed": s}, lambda s=s: train(cfg, s, data))
           for s in seeds]
     positions = "all" if name == "lm-stdlib" else "last"
     arch = hf_architecture(model.double(), n_classes=None if name == "lm-stdlib" else 10, positions=positions)
