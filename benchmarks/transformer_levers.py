@@ -223,6 +223,7 @@ class WhitenedCoordinates(ReducedCoordinates):
 
 
 def main() -> None:
+    from paramsym.discovery.config import DiscoverOverrides
     from paramsym.experiments.discovery.transformer.run import (
         TransformerDiscoveryConfig,
         train_learned,
@@ -244,7 +245,7 @@ def main() -> None:
           f"{'train CPU s':>11s}")
     for name in args.rows.split(","):
         overrides, fields = ROWS[name]
-        cfg = TransformerDiscoveryConfig(overrides=overrides, **fields)
+        cfg = TransformerDiscoveryConfig(overrides=DiscoverOverrides.parse(overrides), **fields)
         problem = unit_problem(cfg, args.layer, None)
         beta = unit_beta(problem, cfg)
         trained, red = problem, None

@@ -16,6 +16,10 @@ configuration); :class:`Overrides` (``--set``) refuses the old key, naming the n
 A retired key (``DROPPED = {old: hint}``, written by an older version but configuring nothing) is
 left out when read from a file and refused by :class:`Overrides`.
 
+A field whose type depends on another field's value (an attribution run's ``config``: the config
+class of its ``preset``) is typed by the class's ``dependent_types(data)`` hook, so that
+:func:`from_dict` types it too (no conversion at construction).
+
 The one serializer: :func:`to_dict` (configuration → plain JSON data, what
 :func:`~paramsym.runs.provenance.config_hash` hashes) and :func:`from_dict` (back, validated, renames
 applied); a run's ``config.json`` is :func:`to_document` / :func:`from_document` (one flat shape:
@@ -42,7 +46,7 @@ import yaml
 from .errors import ConfigError
 from .groups.memory import MemoryBudget
 
-__all__ = ["DOCUMENT_KEYS", "Overrides", "apply_overrides", "flat_keys", "from_dict", "from_document", "load_file",
+__all__ = ["DOCUMENT_KEYS", "Overrides", "apply_overrides", "did_you_mean", "flat_keys", "from_dict", "from_document", "load_file",
            "read_document", "to_dict", "to_document", "validate_tree"]
 
 C = TypeVar("C")
@@ -181,17 +185,44 @@ def _coerce(key: str, raw: Any, annotation: Any) -> Any:
     return parsed
 
 
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` Did you mean 'KEY'?`` for the key of ``known`` closest to ``word`` (``""`` when none is close):
+    the same leaf name in another section (``lr`` → ``train.lr``), a leaf the initials of ``word``'s
+    leaf spell (``train.learning_rate`` → ``train.lr``), else the closest spelling."""
+    import difflib
+
+    known = list(known)
+    leaf = word.rsplit(".", 1)[-1]
+    initials = "".join(part[:1] for part in leaf.split("_") if part)
+    by_leaf = [k for k in known if k.rsplit(".", 1)[-1] == leaf]
+    by_initials = [k for k in known if len(initials) > 1 and k.rsplit(".", 1)[-1] == initials]
+    close = by_leaf or sorted(by_initials, key=lambda k: not word.startswith(k.rsplit(".", 1)[0]))
+    close = close or difflib.get_close_matches(word, known, n=1, cutoff=0.5)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
 def from_dict(cls: type[C], data: Mapping[str, Any], prefix: str = "") -> C:
-    """Build config dataclass ``cls`` from a (nested) mapping, validating keys and types."""
+    """Build config dataclass ``cls`` from a (nested) mapping, validating keys and types (and the
+    ``validate`` hook of ``cls``); ``RENAMED`` keys are read as their new ones.
+
+    Raises:
+        ConfigError: ``data`` not a mapping, an unknown key (the closest known one and the valid keys
+            named), a value of the wrong type (the dotted key named), or a ``validate`` refusal.
+    """
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{prefix or 'config'}: expected a mapping, received {type(data).__name__}.")
-    hints = _field_types(cls)
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: expected a mapping of {cls.__name__} keys, received "
+                          f"{type(data).__name__}.")
     names = {f.name for f in dataclasses.fields(cls)}
     data = _renamed(cls, data, prefix)
-    unknown = sorted(set(data) - names)
+    hints = _field_types(cls)
+    dependent = getattr(cls, "dependent_types", None)
+    if callable(dependent):  # a field whose type depends on another's value (an attribution run's config: its preset's)
+        hints = {**hints, **dependent(data)}
+    unknown = sorted(str(k) for k in set(data) - names)
     if unknown:
         raise ConfigError(
-            f"unknown config key(s) {[prefix + k for k in unknown]}; valid keys here: "
+            f"unknown config key{'s' if len(unknown) > 1 else ''} {', '.join(repr(prefix + k) for k in unknown)}."
+            f"{did_you_mean(prefix + unknown[0], sorted(prefix + n for n in names))} Valid keys here: "
             f"{sorted(prefix + n for n in names)}."
         )
     kwargs = {k: _coerce(prefix + k, v, hints[k]) for k, v in data.items()}
@@ -401,6 +432,21 @@ class Overrides(Mapping[str, Any]):
             return cls(overrides, config=config)
         return cls.parse(overrides, config=config)
 
+    @classmethod
+    def require(cls, value: Any, key: str) -> None:
+        """Raise :class:`ConfigError` unless ``value`` (configuration field ``key``) is typed overrides of
+        ``cls``: a configuration read by :func:`from_dict` or built by :meth:`apply` has them typed
+        (the one place overrides are typed); one built in Python must pass ``cls.parse([...])`` or
+        ``cls({...})``, never the raw strings or mapping.
+
+        Raises:
+            ConfigError: ``value`` is of another type (named, with how to type it).
+        """
+        if not isinstance(value, cls):
+            raise ConfigError(f"{key} must be {cls.__name__} (typed once: {cls.__name__}.parse(['k=v', ...]) or "
+                              f"{cls.__name__}({{'k': v}}), or read the configuration with paramsym.config.from_dict); "
+                              f"received {type(value).__name__} {str(value)[:80]}.")
+
     def apply(self, cfg: C) -> C:
         """A copy of ``cfg`` with these values set, every field checked against its type and every
         nested configuration validated (as :func:`from_dict` does for a file).
@@ -471,6 +517,15 @@ def read_document(path: str, what: str = "config file", error: type[ConfigError]
                     f"({msg}); fix its syntax.") from None
 
 
-def load_file(cls: type[C], path: str) -> C:
-    """Load a config dataclass from a YAML or JSON file (safe loaders only)."""
-    return from_dict(cls, read_document(path) or {})
+def load_file(cls: type[C], path: str, what: str = "config file", error: type[ConfigError] = ConfigError) -> C:
+    """Load config dataclass ``cls`` from a YAML or JSON file (safe loaders only) by :func:`from_dict`.
+
+    Raises:
+        ConfigError (or ``error``): an unreadable file, invalid syntax, or a configuration
+            :func:`from_dict` refuses; the message begins with the path and names the key.
+    """
+    data = read_document(path, what, error)
+    try:
+        return from_dict(cls, {} if data is None else data)
+    except ConfigError as exc:
+        raise error(f"{path}: {exc}") from None

@@ -11,8 +11,8 @@ import os
 import pytest
 import torch
 
-from paramsym.experiments.attribution.annulus.run import AnnulusConfig, run
-from paramsym.runs.reports import render
+from paramsym.experiments.attribution.annulus.run import AnnulusConfig
+from paramsym.experiments.attribution.presets import run_attribution
 from paramsym.runs.rundir import RunDir
 
 pytestmark = pytest.mark.slow
@@ -22,8 +22,7 @@ def _run(data, stage, tmp_path):
     torch.set_num_threads(1)
     root = os.environ.get("PARAMSYM_ANNULUS_OUT")
     out = RunDir(os.path.join(root, f"{data}-{stage}") if root else tmp_path / f"{data}-{stage}")
-    summary = run(AnnulusConfig(data=data, stage=stage), out, progress=False)
-    out.write_text("report.md", render(out))
+    summary = run_attribution(f"annulus-{data}", AnnulusConfig(data=data, stage=stage), out, progress=False)
     rows = {(r["flow"], r["direction"]): r for r in summary["flows"]}
     for (mode, d), r in rows.items():
         print(json.dumps({"config": f"{data}/{stage}", "flow": mode, "direction": d,
@@ -78,7 +77,8 @@ def test_paper_protocol_reproduces_the_tables(tmp_path, data, stage):
     torch.set_num_threads(1)
     root = os.environ.get("PARAMSYM_ANNULUS_OUT")
     out = RunDir(os.path.join(root, f"paper-{data}-{stage}") if root else tmp_path / f"paper-{data}-{stage}")
-    summary = run(AnnulusConfig(data=data, stage=stage, protocol="paper", gauge="paper"), out, progress=False)
+    summary = run_attribution(f"annulus-{data}", AnnulusConfig(data=data, stage=stage, protocol="paper", gauge="paper"),
+                              out, progress=False)
     rows = {(r["flow"], r["direction"]): r for r in summary["flows"]}
     for (mode, d), r in rows.items():
         print(json.dumps({"config": f"paper {data}/{stage}", "flow": mode, "direction": d,

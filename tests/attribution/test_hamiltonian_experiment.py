@@ -22,11 +22,10 @@ from paramsym.experiments.attribution.hamiltonian.run import (
     HamiltonianConfig,
     force_group,
     report_sections,
-    run,
     stacked_probes,
 )
 from paramsym.experiments.attribution.hamiltonian.train import train_or_load
-from paramsym.experiments.attribution.presets import resolve_attribution_config
+from paramsym.experiments.attribution.presets import resolve_attribution_config, run_attribution
 from paramsym.models.hamiltonian import mexican_hat_force
 from paramsym.runs.rundir import RunDir
 
@@ -273,7 +272,7 @@ def test_quick_preset_end_to_end_through_the_command(tmp_path, capsys):
 @pytest.mark.slow
 def test_full_hamiltonian_reproduction(tmp_path):
     out = RunDir(tmp_path / "full")
-    summary = run(HamiltonianConfig(), out, progress=False)
+    summary = run_attribution("hamiltonian", HamiltonianConfig(), out, progress=False)
     metrics = json.loads((tmp_path / "full" / "metrics.json").read_text())
     flows = {(f["flow"], f["direction"]): f for f in summary["flows"]}
     rc, rb = flows[("resolved", "+c")], flows[("resolved", "-b")]

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from paramsym.config import from_document, to_dict, to_document
+from paramsym.config import from_dict, from_document, to_dict, to_document
 from paramsym.errors import ConfigError, ConfigFileError, RunFileError
 from paramsym.runs.kinds import KINDS
 from paramsym.runs.provenance import config_hash
@@ -119,3 +119,51 @@ def test_a_bad_field_in_a_managed_run_is_named_by_load_run_config(tmp_path) -> N
     run.write_json("config.json", {"kind": "group", **fields, "provenance": data["provenance"]})
     with pytest.raises(RunFileError, match="edited"):  # the hash no longer matches the fields
         load_run_config(run)
+
+
+@pytest.mark.parametrize("hashed", ["as written", "as read back"])
+def test_load_run_config_reads_a_discovery_run_with_a_renamed_key(tmp_path, hashed) -> None:
+    """``load_run_config`` is the reader of a discovery run too: an old ``config.json`` with ``train.memory_gb``
+    whose ``config_hash`` is of the fields as the old version wrote them, or of the configuration they read
+    back as, loads as ``train.max_memory``; a changed value is the "edited" refusal either way."""
+    from paramsym.discovery.config import DiscoverConfig
+    from paramsym.runs.execute import load_run_config
+    from paramsym.runs.rundir import RunDir
+
+    new = from_dict(DiscoverConfig, {"train": {"max_memory": 3 * 2**30}})
+    data = to_document("discovery", new)
+    data["train"].pop("max_memory")
+    data["train"]["memory_gb"] = 3
+    fields = {k: v for k, v in data.items() if k != "kind"}
+    data["provenance"] = {"config_hash": config_hash(fields if hashed == "as written" else new)}
+    run = RunDir(tmp_path / "old")
+    run.write_json("config.json", data)
+    assert load_run_config(run) == new
+    data["train"]["memory_gb"] = 4
+    run.write_json("config.json", data)
+    with pytest.raises(RunFileError, match="edited"):
+        load_run_config(run)
+
+
+def test_an_attribution_config_is_typed_by_the_serializer_not_at_construction() -> None:
+    """``AttributionConfig.config`` is read as its preset's config class by ``from_dict`` (the
+    ``dependent_types`` hook); a raw mapping built in Python is left as given and refused by ``validate``."""
+    from paramsym.experiments.attribution.annulus.run import AnnulusConfig
+    from paramsym.experiments.attribution.presets import (
+        AttributionConfig,
+        resolve_attribution_config,
+    )
+
+    cfg = AttributionConfig("annulus-wedge", resolve_attribution_config("annulus-wedge", quick=True, seed=3))
+    back = from_dict(AttributionConfig, _json(to_dict(cfg)))
+    assert back == cfg and isinstance(back.config, AnnulusConfig) and back.config.seed == 3
+    raw = AttributionConfig("annulus-wedge", to_dict(cfg.config))
+    assert isinstance(raw.config, dict)
+    with pytest.raises(ConfigError, match="preset annulus-wedge takes a AnnulusConfig as config"):
+        raw.validate()
+    with pytest.raises(ConfigError, match="unknown config key 'config.nosuch'"):
+        from_dict(AttributionConfig, {"preset": "annulus-wedge", "config": {**to_dict(cfg.config), "nosuch": 1}})
+    with pytest.raises(ConfigError, match=r"config.dt: expected a number"):
+        from_dict(AttributionConfig, {"preset": "annulus-wedge", "config": {**to_dict(cfg.config), "dt": "fast"}})
+    with pytest.raises(ConfigError, match="unknown preset 'nope'"):
+        from_dict(AttributionConfig, {"preset": "nope", "config": {}})

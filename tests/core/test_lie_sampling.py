@@ -70,6 +70,32 @@ def test_matrices_match_scipy_expm_products():
         assert np.allclose(g[k], ref, rtol=1e-12, atol=1e-13)
 
 
+def test_padding_factors_skipped_keep_values_and_generator_gradients():
+    """Products shorter than max_factors are padded with t = 0 factors, which ``matrices`` does not
+    exponentiate (exp(0) = I): the elements and the generators' gradient equal those of the plain
+    product of every factor's exponential."""
+    group = _group(s=2, r=3)
+    s = group.sample(40, 0.9, 5, generator=torch.Generator().manual_seed(4))
+    assert bool((s.coeffs == 0).any()) and bool((s.coeffs != 0).any())  # padding present
+    w = torch.randn(40, 2, 2, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    grads = []
+    for skip in (True, False):
+        group.raw.grad = None
+        if skip:
+            g = group.matrices(s)
+        else:
+            f = torch.linalg.matrix_exp(s.coeffs[..., None, None] * group.generators()[s.index])
+            g = f[:, 0]
+            for j in range(1, f.shape[1]):
+                g = f[:, j] @ g
+        (g * w).sum().backward()
+        grads.append((g.detach(), group.raw.grad.clone()))
+    (g_skip, d_skip), (g_all, d_all) = grads
+    torch.testing.assert_close(g_skip, g_all, rtol=1e-14, atol=1e-15)
+    torch.testing.assert_close(d_skip, d_all, rtol=1e-12, atol=1e-14)
+    assert float(d_all.norm()) > 0
+
+
 def test_inverse_and_compose():
     group = _group()
     gen = torch.Generator().manual_seed(4)
@@ -137,7 +163,8 @@ def test_bracket():
 
 def test_sampling_is_vectorised_100k_samples(monkeypatch):
     """10⁵ samples (3 × 3 matrices, up to 3 factors as in the training recipes): one batched
-    ``matrix_exp`` call for all samples and factors, whatever n. The time bound is generous
+    ``matrix_exp`` call for all samples' factors (the t = 0 padding of shorter products skipped),
+    whatever n. The time bound is generous
     (a loaded 2-core machine); a Python loop per sample would take far longer."""
     group = _group(s=3, r=4)
     calls = []
@@ -154,7 +181,7 @@ def test_sampling_is_vectorised_100k_samples(monkeypatch):
         s = group.sample(100_000, 0.5, 3, generator=gen)
         g = group.matrices(s)
     elapsed = time.perf_counter() - t0
-    assert calls == [(100_000, 3, 3, 3)]
+    assert calls == [(int((s.coeffs != 0).sum()), 3, 3)] and 100_000 < calls[0][0] < 300_000
     assert g.shape == (100_000, 3, 3) and bool(torch.isfinite(g).all())
     assert isinstance(s, GroupSamples) and len(s) == 100_000
     assert elapsed < 10.0, f"sampling 1e5 elements took {elapsed:.2f} s"

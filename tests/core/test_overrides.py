@@ -52,8 +52,9 @@ def test_validation_runs_on_apply() -> None:
 
 
 def test_experiment_overrides_round_trip_and_read_the_older_string_lists() -> None:
-    cfg = ObjectivesConfig(overrides=["train.lr=3e-4", "verdict.factors=[1,2]"])  # typed at construction
+    cfg = from_dict(ObjectivesConfig, {"overrides": ["train.lr=3e-4", "verdict.factors=[1,2]"]})  # typed once
     assert isinstance(cfg.overrides, DiscoverOverrides)
+    assert cfg == ObjectivesConfig(overrides=DiscoverOverrides.parse(["train.lr=3e-4", "verdict.factors=[1,2]"]))
     saved = to_dict(cfg)
     assert saved["overrides"] == {"train.lr": 3e-4, "verdict.factors": [1, 2]}
     assert from_dict(ObjectivesConfig, saved) == cfg
@@ -61,6 +62,26 @@ def test_experiment_overrides_round_trip_and_read_the_older_string_lists() -> No
     assert from_dict(ObjectivesConfig, old) == cfg
     with pytest.raises(ConfigError, match="unknown config key"):
         from_dict(ObjectivesConfig, {**saved, "overrides": {"train.nope": 1}})
+    with pytest.raises(ConfigError, match="train.lr: expected a number"):
+        from_dict(ObjectivesConfig, {**saved, "overrides": ["train.lr=fast"]})
+
+
+@pytest.mark.parametrize("config", ["objectives", "lifting", "transformer"])
+def test_untyped_experiment_overrides_are_a_named_error_not_coerced(config: str) -> None:
+    """No coercion at construction: raw strings built in Python are refused by ``validate`` (before any run
+    directory is written), naming the field and how to type them; the serializer types them once."""
+    from paramsym.experiments.discovery.lifting.run import LiftingConfig
+    from paramsym.experiments.discovery.transformer.run import TransformerDiscoveryConfig
+
+    cls = {"objectives": ObjectivesConfig, "lifting": LiftingConfig, "transformer": TransformerDiscoveryConfig}[config]
+    raw = cls(overrides=["train.lr=3e-4"])
+    assert raw.overrides == ["train.lr=3e-4"]  # left as given
+    with pytest.raises(ConfigError, match=r"overrides must be DiscoverOverrides .*DiscoverOverrides.parse.*list"):
+        raw.validate()
+    typed = from_dict(cls, {"overrides": ["train.lr=3e-4"]})
+    assert typed.overrides == DiscoverOverrides({"train.lr": 3e-4}) and typed == cls(
+        overrides=DiscoverOverrides.parse(["train.lr=3e-4"]))
+    typed.validate()
 
 
 def test_a_mapping_under_a_dict_field_is_its_value() -> None:

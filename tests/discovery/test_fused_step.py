@@ -16,7 +16,10 @@ FIELDS = ("fields_mu", "moved", "fields", "direct", "two_step", "transported", "
 
 @pytest.mark.parametrize("preset, r", [("sigmoid-scalar", 1), ("linear2x2", 3)])
 @pytest.mark.parametrize("inf, fin", [(True, True), (True, False), (False, True)])
-def test_fused_quantities_equal_generic(preset: str, r: int, inf: bool, fin: bool) -> None:
+@pytest.mark.parametrize("shared", [0, 3])
+def test_fused_quantities_equal_generic(preset: str, r: int, inf: bool, fin: bool, shared: int) -> None:
+    """``shared``: the first rows of the regulariser points are rows of θ (the trainer's batch); the
+    fused step takes their fields from θ's, the generic one evaluates them again."""
     torch.set_num_threads(1)
     pr = build_problem(preset)
     cfg = apply_overrides(DiscoverConfig.for_preset(preset), [f"group.generators={r}", "action.width=32"])
@@ -24,10 +27,11 @@ def test_fused_quantities_equal_generic(preset: str, r: int, inf: bool, fin: boo
     a = tr.action.double()
     gen = torch.Generator().manual_seed(1)
     th, mu = pr.sample(6, gen, torch.float64), pr.sample(5, gen, torch.float64)
+    mu[:shared] = th[:shared]
     g1 = a.group.matrices(a.group.sample(6, 0.8, 3, generator=gen)).double()
     g2 = a.group.matrices(a.group.sample(6, 0.8, 3, generator=gen)).double()
     h = a.group.generators().double()[torch.randint(0, r, (6,), generator=gen)]
-    fused = a.step_quantities(th, mu, g1, g2, h, infinitesimal=inf, finite=fin)
+    fused = a.step_quantities(th, mu, g1, g2, h, infinitesimal=inf, finite=fin, shared=shared)
     generic = O.step_quantities(a, th, mu, g1, g2, h, infinitesimal=inf, finite=fin)
     for name in FIELDS:
         x, y = getattr(fused, name), getattr(generic, name)

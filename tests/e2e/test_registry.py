@@ -103,10 +103,12 @@ def test_attribution_config_resolution_order() -> None:
     assert ham.train.epochs == 5 and ham.system.train_alphas == (-1.1, 0.6)
     with pytest.raises(ConfigError, match="valid presets"):
         resolve_attribution_config("nope")
-    with pytest.raises(ConfigError, match="not a stage"):
+    with pytest.raises(ConfigError, match=r"stage must be one of \('trainable', 'frozen'\), received 'init'"):
         resolve_attribution_config("lifting-sanity", stage="init")
     with pytest.raises(ConfigError, match="no stages"):
         resolve_attribution_config("hamiltonian", stage="init")
+    with pytest.raises(ConfigError, match="no stages"):  # the key, however it is written
+        resolve_attribution_config("hamiltonian", overrides=["stage=init"])
     with pytest.raises(ConfigError, match="unknown config key"):
         resolve_attribution_config("lifting-sanity", overrides=["nosuchkey=1"])
 

@@ -343,6 +343,9 @@ def test_discovery_run_written_with_memory_gb_loads_and_resumes(tmp_path, capsys
     d = tmp_path / "run"
     _legacy_discovery_run(d)
     assert load_config(RunDir(d)).train.max_memory == 3 * 2**30
+    from paramsym.runs.execute import load_run_config
+
+    assert load_run_config(RunDir(d)) == load_config(RunDir(d))  # the one reader, discovery included
     before = _files(d)
     capsys.readouterr()
     assert main(["discover", "--resume", str(d), "--quiet"]) == 0

@@ -43,7 +43,10 @@ CASES: dict[str, tuple[list[str], list[tuple[list[str], list[str]]]]] = {
         (["--compensators", "20"], ["--set", "compensators=20"])]),
     "attribute": (["attribute", "--preset", "annulus-wedge", "--quick"], [
         (["--seed", "4"], ["--set", "seed=4"]),
-        (["--flow", "fixed"], ["--set", "flows=[fixed]"])]),
+        (["--flow", "fixed"], ["--set", "flows=[fixed]"]),
+        (["--stage", "init"], ["--set", "stage=init"]),
+        (["--weights", "mine.safetensors"], ["--set", "weights=mine.safetensors"]),
+        (["--probes", "probes.safetensors"], ["--set", "probes=probes.safetensors"])]),
     "affine": (["affine", "--preset", "relu242"], [
         (["--tol", "1e-5"], ["--set", "tol=1e-5"]),
         (["--samples", "40"], ["--set", "samples=40"]),
@@ -138,6 +141,9 @@ def test_a_flag_and_set_of_its_key_give_the_same_config(command: str) -> None:
     (["census", "--preset", "mlp-relu", "--set", "tokens=many"], "tokens"),
     (["attention", "count", "--group", "D4", "--heads", "8", "--set", "heads"], "key=value"),
     (["experiment", "objectives", "--quick", "--set", "train.nonsense=1"], "train.nonsense"),
+    (["attribute", "--preset", "lifting-sanity", "--set", "weights=w.safetensors"], "does not accept --weights"),
+    (["attribute", "--preset", "hamiltonian", "--stage", "init"], "no stages"),
+    (["attribute", "--preset", "lifting-sanity", "--stage", "init"], "stage must be one of"),
 ])
 def test_a_bad_set_is_a_named_error(argv: list[str], named: str) -> None:
     with pytest.raises(ConfigError, match=named):

@@ -40,11 +40,11 @@ def test_unknown_config_key_in_the_search_names_the_closest_one() -> None:
 
 
 def test_unknown_select_key_and_metric() -> None:
-    assert "Did you mean 'metric'?" in _err({**GOOD, "select": {"metrc": "output_err_p95"}})
+    assert "Did you mean 'select.metric'?" in _err({**GOOD, "select": {"metrc": "output_err_p95"}})
     assert "Did you mean 'composition_err_p95'?" in _err({**GOOD, "select": {"metric": "compositon_err_p95"}})
 
 
-@pytest.mark.parametrize("search", [{}, None, {"train.lr": []}])
+@pytest.mark.parametrize("search", [{}, {"train.lr": []}])
 def test_empty_search_space(search) -> None:
     msg = _err({**GOOD, "search": search})
     assert "empty" in msg and ("at least one value" in msg or "search: {KEY: [values]}" in msg)
@@ -67,13 +67,16 @@ def test_replication_seeds_must_be_fresh() -> None:
 
 
 @pytest.mark.parametrize(("patch", "words"), [
-    ({"candidate_steps": "5000"}, "candidate_steps must be an integer ≥ 1"),
+    ({"candidate_steps": "many"}, "candidate_steps: expected an integer, received 'many'"),
+    ({"candidate_steps": 2.5}, "candidate_steps: expected an integer"),
     ({"candidate_steps": 0}, "candidate_steps must be an integer ≥ 1"),
     ({"continue_top": -1}, "continue_top must be an integer ≥ 0"),
     ({"continue_steps": 100, "candidate_steps": 200}, "continue_steps (100) must exceed candidate_steps (200)"),
-    ({"variants": "hybrid"}, "variants must be a nonempty list"),
+    ({"variants": []}, "variants must be a nonempty list"),
+    ({"search": None}, "search: expected a mapping"),
+    ({"select": "composition_err_p95"}, "select: expected a mapping for SelectSpec"),
     ({"variants": ["hybird"]}, "Did you mean 'hybrid'?"),
-    ({"quick": "yes"}, "quick must be true or false"),
+    ({"quick": "maybe"}, "quick: expected true or false"),
     ({"search": {"train.lr": 1e-3}}, "must be a list of values to try"),
     ({"search": {"train.lr": [1e-3, 1e-3]}}, "more than once"),
     ({"search": {"seed": [1, 2]}}, "use validation_seeds / replication_seeds instead"),
@@ -159,8 +162,30 @@ def test_spec_file_errors(tmp_path: Path) -> None:
     with pytest.raises(SweepSpecError, match="not valid YAML"):
         load_spec(str(bad))
     bad.write_text("- a list\n")
-    with pytest.raises(SweepSpecError, match="must be a mapping"):
+    with pytest.raises(SweepSpecError, match="bad.yaml: SweepSpec: expected a mapping of SweepSpec keys"):
         load_spec(str(bad))
     bad.write_text("presett: sigmoid-scalar\nsearch: {train.lr: [1e-3]}\n")
-    with pytest.raises(SweepSpecError, match=r"bad.yaml: unknown key 'presett'.*Did you mean 'preset'\?"):
+    with pytest.raises(SweepSpecError, match=r"bad.yaml: unknown config key 'presett'.*Did you mean 'preset'\?"):
         load_spec(str(bad))
+    bad.write_text("search: {train.lr: [1e-3]}\nreplication_seeds: [0]\n")
+    with pytest.raises(SweepSpecError, match=r"bad.yaml: replication_seeds \[0\] are also validation_seeds"):
+        load_spec(str(bad))
+
+
+def test_one_reading_of_a_spec_file_set_and_config_json() -> None:
+    """The spec file, ``--set`` over it and a sweep's ``config.json`` are read by the one serializer
+    (``from_dict`` then ``SweepSpec.validate``): the same refusal on each path, named."""
+    from paramsym.config import Overrides, from_document, to_document
+    from paramsym.errors import ConfigFileError
+    from paramsym.sweep.kind import SweepConfig
+
+    good = SweepConfig(spec_from_dict(GOOD))
+    assert from_document(SweepConfig, to_document("sweep", good)) == good
+    stale = to_document("sweep", good)
+    stale["spec"]["replication_seeds"] = [0]  # also a validation seed
+    with pytest.raises(ConfigFileError, match=r"config.json: replication_seeds \[0\] are also validation_seeds"):
+        from_document(SweepConfig, stale)
+    with pytest.raises(SweepSpecError, match=r"replication_seeds \[0\] are also validation_seeds"):
+        Overrides.parse(["spec.replication_seeds=[0]"], config=SweepConfig).apply(good)
+    with pytest.raises(ConfigFileError, match=r"unknown config key 'spec.presett'. Did you mean 'spec.preset'\?"):
+        from_document(SweepConfig, {"kind": "sweep", "spec": {**GOOD, "presett": "x"}})

@@ -210,28 +210,47 @@ class LearnedAction(GroupAction):
             return y @ self.basis.to(y.dtype).T
         return y.index_select(-1, self._cols) * self._row_values(y.dtype)
 
-    def _inputs(self, g: Tensor, theta: Tensor) -> Tensor:
-        """Normalised network input ``[(vec(g) − vec(I))/g_scale, Eᵀ(θ − θ_c)/θ_scale]`` (batched)."""
+    def _inputs(self, g: Tensor, theta: Tensor, tin: Tensor | None = None) -> Tensor:
+        """Normalised network input ``[(vec(g) − vec(I))/g_scale, Eᵀ(θ − θ_c)/θ_scale]`` (batched);
+        ``tin``: the second part if already computed (:meth:`_theta_in`)."""
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device)
         gin = (g - eye).reshape(*g.shape[:-2], -1) / self.g_scale.to(g.dtype)
-        tin = self.reduce(theta - self.theta_center.to(theta.dtype)) / self.theta_scale.to(theta.dtype)
-        return torch.cat([gin.to(theta.dtype), tin], -1)
+        tin = self._theta_in(theta) if tin is None else tin
+        return torch.cat([gin.to(tin.dtype), tin], -1)
 
-    def _dual(self, x: Tensor, dx: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    def _theta_in(self, theta: Tensor) -> Tensor:
+        """The θ part of the network input, ``Eᵀ(θ − θ_c)/θ_scale`` ``(..., q)``."""
+        return self.reduce(theta - self.theta_center.to(theta.dtype)) / self.theta_scale.to(theta.dtype)
+
+    def _dual(self, x: Tensor, dx: Tensor | None, rows: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """The MLP and its forward-mode derivative in one batched pass.
 
         For ``z = W x + c`` and ``y = z σ(z)``: ``dz = W dx`` and ``dy = σ(z)(1 + z(1 − σ(z))) dz``.
         Equal to ``torch.func.jvp`` of the network (tested), but plain batched ops: no ``vmap``
         and no Python decompositions, which makes training several times faster.
+
+        Args:
+            x: inputs ``(N, d)``.
+            dx: tangents ``(T, k)``, ``k ≤ d``: directions in the first ``k`` input coordinates
+                (the rest zero, never multiplied), or ``None`` (no derivative).
+            rows: the primal row of each tangent, ``(T,)`` (several tangents may share one primal:
+                the primal pass runs once per row, the tangents in one batch); ``None``: ``T = N``,
+                tangent ``t`` at row ``t``.
         """
         layers = [m for m in self.net if isinstance(m, nn.Linear)]
         for i, lin in enumerate(layers):
             z = nn.functional.linear(x, lin.weight, lin.bias)
-            dz = None if dx is None else nn.functional.linear(dx, lin.weight)
+            if dx is None:
+                dz = None
+            else:
+                w = lin.weight if i or dx.shape[-1] == lin.weight.shape[1] else lin.weight[:, :dx.shape[-1]]
+                dz = nn.functional.linear(dx, w)
             if i < len(layers) - 1:
                 sg = torch.sigmoid(z)
                 x = z * sg
-                dx = None if dz is None else dz * (sg * (1 + z * (1 - sg)))
+                if dz is not None:
+                    slope = sg * (1 + z * (1 - sg))
+                    dx = dz * (slope if rows is None else slope.index_select(0, rows))
             else:
                 x, dx = z, dz
         return x, dx
@@ -258,7 +277,11 @@ class LearnedAction(GroupAction):
         eye = torch.eye(g.shape[-1], dtype=g.dtype, device=g.device).expand_as(g)
         # two calls of the same shape, not one call on the concatenation: a row's GEMM result
         # depends on its position in the batch, so only equal positions make a(I, θ) == θ bitwise.
-        return theta + (self.b(g, theta) - self.b(eye, theta))
+        # The θ input is reduced once, and the difference expanded once (E (b_g − b_I), exactly 0 at I).
+        tin, scale = self._theta_in(theta), self.out_scale.to(theta.dtype)
+        y_g = self._dual(self._inputs(g, theta, tin), None)[0] * scale
+        y_I = self._dual(self._inputs(eye, theta, tin), None)[0] * scale
+        return theta + self.expand(y_g - y_I)
 
     def _directional(self, g: Tensor, dg: Tensor, theta: Tensor) -> Tensor:
         """``D_g a(g, θ)[dg]`` for batches (``g``, ``dg``: ``(n, s, s)``; θ: ``(n, p)``)."""
@@ -292,66 +315,81 @@ class LearnedAction(GroupAction):
 
     # -- fused training step --------------------------------------------------------------------
     def step_quantities(self, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor, *,
-                        infinitesimal: bool, finite: bool) -> StepQuantities:
+                        infinitesimal: bool, finite: bool, shared: int = 0) -> StepQuantities:
         """All quantities of one training step in two batched network passes.
 
-        Same values as :func:`paramsym.discovery.objectives.step_quantities` (tested), but the
-        evaluations at the original points (fields at I, ``b(g1, θ)`` with its transported
-        derivative, ``b(g2 g1, θ)``, fields at the regulariser points) share one dual pass and
-        the evaluations at ``a(g1, θ)`` a second one.
+        Same values as :func:`paramsym.discovery.objectives.step_quantities` (tested), but each
+        network input is evaluated once: the evaluations at the original points (``b(I, θ)`` with
+        the r field tangents, ``b(g1, θ)`` with its transported tangent ``h g1``, ``b(g2 g1, θ)``,
+        ``b(I, θ_μ)`` with the r field tangents) share one dual pass, those at ``a(g1, θ)``
+        (``b(I, ·)`` with the tangent ``h``, ``b(g2, ·)``) a second one. A primal row carries as many
+        tangents as it needs (none for ``b(g2 g1, θ)``; r at the identity), so the primal ``b(I, θ)`` is
+        computed once, not once per generator (:meth:`_dual`'s ``rows``).
+
+        Args:
+            shared: the first ``shared`` rows of ``theta_mu`` are the first rows of ``theta`` (the
+                trainer's batch: half μ points, half moved points); with ``infinitesimal`` their
+                fields are those of ``theta``, not evaluated a second time.
         """
         if self.kind == "flow":
             return self._flow_step_quantities(theta, theta_mu, g1, g2, h, infinitesimal=infinitesimal, finite=finite)
-        dt = theta.dtype
+        dt, dev = theta.dtype, theta.device
         n, p = theta.shape
         gens = self.group.generators().to(dt)
-        r = gens.shape[0]
-        s = gens.shape[-1]
-        eye = torch.eye(s, dtype=dt, device=theta.device)
-        zeros = torch.zeros_like(g1)
-        blocks_g, blocks_dg, blocks_t = [], [], []
+        r, s = gens.shape[0], gens.shape[-1]
+        eye = torch.eye(s, dtype=dt, device=dev)
+        k = min(int(shared), n, theta_mu.shape[0]) if infinitesimal else 0
+        mu = theta_mu[k:]
+        m = mu.shape[0]
 
-        def add(g: Tensor, dg: Tensor, t: Tensor) -> slice:
-            start = sum(x.shape[0] for x in blocks_g)
-            blocks_g.append(g), blocks_dg.append(dg), blocks_t.append(t)
-            return slice(start, start + g.shape[0])
+        def at(start: int, count: int, each: int = 1) -> Tensor:
+            return torch.arange(start, start + count, device=dev).repeat_interleave(each)
 
-        m = theta_mu.shape[0]
+        # pass 1, primal rows: I at θ (n), I at μ (m), g1 at θ (n), g2 g1 at θ (n, finite); every
+        # output stays in reduced coordinates until the differences are formed, then one expansion
+        t_in, mu_in = self._theta_in(theta), self._theta_in(mu)
+        dgs, rows = [gens.repeat(m, 1, 1)], [at(n, m, r)]
         if infinitesimal:
-            at_I = add(eye.expand(n * r, s, s), gens.repeat(n, 1, 1), theta.repeat_interleave(r, 0))
-        else:
-            at_I = add(eye.expand(n, s, s), zeros, theta)
-        at_mu = add(eye.expand(m * r, s, s), gens.repeat(m, 1, 1), theta_mu.repeat_interleave(r, 0))
-        at_g1 = add(g1, h @ g1 if infinitesimal else zeros, theta)
-        at_g21 = add(g2 @ g1, zeros, theta) if finite else None
-        b1, db1 = self._batch(blocks_g, blocks_dg, blocks_t)
-
-        b_I = b1[at_I].reshape(n, -1, p)[:, 0] if infinitesimal else b1[at_I]
-        moved = theta + (b1[at_g1] - b_I)
-        q = StepQuantities(fields_mu=db1[at_mu].reshape(m, r, p), moved=moved)
+            dgs, rows = [gens.repeat(n, 1, 1), dgs[0], h @ g1], [at(0, n, r), rows[0], at(n + m, n)]
+        y, dy = self._batch([eye.expand(n + m, s, s), g1] + ([g2 @ g1] if finite else []),
+                            [t_in, mu_in, t_in] + ([t_in] if finite else []), dgs, rows)
+        y_I, _, y_g1, y_g21 = y.split([n, m, n, n if finite else 0])
+        sizes = [n, n if finite else 0, n * r if infinitesimal else 0, m * r, n if infinitesimal else 0]
+        d_g1, d_g21, f_I, f_mu, transported = self.expand(torch.cat([y_g1 - y_I, y_g21 - y_I[:len(y_g21)], dy])).split(sizes)
+        moved = theta + d_g1
+        q = StepQuantities(fields_mu=f_mu.reshape(m, r, p), moved=moved)
         if infinitesimal:
-            q.fields = db1[at_I].reshape(n, r, p)
-            q.transported = db1[at_g1]
+            q.fields = f_I.reshape(n, r, p)
+            q.fields_mu = torch.cat([q.fields[:k], q.fields_mu]) if k else q.fields_mu
+            q.transported = transported
         if finite:
-            q.direct = theta + (b1[at_g21] - b_I)
-        blocks_g, blocks_dg, blocks_t = [], [], []
-        at_I2 = add(eye.expand(n, s, s), h if infinitesimal else zeros, moved)
-        at_g2 = add(g2, zeros, moved) if finite else None
-        b2, db2 = self._batch(blocks_g, blocks_dg, blocks_t)
-        if infinitesimal:
-            q.field_at_moved = db2[at_I2]
+            q.direct = theta + d_g21
+        # pass 2 at a(g1, θ): I (n) with the tangent h (infinitesimal), g2 (n, finite)
+        moved_in = self._theta_in(moved)
+        y, dy = self._batch([eye.expand(n, s, s)] + ([g2] if finite else []), [moved_in] + ([moved_in] if finite else []),
+                            [h] if infinitesimal else [], [at(0, n)] if infinitesimal else [])
+        parts = ([y[n:] - y[:n]] if finite else []) + ([dy] if infinitesimal else [])
+        out = self.expand(torch.cat(parts)).split([n] * len(parts)) if parts else []
         if finite:
-            q.two_step = moved + (b2[at_g2] - b2[at_I2])
+            q.two_step = moved + out[0]
+        if infinitesimal:
+            q.field_at_moved = out[-1]
         return q
 
-    def _batch(self, gs: list[Tensor], dgs: list[Tensor], ts: list[Tensor]) -> tuple[Tensor, Tensor]:
-        g, dg, t = torch.cat(gs), torch.cat(dgs), torch.cat(ts)
-        x = self._inputs(g, t)
-        dx = torch.cat([dg.reshape(dg.shape[0], -1).to(t.dtype) / self.g_scale.to(t.dtype), t.new_zeros(t.shape[0], self.q)],
-                       -1)
-        y, dy = self._dual(x, dx)
+    def _batch(self, gs: list[Tensor], tins: list[Tensor], dgs: list[Tensor], rows: list[Tensor]
+               ) -> tuple[Tensor, Tensor]:
+        """``b`` in reduced coordinates (before :meth:`expand`) at the concatenated inputs: elements
+        ``gs`` and θ parts ``tins`` (:meth:`_theta_in`), and ``D_g b[dg]`` for each tangent ``dgs`` at
+        its input row ``rows`` (:meth:`_dual`; an empty ``(0, q)`` without tangents)."""
+        t = torch.cat(tins)
+        x = self._inputs(torch.cat(gs), t, t)
         scale = self.out_scale.to(t.dtype)
-        return self.expand(y * scale), self.expand(dy * scale)
+        if not dgs:
+            return self._dual(x, None)[0] * scale, t.new_zeros(0, self.q)
+        dg = torch.cat(dgs)
+        dx = dg.reshape(dg.shape[0], -1).to(t.dtype) / self.g_scale.to(t.dtype)
+        y, dy = self._dual(x, dx, torch.cat(rows))
+        return y * scale, dy * scale
 
     # -- the flow kind ----------------------------------------------------------------------------
     def coordinates(self, g: Tensor, dtype: torch.dtype | None = None, dg: Tensor | None = None

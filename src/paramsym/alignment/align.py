@@ -15,6 +15,23 @@ exact actions, so every stage computes the same function as B up to rounding):
    commutant under rotary embeddings — (:class:`~paramsym.actions.attention.QueryKeyAction`) and GL(d_v) on (W_V, W_O)
    (:class:`~paramsym.actions.attention.ValueOutputAction`).
 
+Opt-in stages (``stages=``, :data:`STAGES`), on the canonical form of both models (norm gains
+folded, LayerNorm made RMS on a centred stream, the LM head untied: given as a
+:class:`~paramsym.alignment.orthogonal.CanonicalPair`, built by
+``paramsym.kinds.canonical_pair.canonical_pair``), where the residual stream has the exact
+symmetry ``O(D)``:
+
+4. **canonical** — canonical B, unaligned (the path between the canonical forms: what the
+   reparametrisation alone does to the barrier);
+5. **orthogonal** — FFN/head permutations, a stream rotation ``Q ∈ O(D)`` by orthogonal
+   Procrustes and per-head GL, by weight matching
+   (:func:`~paramsym.alignment.orthogonal.match_group`);
+6. **refined** — the orthogonal stage's rotation and head maps refined by gradient descent on the
+   loss along the path (:mod:`paramsym.alignment.refine`, budget :class:`~paramsym.alignment.refine.RefineConfig`).
+
+Their paths run between canonical A and the stage's B; their function error compares the
+canonical model's outputs with the given B's.
+
 Which symmetries apply comes from the architecture (:mod:`paramsym.alignment.arch`): a requested
 symmetry the model does not have raises :class:`~paramsym.errors.SymmetryNotApplicableError`.
 For each stage the loss/accuracy along ``θ(α) = (1 − α)θ_A + αθ_B`` and its barrier
@@ -31,7 +48,6 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ..actions.attention import QueryKeyAction, ValueOutputAction
 from ..actions.base import GroupAction
 from ..actions.catalogue import catalogue
 from ..actions.linear import RescalingAction
@@ -41,6 +57,7 @@ from ..groups.memory import check_memory
 from ..params import ParameterBlock
 from .arch import Architecture, UnitGroup, check_same_architecture
 from .matching import (
+    apply_attention,
     balance,
     distance,
     match_attention,
@@ -51,7 +68,12 @@ from .matching import (
 )
 from .path import PathCurve, path_curve, relative_output_error
 
-__all__ = ["SYMMETRIES", "AlignmentResult", "align", "check_points", "resolve_symmetries"]
+__all__ = ["STAGES", "SYMMETRIES", "AlignmentResult", "align", "check_points", "check_stages", "resolve_symmetries"]
+
+#: the stages :func:`align` can report: the first three always run, the others on request
+STAGES = ("before", "permutation", "full", "canonical", "orthogonal", "refined")
+#: the stages computed on the canonical form (a :class:`~paramsym.alignment.orthogonal.CanonicalPair`)
+CANONICAL_STAGES = ("canonical", "orthogonal", "refined")
 
 #: symmetry names of ``--symmetries`` and the catalogue kinds they use
 SYMMETRIES: dict[str, tuple[str, ...]] = {
@@ -128,18 +150,6 @@ def apply_rescaling(params: Mapping[str, Tensor], group: UnitGroup, c: Tensor) -
     return block.scatter(act.act(torch.diag(c.to(params[group.pair[0]].dtype)), block.gather(params)), params)
 
 
-def apply_attention(params: Mapping[str, Tensor], layout, gqk: Tensor | None, gvo: Tensor) -> dict[str, Tensor]:
-    """B with per-head ``QueryKeyAction(g_QK)`` (skipped when ``None``) then ``ValueOutputAction(g_VO)`` applied."""
-    out = dict(params)
-    for cls, g in ((QueryKeyAction, gqk), (ValueOutputAction, gvo)):
-        if g is None:
-            continue
-        block = cls.block_for(out, layout)
-        act = cls(block, layout)
-        out = block.scatter(act.act(g.to(out[layout.q.weight].dtype), block.gather(out)), out)
-    return out
-
-
 @dataclass
 class AlignmentResult:
     """The aligned B of each stage, the paths, and the summary numbers (see :meth:`summary`)."""
@@ -151,6 +161,7 @@ class AlignmentResult:
     distance: dict[str, float]
     seconds: dict[str, float]
     details: dict = field(default_factory=dict)
+    elements: dict[str, Tensor] = field(default_factory=dict)  # group elements found (``Q``: the stream rotation)
 
     def summary(self) -> dict:
         """Flat numbers: ``barrier_{stage}`` (test loss), ``barrier_{stage}_train``, accuracy drops,
@@ -165,6 +176,7 @@ class AlignmentResult:
                                         "test_acc": curve.test_acc[len(curve.alphas) // 2]}
         out["function_error"] = self.function_error["full"]
         out["function_error_permutation"] = self.function_error["permutation"]
+        out |= {f"function_error_{s}": self.function_error[s] for s in CANONICAL_STAGES if s in self.function_error}
         c = self.curves["before"]
         out["endpoints"] = {"A": {"train_loss": c.train_loss[0], "test_loss": c.test_loss[0], "test_acc": c.test_acc[0]},
                             "B": {"train_loss": c.train_loss[-1], "test_loss": c.test_loss[-1], "test_acc": c.test_acc[-1]}}
@@ -271,23 +283,48 @@ def _check_models(a: Mapping[str, Tensor], b: Mapping[str, Tensor]) -> None:
 _BYTES_PER_POINT = 3 * 5 * (32 + 24)
 
 
-def check_points(points: int, max_memory: int | None = None) -> None:
+def check_points(points: int, max_memory: int | None = None, stages: int = 3) -> None:
     """Refuse a path grid that is not an integer >= 2 or whose stored curves exceed ``max_memory``.
 
     Raises:
         ConfigError: ``points`` not an integer >= 2.
-        TooLargeError: the estimate (``points`` x 840 bytes) exceeds the budget.
+        TooLargeError: the estimate (``points`` x 840 bytes per 3 stages) exceeds the budget.
     """
     if isinstance(points, bool) or not isinstance(points, int) or points < 2:
         raise ConfigError(f"points (--points) must be an integer >= 2 (α = 0 and 1); received {points!r}.")
-    check_memory(points * _BYTES_PER_POINT, f"the loss paths of {points} points (3 stages)", max_memory,
-                 "Use fewer --points (25 resolves the barrier).")
+    check_memory(points * _BYTES_PER_POINT * max(stages, 3) // 3, f"the loss paths of {points} points ({stages} stages)",
+                 max_memory, "Use fewer --points (25 resolves the barrier).")
+
+
+def check_stages(stages: Sequence[str], canonical) -> list[str]:
+    """The canonical-form stages requested in ``stages`` (in :data:`STAGES` order).
+
+    Raises:
+        ConfigError: an unknown stage name, ``refined`` without ``orthogonal`` (it refines that
+            stage's result), or a canonical-form stage without ``canonical`` (the
+            :class:`~paramsym.alignment.orthogonal.CanonicalPair`).
+    """
+    if isinstance(stages, str) or not all(isinstance(s, str) for s in stages):
+        raise ConfigError(f"stages must be a list of stage names from {', '.join(STAGES)}; received {stages!r}.")
+    bad = [s for s in stages if s not in STAGES]
+    if bad:
+        raise ConfigError(f"unknown stage(s) {bad}; choose from {', '.join(STAGES)} (before, permutation and full "
+                          "always run).")
+    extra = [s for s in CANONICAL_STAGES if s in stages]
+    if "refined" in extra and "orthogonal" not in extra:
+        raise ConfigError("stage 'refined' refines the 'orthogonal' stage's result; request both "
+                          "(stages=(..., 'orthogonal', 'refined')).")
+    if extra and canonical is None:
+        raise ConfigError(f"stages {extra} run on the canonical form of both models; pass canonical= (a CanonicalPair "
+                          "from paramsym.kinds.canonical_pair.canonical_pair(model_a, model_b, inputs)).")
+    return extra
 
 
 def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], data, *,
           symmetries: Sequence[str] | None = None, points: int = 25,
           generator: torch.Generator | None = None, start: str = "permutation",
-          max_memory: int | None = None) -> AlignmentResult:
+          max_memory: int | None = None, stages: Sequence[str] = ("before", "permutation", "full"),
+          canonical=None, refine=None) -> AlignmentResult:
     """Align ``b`` to ``a`` and evaluate the linear paths (module docstring).
 
     Args:
@@ -300,14 +337,35 @@ def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], 
         start: where rescaling starts (``"balanced"`` or ``"permutation"``, see :func:`align_parameters`).
         max_memory: budget in bytes of the stored path curves (default 2 GiB; see
             :mod:`paramsym.groups.memory`): ``points`` beyond it are refused before any work.
+        stages: the stages to report (:data:`STAGES`; before, permutation and full always run).
+        canonical: A and B in canonical form (:class:`~paramsym.alignment.orthogonal.CanonicalPair`),
+            needed by the stages canonical, orthogonal and refined.
+        refine: the budget of the refined stage (:class:`~paramsym.alignment.refine.RefineConfig`;
+            default its defaults).
 
     Raises:
-        ConfigError: ``points`` < 2, or non-floating parameters.
+        ConfigError: ``points`` < 2, non-floating parameters, unknown stages, a canonical-form
+            stage without ``canonical``, a bad ``refine``.
         TooLargeError: ``points`` whose curves exceed ``max_memory`` (the estimate is named).
         NonFiniteError: NaN or inf in ``a`` or ``b``.
         ArchitectureMismatchError: different names, shapes or dtypes.
     """
-    check_points(points, max_memory)
+    extra = check_stages(stages, canonical)
+    check_points(points, max_memory, 3 + len(extra))
+    if "refined" in extra:
+        from .refine import RefineConfig
+
+        refine = refine if refine is not None else RefineConfig()
+        if not isinstance(refine, RefineConfig):
+            raise ConfigError(f"refine must be a RefineConfig (steps, lr, ...); received {type(refine).__name__}.")
+        refine.validate()
+    if extra:
+        from .orthogonal import CanonicalPair
+
+        if not isinstance(canonical, CanonicalPair):
+            raise ConfigError(f"canonical must be a CanonicalPair (paramsym.kinds.canonical_pair.canonical_pair); "
+                              f"received {type(canonical).__name__}.")
+        _check_models(canonical.a, canonical.b)
     syms = resolve_symmetries(arch, symmetries)
     stages, seconds, details = align_parameters(arch, a, b, syms, generator=generator, start=start)
     A = {n: t.double() for n, t in a.items()}
@@ -319,7 +377,42 @@ def align(arch: Architecture, a: Mapping[str, Tensor], b: Mapping[str, Tensor], 
         dist[stage] = distance(A, p)
         if stage != "before":
             ferr[stage] = relative_output_error(arch.forward, stages["before"], p, x_all)
-    return AlignmentResult(syms, stages, curves, ferr, dist, seconds, details)
+    result = AlignmentResult(syms, stages, curves, ferr, dist, seconds, details)
+    if extra:
+        _canonical_stages(result, arch, canonical, extra, d64, x_all, points, generator, refine)
+    return result
+
+
+def _canonical_stages(result: AlignmentResult, arch: Architecture, pair, extra: list[str], data, x_all: Tensor,
+                      points: int, generator: torch.Generator | None, refine) -> None:
+    """Run the requested canonical-form stages on ``pair`` and add them to ``result`` (module docstring)."""
+    from .orthogonal import orthogonal_stage
+    from .refine import refine as refine_stage
+
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    carch = pair.arch
+    for key in ("n_classes", "positions"):  # what the outputs are is the task's, set on the given architecture
+        if key in arch.info:
+            carch.info[key] = arch.info[key]
+    A = {n: t.double() for n, t in pair.a.items()}
+    new: dict[str, dict[str, Tensor]] = {"canonical": {n: t.double() for n, t in pair.b.items()}}
+    t0 = time.perf_counter()
+    if "orthogonal" in extra:
+        new["orthogonal"], info, Q = orthogonal_stage(pair, generator=gen)
+        result.seconds["orthogonal"] = time.perf_counter() - t0
+        result.details["orthogonal"] = info
+        result.elements["Q"] = Q
+    if "refined" in extra:
+        new["refined"], info = refine_stage(carch, A, new["orthogonal"], pair.axes, data, refine, generator=gen)
+        result.seconds["refined"] = time.perf_counter() - t0
+        result.details["refined"] = info
+    for stage in extra:
+        p = new[stage]
+        result.stages[stage] = p
+        result.curves[stage] = path_curve(carch.forward, A, p, data, points)
+        result.distance[stage] = distance(A, p)
+        result.function_error[stage] = relative_output_error(arch.forward, result.stages["before"], p, x_all,
+                                                             forward_q=carch.forward)
 
 
 def _double_inputs(data):

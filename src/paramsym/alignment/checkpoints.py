@@ -32,16 +32,9 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ArchitectureMismatchError, OutputFileError
-from .align import apply_attention
 from .arch import Member, UnitGroup, check_same_architecture
-from .matching import (
-    distance,
-    match_head_gl,
-    match_permutations,
-    match_rotation,
-    permute,
-    rotate_axes,
-)
+from .matching import distance
+from .orthogonal import match_group
 
 __all__ = ["StreamRotation", "spec_groups", "align_to", "align_checkpoints", "save_pretrained_params"]
 
@@ -105,30 +98,13 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
     ``axes`` — :class:`paramsym.census.permspec.PermutationSpec`, built by
     :func:`paramsym.census.export.spec_for_model`), then over the continuous groups given.
 
-    Stages, each a block coordinate descent on the weight distance ``d = ‖θ_A − g·θ_B‖`` (every
-    step minimises ``d`` over one factor of the group with the others fixed, so ``d`` never
-    increases within a stage); the result is the stage with the lowest ``d`` (so the reported
-    ``d`` of each stage is never above the one before):
-
-    1. ``permutation``: Git Re-Basin weight matching over every ID of ``spec`` at once.
-    2. ``rotation`` (``rotation_axes`` given: the folded RMSNorm model's stream axes,
-       :class:`StreamRotation`): ``M ∈ O(D)`` by orthogonal Procrustes
-       (:func:`~paramsym.alignment.matching.match_rotation`: exact, one SVD), started from the
-       tensors no other group acts on (the embeddings, the LM head: the only ones whose
-       Procrustes problem does not depend on the other groups' elements), then rounds of
-       (Procrustes on every stream tensor, permutation matching) — FFN/head permutations act on
-       other axes than ``M``, so they commute — for at most ``max_rounds`` rounds or until a
-       round lowers ``d`` by less than ``rtol`` times its value before alignment.
-    3. ``attention`` (``attention``: the traced attention layouts): per key/value head
-       ``GL(d_k)`` on query/key (the rotary commutant under rotary embeddings: ``GL(m, ℂ)`` per
-       frequency class of rotated pairs, ``GL`` on the non-rotated dimensions) and ``GL(d_v)`` on
-       value/output (:func:`~paramsym.alignment.matching.match_head_gl`: never above the
-       identity's value; elements — under rotary, each block — of condition number
-       ≤ ``max_condition``), from the start of stage 2 (its embedding-only rotation; the
-       permutation stage without rotation), in rounds of (head GL, Procrustes, permutation
-       matching). It does not start from stage 2's end:
-       there, the Procrustes over value/output tensors still carrying a GL mismatch has bent
-       ``M`` away from the rotation the embeddings fix.
+    The descent is :func:`paramsym.alignment.orthogonal.match_group` (stages ``permutation``:
+    weight matching over every ID of ``spec`` at once; ``rotation`` with ``rotation_axes``: the
+    folded RMSNorm model's stream axes, :class:`StreamRotation`, Procrustes started on the tensors
+    whose axes carry no ID but ``P_res``; ``attention`` with the traced attention layouts: per
+    key/value head GL on query/key — the rotary commutant under rotary — and value/output of
+    condition ≤ ``max_condition``), rounds stopping when one lowers ``d`` by less than ``rtol``
+    times its value before alignment.
 
     All arithmetic in float64; the aligned tensors are returned in B's dtypes.
 
@@ -145,75 +121,21 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
     b = {k: v.detach() for k, v in b.items()}
     check_same_architecture(a, b)
     groups = spec_groups(spec, a)
-    gen = torch.Generator().manual_seed(seed)
     a64 = {k: v.double() for k, v in a.items()}
-
-    def match_all(cur: dict[str, Tensor]) -> tuple[dict[str, Tensor], int]:
-        perms, sweeps = match_permutations(a64, cur, groups, generator=gen, max_sweeps=max_sweeps)
-        for g in groups:
-            cur = permute(cur, g, perms[g.name])
-        return cur, sweeps
-
-    dist = {"before": distance(a64, b) ** 0.5}
-    cur, sweeps = match_all({k: v.double() for k, v in b.items()})
-    dist["permutation"] = distance(a64, cur) ** 0.5
-    info: dict[str, Any] = {"perms": dict(spec.perms), "sweeps": sweeps}
     axes = dict(rotation_axes or {})
-    d = lambda p: distance(a64, p) ** 0.5  # noqa: E731
-
-    def rotate_all(p: dict[str, Tensor]) -> dict[str, Tensor]:
-        return rotate_axes(p, axes, match_rotation(a64, p, axes))
-
-    def heads(p: dict[str, Tensor], conds: list[float]) -> dict[str, Tensor]:
-        for layout in attention:
-            qk, vo = match_head_gl(a64, p, layout, max_condition=max_condition,  # refused query/key: value/output only
-                                   query_key=not layout.qk_refused)
-            conds += [float(torch.linalg.cond(m)) for m in ([] if qk is None else [qk]) + [vo]]
-            p = apply_attention(p, layout, qk, vo)
-        return p
-
-    def descend(p: dict[str, Tensor], steps: list, key: str) -> dict[str, Tensor]:
-        """Rounds of ``steps`` while ``d`` decreases (each step lowers the same ``d``)."""
-        best = d(p)
-        for rnd in range(1, max_rounds + 1):
-            info[key] = rnd
-            t = p
-            for step in steps:
-                t = step(t)
-            now = d(t)
-            if now >= best - rtol * dist["before"]:  # no decrease worth another round
-                break
-            p, best = t, now
-        return p
-
-    kept, best_d = "permutation", dist["permutation"]
-
-    def consider(stage: str, p: dict[str, Tensor]) -> None:
-        """Keep ``p`` when it lowers ``d`` (only the best so far is held: one copy of the model)."""
-        nonlocal cur, kept, best_d
-        if d(p) < best_d:
-            cur, kept, best_d = p, stage, d(p)
-        dist[stage] = best_d
-
-    start = cur
-    if axes:
-        fixed = {n: ax for n, ax in axes.items() if all(i in (None, "P_res") for i in spec.axes.get(n, ()))}
-        start = match_all(rotate_axes(cur, axes, match_rotation(a64, cur, fixed or axes)))[0]
-        consider("rotation", descend(start, [rotate_all, lambda p: match_all(p)[0]], "rotation_rounds"))
+    fixed = {n: ax for n, ax in axes.items() if all(i in (None, "P_res") for i in spec.axes.get(n, ()))}
+    cur, info, _ = match_group(a, b, groups, attention=attention, axes=axes, fixed=fixed,
+                               generator=torch.Generator().manual_seed(seed), max_sweeps=max_sweeps,
+                               max_condition=max_condition, max_rounds=max_rounds, rtol=rtol)
+    info = {"perms": dict(spec.perms)} | info
+    dist = info.pop("distance")
     if attention:
-        conds: list[float] = []
-        steps = [lambda p: heads(p, conds)] + ([rotate_all] if axes else []) + [lambda p: match_all(p)[0]]
-        start = heads(start, conds)
-        consider("attention", descend(start, steps, "attention_rounds"))
-        info["attention_max_condition"] = max(conds, default=1.0)
         info["attention_query_key_layers"] = len(attention)
         kept_qk = [layout for layout in attention if not layout.qk_refused]
         info["attention_query_key"] = {"gl": sum(1 for layout in kept_qk if not layout.rotary_dim),
                                        "rotary_commutant": sum(1 for layout in kept_qk if layout.rotary_dim),
                                        **({"refused": len(attention) - len(kept_qk)} if len(kept_qk) < len(attention)
                                           else {})}
-    del start
-    info["kept"] = kept
     out = {k: cur[k].to(b[k].dtype) for k in b}
     info |= {"distance": dist, "distance_before": dist["before"],
              "distance_after": distance(a64, {k: v.double() for k, v in out.items()}) ** 0.5}

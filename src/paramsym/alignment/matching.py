@@ -53,11 +53,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..actions.attention import rotary_pair_classes
+from ..actions.attention import QueryKeyAction, ValueOutputAction, rotary_pair_classes
 from ..models.adapters import AttentionLayout
 from .arch import UnitGroup, check_param_pair
 
-__all__ = ["balance", "match_permutations", "permute", "rescale", "match_rescaling", "solve_quartic_scales",
+__all__ = ["apply_attention", "balance", "match_permutations", "permute", "rescale", "match_rescaling", "solve_quartic_scales",
            "match_attention", "distance", "match_rotation", "rotate_axes", "match_head_gl"]
 
 Params = dict[str, Tensor]
@@ -399,6 +399,20 @@ def match_attention(a: Mapping[str, Tensor], b: Mapping[str, Tensor], layout: At
     :class:`~paramsym.actions.attention.ValueOutputAction` on B (:func:`match_head_gl` with both groups)."""
     gqk, gvo = match_head_gl(a, b, layout, query_key=True, max_condition=max_condition, refine_steps=refine_steps)
     return gqk, gvo
+
+
+def apply_attention(params: Mapping[str, Tensor], layout: AttentionLayout, gqk: Tensor | None,
+                    gvo: Tensor) -> Params:
+    """``params`` with per-head ``QueryKeyAction(g_QK)`` (skipped when ``None``) then
+    ``ValueOutputAction(g_VO)`` applied (the catalogue actions: the function is unchanged)."""
+    out = dict(params)
+    for cls, g in ((QueryKeyAction, gqk), (ValueOutputAction, gvo)):
+        if g is None:
+            continue
+        block = cls.block_for(out, layout)
+        act = cls(block, layout)
+        out = block.scatter(act.act(g.to(out[layout.q.weight].dtype), block.gather(out)), out)
+    return out
 
 
 def match_rotation(a: Mapping[str, Tensor], b: Mapping[str, Tensor], axes: Mapping[str, int]) -> Tensor:

@@ -121,8 +121,11 @@ def path_curve(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], a: Map
 
 @torch.no_grad()
 def relative_output_error(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], p: Mapping[str, Tensor],
-                          q: Mapping[str, Tensor], x: Tensor, batch: int = 4096) -> float:
-    """``‖f_q(x) − f_p(x)‖_F / ‖f_p(x)‖_F`` over all inputs (the outputs of ``forward``).
+                          q: Mapping[str, Tensor], x: Tensor, batch: int = 4096,
+                          forward_q: Callable[[Mapping[str, Tensor], Tensor], Tensor] | None = None) -> float:
+    """``‖f_q(x) − f_p(x)‖_F / ‖f_p(x)‖_F`` over all inputs (the outputs of ``forward``; ``q``'s
+    by ``forward_q`` when given — another parametrisation of the same model, such as its
+    canonical form, whose tensors may differ from ``p``'s).
 
     Raises:
         ConfigError: ``forward`` not callable, ``x`` not a non-empty tensor, ``batch`` not an integer >= 1.
@@ -132,7 +135,10 @@ def relative_output_error(forward: Callable[[Mapping[str, Tensor], Tensor], Tens
 
     if not callable(forward):
         raise ConfigError(f"forward must be a callable (params, x) -> outputs; received {type(forward).__name__}.")
-    check_param_pair(p, q, ("p", "q"), same_dtype=True)
+    if forward_q is None:
+        check_param_pair(p, q, ("p", "q"), same_dtype=True)
+    elif not callable(forward_q):
+        raise ConfigError(f"forward_q must be a callable (params, x) -> outputs; received {type(forward_q).__name__}.")
     if not isinstance(x, Tensor) or x.ndim == 0 or x.shape[0] == 0 or x.is_meta:
         raise ConfigError(f"x must be a non-empty batch tensor with values; received "
                           f"{type(x).__name__ if not isinstance(x, Tensor) else tuple(x.shape)}.")
@@ -142,7 +148,7 @@ def relative_output_error(forward: Callable[[Mapping[str, Tensor], Tensor], Tens
     for i in range(0, x.shape[0], batch):
         try:
             fp = forward(p, x[i:i + batch]).double()
-            fq = forward(q, x[i:i + batch]).double()
+            fq = (forward_q or forward)(q, x[i:i + batch]).double()
         except RuntimeError as exc:  # a batch the forward cannot take (shape, dtype, device)
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise ShapeError(f"forward cannot run on x of shape {tuple(x.shape)} and dtype {x.dtype} with these "

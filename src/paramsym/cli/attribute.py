@@ -18,9 +18,10 @@ continues an interrupted run with its saved configuration (finished flows and a 
 reused).
 
 The presets are those of :data:`paramsym.experiments.attribution.presets.ATTRIBUTION_PRESETS`; this
-module is the only place that turns the flags into a preset's typed configuration (through
-:func:`~paramsym.experiments.attribution.presets.resolve_attribution_config`) and sets torch's thread
-count (``--threads``).
+module turns the flags into a preset's typed configuration by the one mapping of every command
+(:func:`paramsym.options.config_from_flags`: ``--stage``, ``--seed``, ``--flow``, ``--weights`` and
+``--probes`` write the config keys ``stage``, ``seed``, ``flows``, ``weights`` and ``probes``, the same
+as ``--set`` of them) and sets torch's thread count (``--threads``).
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ def register(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="small fast version (tests, smoke runs)")
     add_run_options(p, out="run directory, new or empty (default runs/attribute-<preset>-<time>)",
                     json="print the summary as JSON on stdout",
-                    set_help="set a config key of the preset (repeatable), e.g. --set dt=0.01 (--seed and --flow are "
-                    "sugar for --set seed= and flows=)")
+                    set_help="set a config key of the preset (repeatable), e.g. --set dt=0.01 (--stage, --seed, --flow, "
+                    "--weights and --probes are sugar for --set stage=, seed=, flows=, weights= and probes=)")
     p.add_argument("--weights", default=None, metavar="FILE",
                    help="attribute your own trained network: a safetensors state dict of the preset's "
                    "architecture (paramsym 'fc1.weight', or an nn.Sequential's '0.weight' / 'net.0.weight')")
@@ -66,25 +67,36 @@ def register(subparsers) -> None:
 
 
 def _flags() -> dict:
-    """The flags of ``paramsym attribute`` that write config keys (``--preset``/``--stage``/``--quick`` choose the value)."""
-    from .options import MAX_SEED, Flag, int_option
+    """The flags of ``paramsym attribute`` that write config keys of the preset's configuration, each sugar for
+    ``--set`` of its key (``--preset`` and ``--quick`` choose the named value they are written into)."""
+    from .options import MAX_SEED, Flag, int_option, path_option
 
     return {"seed": lambda raw, flag: int_option(raw, flag, 0, MAX_SEED),
-            "flow": Flag("flows", lambda raw, flag: tuple(dict.fromkeys(raw)))}
+            "flow": Flag("flows", lambda raw, flag: tuple(dict.fromkeys(raw))),
+            "stage": None,
+            "weights": path_option,
+            "probes": path_option}
 
 
 def attribute_config(args: argparse.Namespace):
-    """The configuration of a fresh run: the preset's value at its stage (``--quick``: the quick budget;
-    ``--weights``/``--probes``: your network), then the flags and ``--set``."""
+    """The configuration of a fresh run: the preset's named value (``--quick``: at the quick budget), then
+    the flags (``--stage``, ``--seed``, ``--flow``, ``--weights``, ``--probes``: each writes its config key)
+    and ``--set`` (:func:`~paramsym.options.config_from_flags`, the one mapping of flags onto keys)."""
     from ..errors import ConfigError
-    from ..experiments.attribution.presets import ATTRIBUTION_PRESETS, resolve_attribution_config
+    from ..experiments.attribution.presets import (
+        ATTRIBUTION_PRESETS,
+        attribution_preset_value,
+        check_preset_keys,
+    )
+    from ..options import flag_values
     from .options import config_from_flags
 
     if not args.preset:
         raise ConfigError(f"--preset is required; valid presets: {sorted(ATTRIBUTION_PRESETS)} (or --list).")
-    base = resolve_attribution_config(args.preset, stage=args.stage, quick=args.quick, weights=args.weights,
-                                      probes=args.probes)
-    return config_from_flags(base, args, _flags())
+    flags = _flags()
+    check_preset_keys(args.preset, [*flag_values(args, flags), *(item.split("=", 1)[0].strip() for item in
+                                                                 args.overrides or ())])
+    return config_from_flags(attribution_preset_value(args.preset, quick=args.quick), args, flags)
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:

@@ -57,23 +57,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def sweep_config(args: argparse.Namespace):
-    """The :class:`~paramsym.sweep.kind.SweepConfig` of a fresh sweep: ``SPEC`` with ``--set`` applied
-    (:func:`~paramsym.options.config_from_flags`), the result validated as a spec file is."""
-    from ..config import to_dict
+    """The :class:`~paramsym.sweep.kind.SweepConfig` of a fresh sweep: ``SPEC`` (read by the one serializer,
+    :func:`~paramsym.sweep.spec.load_spec`) with ``--set`` applied (:func:`~paramsym.options.config_from_flags`),
+    the result validated as a spec file is (``SweepSpec.validate``)."""
     from ..errors import SweepSpecError
     from ..sweep import load_spec
     from ..sweep.kind import SweepConfig
-    from ..sweep.spec import spec_from_dict
     from .options import config_from_flags
 
     if args.spec is None:
         raise SweepSpecError("give the sweep spec SPEC.yaml (e.g. examples/sweeps/tiny.yaml), or --resume DIR to "
                              "continue a sweep with its own spec.")
     cfg = SweepConfig(spec=load_spec(args.spec))
-    if not args.overrides:
-        return cfg
-    cfg = config_from_flags(cfg, args, {})
-    return SweepConfig(spec=spec_from_dict(to_dict(cfg.spec), "the sweep spec with --set"))
+    return config_from_flags(cfg, args, {}) if args.overrides else cfg
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import from_document, to_document
+from ..config import to_document
 from ..errors import BlockMismatchError, RunDirError, RunFileError
 from ..runs.rundir import RunDir
 from ..targets import Target
@@ -33,23 +33,22 @@ def save_config(run: RunDir, cfg: DiscoverConfig, command: str | None = None) ->
 
 
 def load_config(run: RunDir) -> DiscoverConfig:
-    """The configuration saved in ``run`` (named errors for a missing, corrupt or foreign file;
-    :func:`from_document`: validated, former keys renamed)."""
+    """The configuration saved in ``run``, a discovery run: :func:`paramsym.runs.execute.load_run_config`
+    (the one reader of a run's ``config.json``: validated, former keys renamed, its ``config_hash``
+    checked) with the kind checked first.
+
+    Raises:
+        RunDirError: ``run`` is not a discovery run (another kind, or no ``config.json``).
+        RunFileError: ``config.json`` corrupt, or edited since the run started.
+        ConfigFileError: a field unknown or of the wrong type (named).
+    """
+    from ..runs.execute import load_run_config
+
     data = run.read_json("config.json")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise RunDirError(f"{str(run.path)!r} is not a discovery run directory (config.json kind is not {KIND!r}); "
                           "pass a directory written by `paramsym discover`.")
-    cfg = from_document(DiscoverConfig, data, str(run.file("config.json")))
-    prov = data.get("provenance")
-    stored = prov.get("config_hash") if isinstance(prov, dict) else None
-    if stored is not None:
-        from ..runs.provenance import config_hash
-
-        if stored != config_hash(cfg):
-            raise RunFileError(f"{str(run.file('config.json'))!r} was edited after the run started (its config_hash "
-                               f"{stored!r} no longer matches the configuration); restore it, or start a fresh run "
-                               "with --out NEWDIR.")
-    return cfg
+    return load_run_config(run)
 
 
 def describe_block(problem: DiscoveryProblem) -> dict[str, Any]:

@@ -46,18 +46,29 @@ class Scales:
         return self.s_theta * self.beta
 
 
+def output_jvp(target: TargetFn, theta: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """``(F(θ), D_θF(θ)[v])`` for batches: ``theta`` ``(n, p)``, ``v`` ``(n, p)`` → two ``(n, q)``."""
+    return vmap(lambda th, vv: jvp(target, (th,), (vv,)))(theta, v)
+
+
 def output_directional(target: TargetFn, theta: Tensor, v: Tensor) -> Tensor:
     """``D_θF(θ)[v]`` for batches: ``theta`` ``(n, p)``, ``v`` ``(n, p)`` → ``(n, q)``."""
-    return vmap(lambda th, vv: jvp(target, (th,), (vv,))[1])(theta, v)
+    return output_jvp(target, theta, v)[1]
 
 
 # -- loss formulas (one definition each), from precomputed quantities ---------------------------
 
 def invariance_loss(target: TargetFn, theta: Tensor, fields: Tensor, scales: Scales) -> Tensor:
     """``mean_{θ,i} ‖D_θF(θ)[v_i(θ)]‖² / s_F²`` for fields ``(n, r, p)`` at ``theta`` ``(n, p)``."""
+    return invariance_and_output(target, theta, fields, scales)[0]
+
+
+def invariance_and_output(target: TargetFn, theta: Tensor, fields: Tensor, scales: Scales) -> tuple[Tensor, Tensor]:
+    """:func:`invariance_loss` and ``F(θ)`` ``(n, q)``: the forward-mode pass computes ``F(θ)`` anyway
+    (the primal of the JVP), so the preservation term need not evaluate the target at θ again."""
     n, r, p = fields.shape
-    dF = output_directional(target, theta.repeat_interleave(r, 0), fields.reshape(n * r, p))
-    return dF.pow(2).sum(-1).mean() / scales.s_F**2
+    out, dF = output_jvp(target, theta.repeat_interleave(r, 0), fields.reshape(n * r, p))
+    return dF.pow(2).sum(-1).mean() / scales.s_F**2, out[::r]
 
 
 def transport_loss(transported: Tensor, field_at_moved: Tensor, scales: Scales) -> Tensor:
@@ -70,9 +81,11 @@ def composition_loss(direct: Tensor, two_step: Tensor, scales: Scales) -> Tensor
     return (direct - two_step).pow(2).sum(-1).mean() / scales.motion**2
 
 
-def preservation_loss(target: TargetFn, theta: Tensor, moved: Tensor, scales: Scales) -> Tensor:
-    """``mean ‖F(a(g,θ)) − F(θ)‖² / s_F²``."""
-    return (vmap(target)(moved) - vmap(target)(theta)).pow(2).sum(-1).mean() / scales.s_F**2
+def preservation_loss(target: TargetFn, theta: Tensor, moved: Tensor, scales: Scales, base: Tensor | None = None
+                      ) -> Tensor:
+    """``mean ‖F(a(g,θ)) − F(θ)‖² / s_F²``; ``base``: ``F(θ)`` if already computed."""
+    base = vmap(target)(theta) if base is None else base
+    return (vmap(target)(moved) - base).pow(2).sum(-1).mean() / scales.s_F**2
 
 
 # -- the same losses from an action (generic GroupAction methods) --------------------------------
@@ -99,9 +112,12 @@ def preservation(action: GroupAction, target: TargetFn, theta: Tensor, g: Tensor
 
 def step_quantities(
     action: GroupAction, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor,
-    *, infinitesimal: bool, finite: bool,
+    *, infinitesimal: bool, finite: bool, shared: int = 0,
 ) -> StepQuantities:
     """:class:`StepQuantities` by the generic :class:`GroupAction` methods.
+
+    ``shared`` (the first rows of ``theta_mu`` that are rows of ``theta``) lets a fused version
+    reuse fields; here every field is evaluated, so it changes nothing.
 
     Actions may provide a fused ``step_quantities`` method with the same signature and values
     (the :class:`~paramsym.actions.learned.LearnedAction` does; tested against this one).

@@ -128,6 +128,20 @@ def check_memory(problem: DiscoveryProblem, cfg: DiscoverConfig) -> None:
         )
 
 
+@dataclass
+class StepBatch:
+    """The sampled inputs of one training step (:meth:`Trainer.batch`): points ``theta_mu`` of μ,
+    the mixed points ``theta`` (its first ``shared`` rows are ``theta_mu``'s), elements ``g1``,
+    ``g2`` and generators ``h`` (one per point of ``theta``)."""
+
+    theta_mu: Tensor
+    theta: Tensor
+    g1: Tensor
+    g2: Tensor
+    h: Tensor
+    shared: int
+
+
 class Trainer:
     """Optimises ``action`` (and its learned generators) on ``problem`` with ``cfg``."""
 
@@ -139,7 +153,8 @@ class Trainer:
         self.rng = torch.Generator().manual_seed(cfg.seed)
         self.action = build_action(problem, cfg, scales, self.rng).to(self.device)
         self.target = problem.target.to(torch.float32, self.device)
-        self.opt = torch.optim.Adam(self.action.parameters(), lr=cfg.train.lr)
+        # foreach: one batched update for all tensors (the same values as the per-tensor loop, bitwise)
+        self.opt = torch.optim.Adam(self.action.parameters(), lr=cfg.train.lr, foreach=True)
         self.state = TrainState()
 
     # -- schedule --------------------------------------------------------------------------
@@ -166,43 +181,68 @@ class Trainer:
     def _sample(self, n: int, rho: float, mf: int) -> GroupSamples:
         return self.action.group.sample(n, rho, mf, generator=self.rng).to(self.device)
 
-    def losses(self, step: int) -> dict[str, Tensor]:
-        """All loss terms at ``step`` (sampled with the trainer's generator) and their total."""
-        cfg, sc, a = self.cfg, self.scales, self.action
+    def batch(self, step: int) -> StepBatch:
+        """The points and elements of one step at ``step``, drawn from the trainer's generator.
+
+        ``theta_mu``: ``batch`` points of μ; ``theta``: the first half of them followed by moved
+        points ``a(q, θ')`` (independent ``q`` and ``θ'``, detached). One set of samples serves every
+        term: ``g1`` transport, composition and preservation, ``g2`` composition (a quarter of the
+        pairs are inverse pairs ``g2 = g1⁻¹``), ``h`` a random generator per point. Points in the
+        action's dtype.
+        """
+        cfg, a = self.cfg, self.action
         group = a.group
+        dt = a.theta_center.dtype
         B = cfg.train.batch
         half = B // 2
         rho, mf = self.stage(step)
-        theta_mu = self._points(B)
+        theta_mu = self._points(B).to(dt)
         with torch.no_grad():
             q = group.matrices(self._sample(half, rho, mf))
-            theta_tr = a.act_many(q, self._points(half)).detach()
+            theta_tr = a.act_many(q, self._points(half).to(dt)).detach()
         theta = torch.cat([theta_mu[:half], theta_tr])
-        variant = cfg.objective.variant
-        inf, fin = variant in ("hybrid", "infinitesimal"), variant in ("hybrid", "finite")
-        # one set of samples serves every term: g1 for transport, composition and preservation,
-        # g2 for composition (a quarter of the pairs are inverse pairs g2 = g1⁻¹)
         s1, s2 = self._sample(B, rho, mf), self._sample(B, rho, mf)
         n_inv = int(round(cfg.objective.inverse_fraction * B))
-        g1 = group.matrices(s1)
-        g2 = torch.cat([group.matrices(s1.select(slice(0, n_inv)).inverse()), group.matrices(s2.select(slice(n_inv, B)))])
+        # g1, the inverse pairs' g1⁻¹ and the other g2, exponentiated in one call
+        inv, rest = s1.select(slice(0, n_inv)).inverse(), s2.select(slice(n_inv, B))
+        g = group.matrices(GroupSamples(torch.cat([s1.coeffs, inv.coeffs, rest.coeffs]),
+                                        torch.cat([s1.index, inv.index, rest.index])))
         which = torch.randint(0, group.num_generators, (B,), generator=self.rng).to(self.device)
-        h = group.generators()[which]
+        return StepBatch(theta_mu, theta, g[:B], g[B:], group.generators()[which], half)
+
+    def losses(self, step: int) -> dict[str, Tensor]:
+        """All loss terms at ``step`` (sampled with the trainer's generator) and their total."""
+        return self.objective(self.batch(step))
+
+    def objective(self, b: StepBatch) -> dict[str, Tensor]:
+        """All loss terms of the batch ``b`` and their total (the configured variant and weights).
+
+        The network quantities come from the action's fused ``step_quantities`` (one evaluation
+        per network input, the regulariser points shared with θ), and ``F(θ)`` is evaluated once:
+        the invariance term's forward-mode pass returns it, and the preservation term reuses it.
+        """
+        cfg, sc, a = self.cfg, self.scales, self.action
+        variant = cfg.objective.variant
+        inf, fin = variant in ("hybrid", "infinitesimal"), variant in ("hybrid", "finite")
+        args = (b.theta, b.theta_mu, b.g1, b.g2, b.h)
         fused = getattr(a, "step_quantities", None)
-        args = (theta, theta_mu, g1, g2, h)
-        q = fused(*args, infinitesimal=inf, finite=fin) if fused else O.step_quantities(a, *args, infinitesimal=inf, finite=fin)
-        zero = theta.new_zeros(())
+        if fused is not None:
+            q = fused(*args, infinitesimal=inf, finite=fin, shared=b.shared)
+        else:
+            q = O.step_quantities(a, *args, infinitesimal=inf, finite=fin)
+        zero = b.theta.new_zeros(())
         out: dict[str, Tensor] = dict.fromkeys(LOSS_TERMS, zero)
+        base = None
         if inf:
-            out["inv"] = O.invariance_loss(self.target, theta, q.fields, sc)
+            out["inv"], base = O.invariance_and_output(self.target, b.theta, q.fields, sc)
             out["trans"] = O.transport_loss(q.transported, q.field_at_moved, sc)
         if fin:
             out["comp"] = O.composition_loss(q.direct, q.two_step, sc)
-            out["pres"] = O.preservation_loss(self.target, theta, q.moved, sc)
+            out["pres"] = O.preservation_loss(self.target, b.theta, q.moved, sc, base=base)
         out["scale"] = O.scale_penalty(q.fields_mu, sc)
         out["div"] = O.diversity_penalty(q.fields_mu)
         if cfg.objective.lambda_sparse > 0:
-            out["sparse"] = O.sparsity_penalty(group.generators())
+            out["sparse"] = O.sparsity_penalty(a.group.generators())
         ob = cfg.objective
         w = ob.invariance_weight  # the logged terms stay unweighted
         if variant == "hybrid":
@@ -221,7 +261,7 @@ class Trainer:
         terms = self.losses(step)
         self.opt.zero_grad(set_to_none=True)
         terms["total"].backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(self.action.parameters(), self.cfg.train.clip)
+        gnorm = torch.nn.utils.clip_grad_norm_(self.action.parameters(), self.cfg.train.clip, foreach=True)
         if not torch.isfinite(terms["total"]) or not torch.isfinite(gnorm):
             raise ConvergenceError(
                 f"training diverged at step {step}: loss {float(terms['total']):.3g}, gradient norm "

@@ -201,7 +201,13 @@ class MatrixLieGroup(nn.Module):
         """The group elements ``g = Π_j exp(t_j h_{i_j})`` of ``samples``, shape ``(n, s, s)``."""
         gens = self.generators() if generators is None else generators
         coeffs = samples.coeffs.to(gens.dtype)
-        factors = torch.linalg.matrix_exp(coeffs[..., None, None] * gens[samples.index])
+        arg = coeffs[..., None, None] * gens[samples.index]
+        active = coeffs != 0
+        if bool(active.all()):
+            factors = torch.linalg.matrix_exp(arg)
+        else:  # the padding factors (t = 0) are exp(0) = I exactly: exponentiate the others only
+            eye = torch.eye(arg.shape[-1], dtype=arg.dtype, device=arg.device).expand_as(arg)
+            factors = eye.index_put((active,), torch.linalg.matrix_exp(arg[active]))
         g = factors[:, 0]
         for j in range(1, factors.shape[1]):
             g = factors[:, j] @ g

@@ -32,7 +32,13 @@ class Outcome:
 
 
 def load_run_config(run) -> Any:
-    """The typed configuration of run directory ``run`` (by the kind in its ``config.json``).
+    """The typed configuration of run directory ``run`` (by the kind in its ``config.json``): the one
+    reader of every kind's ``config.json``, ``discovery`` included (:func:`paramsym.discovery.files.load_config`
+    is this with the kind checked).
+
+    The stored ``config_hash`` must be the hash of the fields as written or of the configuration they
+    read back as (:func:`~paramsym.config.from_document`: renames applied, types coerced), so that a run
+    written before a field was renamed (``train.memory_gb``) still loads and resumes.
 
     Raises:
         RunDirError: unknown kind, or a kind without a configuration class.
@@ -49,13 +55,16 @@ def load_run_config(run) -> Any:
     if spec.config is None:
         raise RunDirError(f"{str(run.path)!r} is a {kind.name} run, whose configuration is its preset's; rerun it "
                           f"with `{kind.command}`.")
+    cfg = from_document(spec.config, data, str(run.file("config.json")))
     stored = (data.get("provenance") or {}).get("config_hash") if isinstance(data.get("provenance"), dict) else None
-    # the hash is of the fields as written (before the reader's renames and type coercions)
-    if stored is not None and stored != config_hash({k: v for k, v in data.items() if k not in DOCUMENT_KEYS}):
+    # the hash is of the fields as written (an old run's, before the reader's renames and type coercions) or of
+    # the configuration they read back as (a run whose former keys were rewritten: the same configuration)
+    if stored is not None and stored not in (config_hash({k: v for k, v in data.items() if k not in DOCUMENT_KEYS}),
+                                             config_hash(cfg)):
         raise RunFileError(f"{str(run.file('config.json'))!r} was edited after the run started (its config_hash "
                            f"{stored!r} no longer matches the configuration); restore it, or start a fresh run with "
                            "--out NEWDIR.")
-    return from_document(spec.config, data, str(run.file("config.json")))
+    return cfg
 
 
 _COMMON = ("config.json", "env.json", "timing.json")

@@ -2,9 +2,14 @@
 
 A spec says, for one preset, which objective variants to tune, over which grid of
 :class:`~paramsym.discovery.config.DiscoverConfig` override keys, with what stage budgets, how to
-select, and on which seeds to validate and replicate. Every key is checked when the file is read:
-an unknown key names the closest known one, a grid with no points, duplicate seeds or a value of
-the wrong type raise :class:`~paramsym.errors.SweepSpecError` saying what to write instead.
+select, and on which seeds to validate and replicate. A spec is read by the one serializer of every
+configuration (:func:`paramsym.config.from_dict`: keys and types, the closest known key named for an
+unknown one, ``RENAMED`` keys read as their new ones), then checked by :meth:`SweepSpec.validate`
+(a grid with no points, duplicate or reused seeds, unknown variants and metrics, config keys of
+the grids): the same reading for a spec file (:func:`load_spec`), ``--set`` over it, and a sweep's
+``config.json``. A bad spec is a :class:`~paramsym.errors.SweepSpecError` naming the file and the
+key and saying what to write instead (in a sweep's ``config.json``: a
+:class:`~paramsym.errors.ConfigFileError`, as every run's).
 
 Stages (see :mod:`paramsym.sweep.driver`)::
 
@@ -15,13 +20,13 @@ Stages (see :mod:`paramsym.sweep.driver`)::
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import did_you_mean
 from ..errors import SweepSpecError
 
 __all__ = ["METRICS", "VARIANTS", "SelectSpec", "SweepSpec", "load_spec", "spec_from_dict"]
@@ -49,6 +54,14 @@ class SelectSpec:
     mode: str = "min"
     require_fits: bool = True
     tiebreak: list[str] = field(default_factory=lambda: ["output_err_p95"])
+
+    def validate(self) -> None:
+        """Raises SweepSpecError: an unknown metric (the closest named) or mode."""
+        _metric("select.metric", self.metric)
+        if self.mode not in ("min", "max"):
+            raise SweepSpecError(f"select.mode must be 'min' or 'max'; received {self.mode!r}.")
+        for i, m in enumerate(self.tiebreak):
+            _metric(f"select.tiebreak[{i}]", m)
 
 
 @dataclass
@@ -114,53 +127,72 @@ class SweepSpec:
 
         return to_dict(self)
 
+    def validate(self) -> None:
+        """What the types do not say (:func:`paramsym.config.from_dict` checked those): nonempty names,
+        known distinct variants, grids of known and searchable config keys with distinct finite values,
+        a nonempty search space per variant, budgets, distinct seeds with fresh replication seeds, the
+        device.
 
-def _closest(word: str, known: list[str]) -> str:
-    """`` Did you mean 'KEY'?`` for the known key closest to ``word``: the same leaf name in
-    another section (``lr`` → ``train.lr``), a leaf the initials of ``word``'s leaf spell
-    (``train.learning_rate`` → ``train.lr``), else the closest spelling."""
-    leaf = word.rsplit(".", 1)[-1]
-    initials = "".join(part[:1] for part in leaf.split("_") if part)
-    by_leaf = [k for k in known if k.rsplit(".", 1)[-1] == leaf]
-    by_initials = [k for k in known if len(initials) > 1 and k.rsplit(".", 1)[-1] == initials]
-    close = by_leaf or sorted(by_initials, key=lambda k: not word.startswith(k.rsplit(".", 1)[0]))
-    close = close or difflib.get_close_matches(word, known, n=1, cutoff=0.5)
-    return f" Did you mean {close[0]!r}?" if close else ""
+        Raises:
+            SweepSpecError: the first problem, naming the key and what to write instead.
+        """
+        from ..config import flat_keys
+        from ..discovery.config import DiscoverConfig
+
+        for key in ("name", "preset"):
+            if not getattr(self, key):
+                raise SweepSpecError(f"{key} must be a nonempty string; received {getattr(self, key)!r}.")
+        if not self.variants:
+            raise SweepSpecError(f"variants must be a nonempty list among {list(VARIANTS)}; received {self.variants!r}.")
+        for x in self.variants:
+            if x not in VARIANTS:
+                raise SweepSpecError(f"unknown variant {x!r} in variants.{did_you_mean(str(x), VARIANTS)} "
+                                     f"Known: {list(VARIANTS)}.")
+        if len(set(self.variants)) != len(self.variants):
+            raise SweepSpecError(f"variants lists a variant more than once ({self.variants!r}).")
+        config_keys = flat_keys(DiscoverConfig())
+        _overrides("base", self.base, config_keys)
+        _grid("search", self.search, config_keys)
+        for k, grid in self.variant_search.items():
+            if k not in self.variants:
+                raise SweepSpecError(f"variant_search has a grid for {k!r}, which is not in variants {self.variants}."
+                                     f"{did_you_mean(str(k), self.variants)}")
+            _grid(f"variant_search.{k}", grid, config_keys)
+        for v in self.variants:
+            if not self.search and not self.variant_search.get(v):
+                raise SweepSpecError(f"the search space of variant {v!r} is empty; give search: {{KEY: [values]}} "
+                                     f"(shared) or variant_search: {{{v}: {{KEY: [values]}}}}, e.g. train.lr: [1e-3, "
+                                     "2e-3].")
+        for key, lo in (("candidate_steps", 1), ("continue_steps", 1), ("continue_top", 0), ("replicate_steps", 1)):
+            _at_least(key, getattr(self, key), lo)
+        if self.continue_top > 0 and self.continue_steps <= self.candidate_steps:
+            raise SweepSpecError(f"continue_steps ({self.continue_steps}) must exceed candidate_steps "
+                                 f"({self.candidate_steps}); raise it, or set continue_top: 0 to select on the candidates.")
+        _seeds("validation_seeds", self.validation_seeds)
+        _seeds("replication_seeds", self.replication_seeds)
+        reused = sorted(set(self.validation_seeds) & set(self.replication_seeds))
+        if reused:
+            raise SweepSpecError(f"replication_seeds {reused} are also validation_seeds; replication needs fresh seeds "
+                                 "(choose seeds not used for selection).")
+        if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise SweepSpecError(f"device must be 'cpu' or 'cuda'; received {self.device!r}.")
 
 
-def _unknown(where: str, keys: list[str], known: list[str]) -> None:
-    for k in keys:
-        if k not in known:
-            raise SweepSpecError(f"unknown key {k!r} in {where}.{_closest(k, known)} Known keys: {known}.")
-
-
-def _int(where: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+def _at_least(where: str, v: int | None, lo: int) -> None:
+    if v is not None and v < lo:
         raise SweepSpecError(f"{where} must be an integer ≥ {lo}; received {v!r}.")
-    return v
 
 
-def _bool(where: str, v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise SweepSpecError(f"{where} must be true or false; received {v!r}.")
-    return v
-
-
-def _str(where: str, v: Any) -> str:
-    if not isinstance(v, str) or not v:
-        raise SweepSpecError(f"{where} must be a nonempty string; received {v!r}.")
-    return v
-
-
-def _seeds(where: str, v: Any) -> list[int]:
-    if not isinstance(v, list) or not v:
-        raise SweepSpecError(f"{where} must be a nonempty list of distinct integers ≥ 0, e.g. [1, 2, 3]; received {v!r}.")
-    seeds = [_int(f"{where}[{i}]", s, 0) for i, s in enumerate(v)]
+def _seeds(where: str, seeds: list[int]) -> None:
+    if not seeds:
+        raise SweepSpecError(f"{where} must be a nonempty list of distinct integers ≥ 0, e.g. [1, 2, 3]; received "
+                             f"{seeds!r}.")
+    for i, s in enumerate(seeds):
+        _at_least(f"{where}[{i}]", s, 0)
     dup = sorted({s for s in seeds if seeds.count(s) > 1})
     if dup:
         raise SweepSpecError(f"{where} lists seed(s) {dup} more than once; each seed must appear once "
                              f"(e.g. {sorted(set(seeds))}).")
-    return seeds
 
 
 def _scalar_ok(v: Any) -> bool:
@@ -171,23 +203,24 @@ def _scalar_ok(v: Any) -> bool:
     return v is None or isinstance(v, (bool, int, float, str))
 
 
-def _overrides(where: str, v: Any, config_keys: list[str]) -> dict[str, Any]:
+def _overrides(where: str, v: Any, config_keys: list[str]) -> None:
+    """``v``: a mapping of searchable DiscoverConfig keys to finite scalars or lists of them."""
     if not isinstance(v, Mapping):
         raise SweepSpecError(f"{where} must be a mapping of config keys to values (e.g. {{train.lr: 1e-3}}); "
                              f"received {v!r}.")
     for k, x in v.items():
         if not isinstance(k, str) or k not in config_keys:
-            raise SweepSpecError(f"unknown config key {k!r} in {where}.{_closest(str(k), config_keys)} "
+            raise SweepSpecError(f"unknown config key {k!r} in {where}.{did_you_mean(str(k), config_keys)} "
                                  "Keys are DiscoverConfig keys as for `paramsym discover --set`.")
         if k in RESERVED:
             raise SweepSpecError(f"{where} sets {k!r}, which the sweep sets itself; use {RESERVED[k]} instead.")
         if not _scalar_ok(x):
             raise SweepSpecError(f"{where}.{k} must be a finite number, string, boolean or list of them; received {x!r}.")
-    return dict(v)
 
 
-def _grid(where: str, v: Any, config_keys: list[str]) -> dict[str, list[Any]]:
-    grid = _overrides(where, v, config_keys)
+def _grid(where: str, grid: Any, config_keys: list[str]) -> None:
+    """``grid``: as :func:`_overrides`, each value a nonempty list of distinct values to try."""
+    _overrides(where, grid, config_keys)
     for k, values in grid.items():
         if not isinstance(values, list):
             raise SweepSpecError(f"{where}.{k} must be a list of values to try (e.g. [{values!r}]); received {values!r}.")
@@ -196,131 +229,38 @@ def _grid(where: str, v: Any, config_keys: list[str]) -> dict[str, list[Any]]:
                                  "give at least one value or remove the key.")
         if len({repr(x) for x in values}) != len(values):
             raise SweepSpecError(f"{where}.{k} lists a value more than once ({values!r}); list each value once.")
-    return grid
+
+
+def _metric(where: str, m: str) -> None:
+    if m not in METRICS:
+        raise SweepSpecError(f"{where}: unknown metric {m!r}.{did_you_mean(str(m), METRICS)} Known: {list(METRICS)}.")
 
 
 def spec_from_dict(data: Any, where: str = "the sweep spec") -> SweepSpec:
-    """Build and validate a :class:`SweepSpec` from a (YAML-loaded) mapping.
+    """A :class:`SweepSpec` from a (YAML-loaded) mapping, read by the one serializer
+    (:func:`paramsym.config.from_dict`: keys, types, renames, then :meth:`SweepSpec.validate`).
 
     Raises:
-        SweepSpecError: unknown key (with the closest known one), wrong type, empty search space,
-            duplicate or reused seeds, bad budgets or selection metric.
+        SweepSpecError: not a mapping, an unknown key (with the closest known one), a wrong type, an
+            empty search space, duplicate or reused seeds, bad budgets or selection metric (the message
+            begins with ``where``).
     """
-    from ..config import flat_keys
-    from ..discovery.config import DiscoverConfig
+    from ..config import from_dict
+    from ..errors import ConfigError
 
-    if not isinstance(data, Mapping):
-        raise SweepSpecError(f"{where} must be a mapping of keys (preset, variants, search, ...); "
-                             f"received {type(data).__name__}.")
-    known = [f.name for f in fields(SweepSpec)]
-    _unknown(where, [str(k) for k in data], known)
-    config_keys = flat_keys(DiscoverConfig())
-    d = dict(data)
-    s = SweepSpec()
-    if "name" in d:
-        s.name = _str("name", d["name"])
-    if "preset" in d:
-        s.preset = _str("preset", d["preset"])
-    if "variants" in d:
-        v = d["variants"]
-        if not isinstance(v, list) or not v:
-            raise SweepSpecError(f"variants must be a nonempty list among {list(VARIANTS)}; received {v!r}.")
-        for x in v:
-            if x not in VARIANTS:
-                raise SweepSpecError(f"unknown variant {x!r} in variants.{_closest(str(x), list(VARIANTS))} "
-                                     f"Known: {list(VARIANTS)}.")
-        if len(set(v)) != len(v):
-            raise SweepSpecError(f"variants lists a variant more than once ({v!r}).")
-        s.variants = list(v)
-    if "base" in d:
-        s.base = _overrides("base", d["base"] or {}, config_keys)
-    if "quick" in d:
-        s.quick = _bool("quick", d["quick"])
-    if "search" in d:
-        s.search = _grid("search", d["search"] or {}, config_keys)
-    if "variant_search" in d:
-        vs = d["variant_search"] or {}
-        if not isinstance(vs, Mapping):
-            raise SweepSpecError(f"variant_search must map variants to grids (e.g. {{finite: {{train.lr: [1e-3]}}}}); "
-                                 f"received {vs!r}.")
-        for k in vs:
-            if k not in s.variants:
-                raise SweepSpecError(f"variant_search has a grid for {k!r}, which is not in variants {s.variants}."
-                                     f"{_closest(str(k), s.variants)}")
-        s.variant_search = {k: _grid(f"variant_search.{k}", g or {}, config_keys) for k, g in vs.items()}
-    for v in s.variants:
-        if not s.search and not s.variant_search.get(v):
-            raise SweepSpecError(f"the search space of variant {v!r} is empty; give search: {{KEY: [values]}} "
-                                 f"(shared) or variant_search: {{{v}: {{KEY: [values]}}}}, e.g. train.lr: [1e-3, 2e-3].")
-    for k in ("candidate_steps", "continue_steps"):
-        if k in d:
-            setattr(s, k, _int(k, d[k], 1))
-    if "continue_top" in d:
-        s.continue_top = _int("continue_top", d["continue_top"], 0)
-    if "continue_from_checkpoint" in d:
-        s.continue_from_checkpoint = _bool("continue_from_checkpoint", d["continue_from_checkpoint"])
-    if d.get("replicate_steps") is not None:
-        s.replicate_steps = _int("replicate_steps", d["replicate_steps"], 1)
-    if s.continue_top > 0 and s.continue_steps <= s.candidate_steps:
-        raise SweepSpecError(f"continue_steps ({s.continue_steps}) must exceed candidate_steps ({s.candidate_steps}); "
-                             "raise it, or set continue_top: 0 to select on the candidates.")
-    if "select" in d:
-        s.select = _select(d["select"])
-    if "validation_seeds" in d:
-        s.validation_seeds = _seeds("validation_seeds", d["validation_seeds"])
-    if "replication_seeds" in d:
-        s.replication_seeds = _seeds("replication_seeds", d["replication_seeds"])
-    reused = sorted(set(s.validation_seeds) & set(s.replication_seeds))
-    if reused:
-        raise SweepSpecError(f"replication_seeds {reused} are also validation_seeds; replication needs fresh seeds "
-                             "(choose seeds not used for selection).")
-    if "figures" in d:
-        s.figures = _bool("figures", d["figures"])
-    if "device" in d:
-        s.device = _str("device", d["device"])
-        if s.device not in ("cpu", "cuda") and not s.device.startswith("cuda:"):
-            raise SweepSpecError(f"device must be 'cpu' or 'cuda'; received {s.device!r}.")
-    return s
-
-
-def _select(v: Any) -> SelectSpec:
-    if not isinstance(v, Mapping):
-        raise SweepSpecError(f"select must be a mapping (metric, mode, require_fits, tiebreak); received {v!r}.")
-    _unknown("select", [str(k) for k in v], [f.name for f in fields(SelectSpec)])
-    sel = SelectSpec()
-    if "metric" in v:
-        sel.metric = _metric("select.metric", v["metric"])
-    if "mode" in v:
-        if v["mode"] not in ("min", "max"):
-            raise SweepSpecError(f"select.mode must be 'min' or 'max'; received {v['mode']!r}.")
-        sel.mode = v["mode"]
-    if "require_fits" in v:
-        sel.require_fits = _bool("select.require_fits", v["require_fits"])
-    if "tiebreak" in v:
-        tb = v["tiebreak"] or []
-        if not isinstance(tb, list):
-            raise SweepSpecError(f"select.tiebreak must be a list of metrics; received {tb!r}.")
-        sel.tiebreak = [_metric(f"select.tiebreak[{i}]", m) for i, m in enumerate(tb)]
-    return sel
-
-
-def _metric(where: str, m: Any) -> str:
-    if m not in METRICS:
-        raise SweepSpecError(f"{where}: unknown metric {m!r}.{_closest(str(m), list(METRICS))} Known: {list(METRICS)}.")
-    return m
+    try:
+        return from_dict(SweepSpec, data)
+    except ConfigError as exc:
+        raise SweepSpecError(f"{where}: {exc}") from None
 
 
 def load_spec(path: str) -> SweepSpec:
-    """Read and validate a sweep spec from a YAML (or JSON) file.
+    """Read and validate a sweep spec from a YAML (or JSON) file (:func:`paramsym.config.load_file`).
 
     Raises:
         SweepSpecError: unreadable file, invalid YAML, or an invalid spec (the message names
             the file, the key and what to write).
     """
-    from ..config import read_document
+    from ..config import load_file
 
-    data = read_document(path, "sweep spec", SweepSpecError)
-    try:
-        return spec_from_dict(data)
-    except SweepSpecError as exc:
-        raise SweepSpecError(f"{path}: {exc}") from None
+    return load_file(SweepSpec, path, "sweep spec", SweepSpecError)

@@ -10,15 +10,15 @@ each preset's modules load only when its ``load()`` is called.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
 from ...presets import Preset, PresetTable
 
-__all__ = ["ANNULUS_STAGES", "ATTRIBUTION_PRESETS", "AttributionConfig", "PresetSpec", "check_resumable",
-           "get_attribution_preset", "render_run", "run_kind",
+__all__ = ["ANNULUS_STAGES", "ATTRIBUTION_PRESETS", "AttributionConfig", "PresetSpec", "attribution_preset_value",
+           "check_preset_keys", "check_resumable", "get_attribution_preset", "render_run", "run_kind",
            "resolve_attribution_config", "run_attribution"]
 
 
@@ -84,6 +84,48 @@ def get_attribution_preset(name: str) -> Preset:
                           "(see `paramsym list`).") from None
 
 
+#: the config keys that only some presets have, and the flag that writes each (named when a preset lacks one)
+_PRESET_KEYS = {"stage": "--stage", "weights": "--weights", "probes": "--probes"}
+
+
+def attribution_preset_value(name: str, *, quick: bool = False, paper: bool = False) -> Any:
+    """The named config value of preset ``name``: its config class's ``quick()`` (``quick``), ``paper(quick=quick)``
+    (``paper``: the paper's protocol) or default, with the entry's fields; the base that the flags and
+    ``--set`` (:func:`paramsym.options.config_from_flags`) or :func:`resolve_attribution_config` write keys into.
+
+    Raises:
+        ConfigError: unknown preset, or ``paper`` for a preset without a paper protocol of its own.
+    """
+    preset = get_attribution_preset(name)
+    spec = preset.load()
+    if paper and not hasattr(spec.config, "paper"):
+        raise ConfigError(f"preset {name} has no paper protocol of its own (its default is the paper's run); drop "
+                          "the paper option.")
+    cfg = spec.config.paper(quick=quick) if paper else spec.config.quick() if quick else spec.config()
+    return dataclasses.replace(cfg, **preset.fields)
+
+
+def check_preset_keys(name: str, keys: Iterable[str]) -> None:
+    """Refuse, by the flag's name, a key of :data:`_PRESET_KEYS` (``stage``, ``weights``, ``probes``) that
+    preset ``name``'s config does not have (``--stage`` for a preset without stages, ``--weights`` for
+    one that cannot analyse a user's network), however it is given (flag or ``--set``); a stage value
+    the preset lacks is its config's ``validate`` refusal.
+
+    Raises:
+        ConfigError: the flag, the preset and what to do (drop it, or the presets that take it).
+    """
+    preset = get_attribution_preset(name)
+    names = {f.name for f in dataclasses.fields(preset.load().config)}
+    for key in keys:
+        if key not in _PRESET_KEYS or key in names:
+            continue
+        if key == "stage":
+            raise ConfigError(f"preset {name} has no stages (config key 'stage'); drop --stage.")
+        able = [n for n, p in ATTRIBUTION_PRESETS.items() if key in {f.name for f in dataclasses.fields(p.load().config)}]
+        raise ConfigError(f"preset {name} does not accept {_PRESET_KEYS[key]} (config key {key!r}); presets that "
+                          f"analyse your own network: {able}.")
+
+
 def resolve_attribution_config(
     name: str,
     *,
@@ -92,73 +134,59 @@ def resolve_attribution_config(
     quick: bool = False,
     paper: bool = False,
     flows: Iterable[str] | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Iterable[str] | Mapping[str, Any] = (),
     weights: str | None = None,
     probes: str | None = None,
 ) -> Any:
-    """The config of preset ``name``: ``quick()`` or defaults (``paper``: the config's ``paper(quick=quick)``,
-    the paper's protocol) ← entry fields ← stage, seed, flows ← overrides.
-
-    ``weights`` / ``probes`` (``--weights`` / ``--probes``) set the config fields of the same
-    name for presets that can analyse a user's network (the annulus presets).
+    """The config of preset ``name`` from Python: :func:`attribution_preset_value` ← the keys ``stage``,
+    ``seed``, ``flows`` (repeats dropped), ``weights``, ``probes`` (those not ``None``) ← ``overrides``
+    (``"key=value"`` strings or a mapping), typed and validated by :class:`paramsym.config.Overrides`:
+    the keys that ``paramsym attribute``'s flags write, so the same values give the same configuration
+    as the command line.
 
     Raises:
         ConfigError: unknown preset, a stage the preset does not have, a bad override, or
-            ``weights``/``probes`` for a preset without those fields.
+            ``stage``/``weights``/``probes`` for a preset without those fields.
     """
-    from ...config import apply_overrides
+    from ...config import Overrides
 
-    preset = get_attribution_preset(name)
-    values = dict(preset.fields)
-    if preset.stages:
-        stage = stage or preset.stages[0]
-        if stage not in preset.stages:
-            raise ConfigError(f"--stage {stage!r} is not a stage of preset {name}; valid: {list(preset.stages)}.")
-        values["stage"] = stage
-    elif stage is not None:
-        raise ConfigError(f"preset {name} has no stages; drop --stage {stage!r}.")
-    if seed is not None:
-        values["seed"] = int(seed)
-    spec = preset.load()
-    names = {f.name for f in dataclasses.fields(spec.config)}
-    if flows is not None and "flows" in names:
-        values["flows"] = tuple(dict.fromkeys(flows))
-    for key, val in (("weights", weights), ("probes", probes)):
-        if val is None:
-            continue
-        if key not in names:
-            able = [n for n, p in ATTRIBUTION_PRESETS.items() if n.startswith("annulus")]
-            raise ConfigError(f"preset {name} does not accept --{key}; presets that analyse your own network: {able}.")
-        values[key] = str(val)
-    if paper and not hasattr(spec.config, "paper"):
-        raise ConfigError(f"preset {name} has no paper protocol of its own (its default is the paper's run); drop "
-                          "the paper option.")
-    cfg = spec.config.paper(quick=quick) if paper else spec.config.quick() if quick else spec.config()
-    cfg = dataclasses.replace(cfg, **values)
-    return apply_overrides(cfg, list(overrides))
+    base = attribution_preset_value(name, quick=quick, paper=paper)
+    values = {key: value for key, value in (("stage", stage), ("seed", seed), ("weights", weights), ("probes", probes),
+                                            ("flows", None if flows is None else tuple(dict.fromkeys(flows))))
+              if value is not None}
+    items = [overrides] if isinstance(overrides, str) else overrides
+    check_preset_keys(name, [*values, *(items if isinstance(items, Mapping) else
+                                        (str(item).split("=", 1)[0].strip() for item in items))])
+    return (Overrides(values, config=type(base)) | Overrides.of(items, config=type(base))).apply(base)
 
 
 @dataclass
 class AttributionConfig:
     """The configuration of an ``attribution`` run: its preset and the preset's resolved
     configuration (``config.json`` = ``{"kind": "attribution", "preset", "config": {...},
-    "provenance"}``; a mapping ``config``, read back from that file, is rebuilt as the preset's
-    config class)."""
+    "provenance"}``). Read back by the one serializer: :func:`paramsym.config.from_dict` types
+    ``config`` as the config class of the ``preset`` it is read with (:meth:`dependent_types`);
+    nothing is converted at construction (:meth:`validate` names a ``config`` of another type)."""
 
     preset: str = "lifting-sanity"
     config: Any = None
 
-    def __post_init__(self) -> None:
-        from ...config import from_dict
+    @classmethod
+    def dependent_types(cls, data: Mapping[str, Any]) -> dict[str, type]:
+        """The annotation of ``config`` given the fields ``data`` being read: the config class of its preset.
 
+        Raises:
+            ConfigError: an unknown preset (the valid names listed).
+        """
+        return {"config": get_attribution_preset(str(data.get("preset", cls.preset))).load().config}
+
+    def validate(self) -> None:
+        """Raises ConfigError: an unknown preset, or ``config`` not an instance of the preset's config class."""
         spec = get_attribution_preset(self.preset).load()
-        if self.config is None:
-            self.config = spec.config()
-        elif isinstance(self.config, dict):
-            self.config = from_dict(spec.config, self.config)
-        elif not isinstance(self.config, spec.config):
-            raise ConfigError(f"preset {self.preset} takes a {spec.config.__name__}; received "
-                              f"{type(self.config).__name__}.")
+        if not isinstance(self.config, spec.config):
+            raise ConfigError(f"preset {self.preset} takes a {spec.config.__name__} as config (e.g. "
+                              f"resolve_attribution_config({self.preset!r}), or read with paramsym.config.from_dict); "
+                              f"received {type(self.config).__name__}.")
 
     @classmethod
     def quick(cls) -> AttributionConfig:
@@ -209,9 +237,9 @@ def check_resumable(out, cfg: AttributionConfig) -> bool:
 
 def run_kind(cfg: AttributionConfig, out, *, progress: bool = True) -> dict[str, Any]:
     """The ``run`` of the ``attribution`` kind: the preset's run (finished flows and a trained model
-    in ``out`` reused); returns the metrics it wrote (``metrics.json``, with ``"summary"``)."""
-    get_attribution_preset(cfg.preset).load().run(cfg.config, out, progress=progress)
-    return out.read_json("metrics.json")
+    in ``out`` reused); returns its metrics (with ``"summary"``), which the run verb writes to
+    ``metrics.json`` (the one writer)."""
+    return get_attribution_preset(cfg.preset).load().run(cfg.config, out, progress=progress)
 
 
 def run_attribution(name: str, cfg: Any, out, *, progress: bool = True, resume: bool | None = None,
@@ -226,6 +254,7 @@ def run_attribution(name: str, cfg: Any, out, *, progress: bool = True, resume: 
     from ...runs.execute import execute
 
     acfg = cfg if isinstance(cfg, AttributionConfig) else AttributionConfig(name, cfg)
+    acfg.validate()
     if resume is None:
         resume = check_resumable(out, acfg)
     outcome = execute("attribution", acfg, out, resume=resume, command=command, progress=progress, seed=acfg.seed)

@@ -1,16 +1,13 @@
-"""What every attribution preset writes beside the run verb's files: ``metrics.json``.
+"""What every attribution preset returns: its metrics, with the ``--json`` summary inside.
 
-An attribution preset is ``run(cfg, out, *, progress=True) -> summary`` (registered in
+An attribution preset is ``run(cfg, out, *, progress=True) -> metrics`` (registered in
 :mod:`paramsym.experiments.attribution.presets`), called by the ``attribution`` kind through
-:func:`paramsym.runs.execute.execute`, which writes ``config.json`` (``"kind": "attribution"``,
-``"preset"``, ``"config"``: the resolved configuration, ``"provenance"``), ``env.json`` and
-``report.md``. The preset writes into the run directory ``out``:
-
-* figures under ``out.figures`` and its own files (flows, trained model, checkpoints);
-* ``metrics.json`` holding at least ``{"summary": <the returned dict>}`` (:func:`finish_run`;
-  the kind returns it to ``execute``, which writes the same bytes again);
-
-and returns the **summary** (JSON-able), which ``paramsym attribute --json`` prints::
+:func:`paramsym.runs.execute.execute`, the one writer of ``config.json`` (``"kind": "attribution"``,
+``"preset"``, ``"config"``: the resolved configuration, ``"provenance"``), ``env.json``,
+``metrics.json`` and ``report.md``. The preset writes into the run directory ``out`` only its own
+files (flows, trained model, checkpoints; figures are drawn when the report is rendered), and
+returns the metrics (:func:`run_metrics`: JSON-able, ``metrics["summary"]`` the **summary** that
+``paramsym attribute --json`` prints)::
 
     {"preset": str, "stage": str | None,
      "lifts": [LiftRecord.to_json(), ...],   # c*, b* at the start (residual, rank, verdict)
@@ -24,9 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...attribution.flows import LiftRecord
-from ...runs.rundir import RunDir
 
-__all__ = ["finish_run", "flow_record", "lift_records"]
+__all__ = ["flow_record", "lift_records", "run_metrics"]
 
 
 def lift_records(att) -> list[LiftRecord]:
@@ -39,31 +35,12 @@ def lift_records(att) -> list[LiftRecord]:
     ]
 
 
-def finish_run(
-    out: RunDir,
-    *,
-    preset: str,
-    config: Any,
-    summary: Mapping[str, Any],
-    metrics: Mapping[str, Any] | None = None,
-    seed: int | None = None,
-    **config_extra: Any,
-) -> None:
-    """Write ``metrics.json`` (``config.json`` and ``env.json`` are the run verb's,
-    :func:`paramsym.runs.execute.execute`).
-
-    Args:
-        out: the run directory.
-        preset: preset name.
-        config: the resolved configuration (a dataclass or a mapping).
-        summary: the ``--json`` summary (stored as ``metrics["summary"]``).
-        metrics: further metrics for the report (merged beside ``summary``).
-        seed: recorded in ``env.json``.
-        config_extra: extra top-level config keys (e.g. ``stage``).
-    """
+def run_metrics(summary: Mapping[str, Any], metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The metrics a preset returns (``execute`` writes them to ``metrics.json``): ``metrics`` (further
+    figures for the report) with ``"summary"`` (the ``--json`` summary) beside them."""
     full = dict(metrics or {})
     full["summary"] = dict(summary)
-    out.write_json("metrics.json", full)
+    return full
 
 
 def flow_record(r: dict[str, Any], mode: str, direction: str) -> dict[str, Any]:

@@ -11,8 +11,13 @@ def run_experiment(kind: str, cfg: Any, out: Any, *, progress: bool = True, resu
     ``config.json`` with its provenance, ``env.json``, ``metrics.json``, ``report.md``) around its
     kind's ``compute``; returns the metrics. ``resume``: continue the run in ``out`` (finished
     sub-runs reused, interrupted ones resumed from their checkpoints); ``options`` reach
-    ``compute`` (``reuse``, a custom ``problem``)."""
+    ``compute`` (``reuse``, a custom ``problem``).
+
+    Raises:
+        ConfigError: ``cfg`` does not validate (its ``overrides`` must be typed: ``DiscoverOverrides``).
+    """
     from ...runs.execute import execute
 
+    cfg.validate()  # before config.json is written: e.g. untyped overrides (a named ConfigError)
     return execute(kind, cfg, out, resume=resume, command=command, progress=progress, seed=cfg.seeds[0],
                    options=options).metrics

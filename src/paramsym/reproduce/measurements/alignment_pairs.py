@@ -3,9 +3,10 @@
 For each pair — ``vit-digits``, ``lm-stdlib``, ``modadd-transformer`` (:mod:`paramsym.kinds.align_pairs`,
 :mod:`paramsym.kinds.align_presets`), both models trained **inside the run directory** (seeds 0
 and 1, the budgets fixed in those modules before any result) — :func:`paramsym.alignment.align.align`
-runs every stage it offers (before, permutation, full, and whatever later stages it has: the
-measurement reads the stages from the result, so an ``orthogonal`` or ``refined`` stage appears
-when ``align`` has it). The peer ``rebasin`` 0.0.47 (``PermutationCoordinateDescent``,
+runs every stage it offers (:data:`STAGES`: before, permutation, full, and — where the canonical
+form applies, :func:`paramsym.kinds.canonical_pair.canonical_pair` — canonical, orthogonal and
+refined at their default budgets; the ViT has no token embedding for the census's tracer, so its
+canonical stages are refused and named). The table reads the stages from the result. The peer ``rebasin`` 0.0.47 (``PermutationCoordinateDescent``,
 permutations only) does not apply to these models (:data:`PEER_NOTE`; shown on tiny models by
 tests/alignment/test_rebasin_transformers_slow.py), so its row says so. Per stage: the test- and train-loss
 barriers (25-point path), the weight distance ``‖θ_A − θ_B‖²``, the midpoint's test accuracy
@@ -24,6 +25,9 @@ from typing import Any
 
 from ...claims import Claim, Measured, missing_note
 from ..runs import RunSpec, kept
+
+#: every stage align() offers (the canonical ones where the canonical form applies)
+STAGES = ("before", "permutation", "full", "canonical", "orthogonal", "refined")
 
 __all__ = ["CLAIMS", "PAIRS", "RUNS", "render_align_pairs"]
 
@@ -60,6 +64,27 @@ PEER_NOTE = ("rebasin 0.0.47's PermutationCoordinateDescent does not apply to th
              "symmetry), and on the 2-layer d-64 ViT it asked for more than 4 GB of memory")
 
 
+def _canonical(arch, a, b, data):
+    """``(CanonicalPair, None)`` for the stages canonical / orthogonal / refined, or ``(None, why)`` where
+    the canonical form refuses the model (a ViT: no token embedding to trace)."""
+    import copy
+
+    from ...errors import ParamsymError
+    from ...kinds.canonical_pair import canonical_pair
+
+    models = []
+    for p in (a, b):
+        m = copy.deepcopy(arch.module).eval()
+        m.load_state_dict({k: v.double() for k, v in p.items()}, strict=False)
+        models.append(m)
+    try:
+        pair = canonical_pair(models[0], models[1], data.x_train[:8], n_classes=arch.info.get("n_classes"))
+    except ParamsymError as exc:
+        return None, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+    pair.arch.info["positions"] = arch.info.get("positions", "last")  # a language model: loss over every position
+    return pair, None
+
+
 def measure_pair(name: str, cfg, out: Path, points: int = POINTS) -> dict[str, Any]:
     """Train (in ``out/models``), align and evaluate one pair (module docstring)."""
     import torch
@@ -72,7 +97,9 @@ def measure_pair(name: str, cfg, out: Path, points: int = POINTS) -> dict[str, A
     arch, a, b, data, info = load_preset(name, cache_dir=out / "models", **kw)
     train_cpu = time.process_time() - t0
     t0 = time.process_time()
-    res = align(arch, a, b, data, points=points, generator=torch.Generator().manual_seed(0))
+    canonical, why = _canonical(arch, a, b, data)
+    extra = {"stages": STAGES, "canonical": canonical} if canonical is not None else {}
+    res = align(arch, a, b, data, points=points, generator=torch.Generator().manual_seed(0), **extra)
     align_cpu = time.process_time() - t0
     s = res.summary()
     stages = {}
@@ -82,7 +109,7 @@ def measure_pair(name: str, cfg, out: Path, points: int = POINTS) -> dict[str, A
                          "midpoint_test_loss": s[f"midpoint_{stage}"]["test_loss"],
                          "function_error": res.function_error.get(stage, 0.0),
                          "seconds": res.seconds.get(stage, 0.0)}
-    return {"stages": stages, "rebasin": {"not_applicable": PEER_NOTE}, "endpoints": s["endpoints"],
+    return {"stages": stages, "canonical_refused": why, "rebasin": {"not_applicable": PEER_NOTE}, "endpoints": s["endpoints"],
             "symmetries": res.symmetries, "train_cpu_seconds": train_cpu, "align_cpu_seconds": align_cpu,
             "data": info.get("data", "modular addition p = 23, 80/20"), "config": info["config"]}
 
@@ -136,7 +163,8 @@ def render_align_pairs(rows: dict[str, dict[str, Any]]) -> str:
                        f"{_fmt(x['distance'], '.4g')} | {_fmt(x['midpoint_test_acc'])} | {err} | "
                        f"{_fmt(x['seconds'], '.2g')} (wall) |")
         if "refined" not in st:
-            out.append(f"| {name} | refined | missing (align() has no refined stage in this run) | | | | | |")
+            why = v.get("canonical_refused") or "align() has no refined stage in this run"
+            out.append(f"| {name} | refined | missing ({why.replace('|', '/')[:160]}) | | | | | |")
         rb = v["rebasin"]
         if "not_applicable" in rb:
             out.append(f"| {name} | rebasin 0.0.47 | not applicable (see below) | | | | | |")

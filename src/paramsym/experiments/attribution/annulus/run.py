@@ -53,7 +53,7 @@ from ....attribution.tables import parameter_table, tensor_table
 from ....errors import ConfigError
 from ....models.mlp import mlp
 from ....runs.rundir import RunDir, read_json, save_tensors, write_json
-from ..records import finish_run, lift_records
+from ..records import lift_records, run_metrics
 
 #: the source's numbers (resolved flows: start → end (prediction); fixed flows: end at t = 1)
 PAPER = {
@@ -354,7 +354,8 @@ def start_diagnostics(problem: SymmetryProblem, att, x: Tensor, y: Tensor, cfg: 
 
 
 def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
-    """Presets ``annulus-wedge`` / ``annulus-full`` (contract: :mod:`paramsym.experiments.attribution.records`).
+    """Presets ``annulus-wedge`` / ``annulus-full`` (contract: :mod:`paramsym.experiments.attribution.records`):
+    returns the metrics (``"summary"`` inside), which the run verb writes.
 
     Trains (stage ``trained``) or keeps the initialisation (``init``), lifts ``η`` and ``−δ``,
     and follows the flows ``cfg.flows`` × ``cfg.directions``; finished flows of an interrupted
@@ -442,12 +443,4 @@ def run(cfg: AnnulusConfig, out: RunDir, *, progress: bool = True) -> dict[str, 
         "top_b": parameter_table(att, top=10, by="b"),
         "gauge_image_shift": {"c": att.c.info.get("gauge_image_shift"), "b": att.b.info.get("gauge_image_shift")},
     }
-    finish_run(out, preset=cfg.preset, config=_cfg_dict(cfg), summary=summary, metrics=metrics,
-               seed=cfg.seed, stage=cfg.stage, flows=list(cfg.flows))
-    return summary
-
-
-def _cfg_dict(cfg: AnnulusConfig) -> dict[str, Any]:
-    from ....config import to_dict
-
-    return to_dict(cfg)
+    return run_metrics(summary, metrics)

@@ -50,7 +50,7 @@ from ....models.hamiltonian import (
     mexican_hat_force,
 )
 from ....runs.rundir import RunDir, save_tensors
-from ..records import finish_run, lift_records
+from ..records import lift_records, run_metrics
 from .config import HamiltonianConfig
 from .report import report_sections
 from .train import train_or_load
@@ -296,18 +296,15 @@ def perturbation_sweep(problem, observer, att, cfg) -> dict[str, Any]:
 
 
 def run(cfg: HamiltonianConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
-    """Run the ``hamiltonian`` preset into ``out`` and return the ``--json`` summary.
+    """Run the ``hamiltonian`` preset into ``out`` and return its metrics (the ``--json`` summary inside).
 
     Runs the walks of ``cfg.flows`` (``resolved``/``fixed``); ``progress`` shows tqdm bars.
-    Writes ``config.json`` (kind ``attribution``), ``env.json``,
-    ``model.safetensors`` (and ``checkpoint/``), ``walks.safetensors`` (profiles and parameter
-    snapshots), ``metrics.json`` (no wall-clock times), ``timing.json`` (``timing_s``: seconds of
-    train, lift, walks, sweep and total; ``train_seconds``: the training loop), ``figures/*.png``
-    and ``report.md``.
+    Writes ``model.safetensors`` (and ``checkpoint/``), ``walks.safetensors`` (profiles and parameter
+    snapshots) and ``timing.json`` (``timing_s``: seconds of train, lift, walks, sweep and total;
+    ``train_seconds``: the training loop); the run verb writes ``config.json`` (kind ``attribution``),
+    ``env.json``, ``metrics.json`` (the returned metrics: no wall-clock times) and ``report.md``, whose
+    rendering draws ``figures/*.png`` (:func:`.report.report_sections`).
     """
-    from ....attribution.report import render
-    from .report import make_figures
-
     cfg.validate()
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -373,11 +370,7 @@ def run(cfg: HamiltonianConfig, out: RunDir, *, progress: bool = True) -> dict[s
     }
     # wall-clock times are not results: timing.json (a resumed run's metrics.json equals an uninterrupted one's)
     out.write_json("timing.json", {"timing_s": timing, "train_seconds": train_info.pop("seconds")})
-    finish_run(out, preset=PRESET, config=cfg, summary=summary, metrics=metrics, seed=cfg.seed,
-               flows=list(cfg.flows))
-    make_figures(out)
-    out.write_text("report.md", render(out, report_sections))
-    return summary
+    return run_metrics(summary, metrics)
 
 
 def _profiles_in_order(res: dict[str, Any]) -> list[np.ndarray]:

@@ -33,7 +33,7 @@ from ....attribution.tables import tensor_table
 from ....errors import ConfigError
 from ....models.mlp import layer_names, mlp
 from ....runs.rundir import RunDir
-from ..records import finish_run
+from ..records import run_metrics
 
 #: τ of the image-membership check (see module doc)
 SANITY_RTOL = 1e-8
@@ -143,7 +143,8 @@ class SanityConfig:
 
 
 def run(cfg: SanityConfig, out: RunDir, *, progress: bool = True) -> dict[str, Any]:
-    """Run ``lifting-sanity`` at ``cfg.stage`` into ``out``; return the summary (no progress bars)."""
+    """Run ``lifting-sanity`` at ``cfg.stage``; return the metrics (``"summary"`` inside; no progress bars,
+    no files of its own: the run verb writes ``out``'s)."""
     cfg.validate()
     stage = cfg.stage
     res = lifting_sanity(stage == "frozen", hidden=cfg.hidden, steps=cfg.steps, rtol=cfg.rtol, seed=cfg.seed)
@@ -170,5 +171,4 @@ def run(cfg: SanityConfig, out: RunDir, *, progress: bool = True) -> dict[str, A
         "lift_tol": LIFT_TOL,
         "tensor_table": tensor_table(att),
     }
-    finish_run(out, preset=PRESET, config=cfg, summary=summary, metrics=metrics, seed=cfg.seed, stage=stage)
-    return summary
+    return run_metrics(summary, metrics)

@@ -19,6 +19,7 @@ reports how closely the learned field follows it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +34,7 @@ from ....discovery.resolve import (
     quick_discover_overrides,
     resolve_discover_config,
 )
-from ....options import float_option
+from ....errors import ConfigError
 from ....runs.rundir import RunDir
 from ....verdict import median, output_scale, p95
 
@@ -63,14 +64,15 @@ class LiftingConfig:
     #: before any training (:func:`equal_field_beta`), so both actions move alike at each ρ.
     unit_beta: float | str | None = None
 
-    def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
-        self.overrides = DiscoverOverrides.of(self.overrides)
-
     def validate(self) -> None:
-        """Raises ConfigError: ``unit_beta`` neither a finite number > 0 nor ``"equal-field"``."""
-        if self.unit_beta is not None and self.unit_beta != EQUAL_FIELD:
-            self.unit_beta = float_option(self.unit_beta, f"unit_beta (--unit-beta; or {EQUAL_FIELD!r}, the rule)",
-                                          minimum=0.0, exclusive=True)
+        """Raises ConfigError: ``overrides`` not typed, or ``unit_beta`` neither a finite number > 0 nor
+        ``"equal-field"`` (checked, not converted: the serializer types the value once)."""
+        DiscoverOverrides.require(self.overrides, "overrides")
+        b = self.unit_beta
+        if b is not None and b != EQUAL_FIELD and (isinstance(b, bool) or not isinstance(b, (int, float))
+                                                    or not math.isfinite(b) or b <= 0):
+            raise ConfigError(f"unit_beta (--unit-beta) must be a finite number > 0 or {EQUAL_FIELD!r} (the rule); "
+                              f"received {b!r}.")
 
     @classmethod
     def quick(cls) -> LiftingConfig:

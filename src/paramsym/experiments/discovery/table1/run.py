@@ -43,9 +43,6 @@ class ObjectivesConfig:
     #: typed overrides of every sub-run's DiscoverConfig (after its recipe, seed and steps)
     overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
 
-    def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
-        self.overrides = DiscoverOverrides.of(self.overrides)
-
     @classmethod
     def quick(cls) -> ObjectivesConfig:
         """A small, fast version (tests, smoke runs): 20 steps, a narrow network, a tiny verdict."""
@@ -58,6 +55,7 @@ class ObjectivesConfig:
         return cls(seeds=[1, 2, 3, 4, 5])
 
     def validate(self) -> None:
+        DiscoverOverrides.require(self.overrides, "overrides")
         bad = [v for v in self.variants if v not in ("hybrid", "infinitesimal", "finite")]
         if bad or not self.variants:
             raise ConfigError(f"variants must be among hybrid, infinitesimal, finite; received {self.variants}.")

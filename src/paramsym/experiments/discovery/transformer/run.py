@@ -109,9 +109,6 @@ class TransformerDiscoveryConfig:
     #: ``objective.beta`` here replaces the per-unit rule
     overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
 
-    def __post_init__(self) -> None:  # "k=v" strings or a mapping (Python, an older config.json): typed once
-        self.overrides = DiscoverOverrides.of(self.overrides)
-
     def seeds_of(self, variant: str) -> list[int]:
         """The seeds of ``variant`` (``flow_seeds`` for ``flow`` when given, else ``seeds``)."""
         return list(self.flow_seeds) if variant == "flow" and self.flow_seeds is not None else list(self.seeds)
@@ -135,6 +132,7 @@ class TransformerDiscoveryConfig:
                    flow_seeds=[6, 7, 8])
 
     def validate(self) -> None:
+        DiscoverOverrides.require(self.overrides, "overrides")
         bad = [v for v in self.variants if v not in VARIANTS]
         if bad or not self.variants or len(set(self.variants)) != len(self.variants):
             raise ConfigError(f"variants must be distinct and among {', '.join(VARIANTS)}; received {self.variants}.")
