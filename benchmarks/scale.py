@@ -10,12 +10,23 @@ child, its CPU time and peak RSS, imports included):
 * ``spec``: ``paramsym census --model DIR --export permutation-spec --without-weights`` (headers,
   a 2-layer copy traced at the real widths in ``--spec-dtype``, the spec extended and named as stored);
 * ``headers``: :func:`paramsym.census.stored.read_checkpoint` alone;
-* ``forward``: the floor — ``from_pretrained`` (bf16, eager) and one forward pass on 2 × 8 tokens.
+* ``forward``: the floor — ``from_pretrained`` (bf16, eager) and one forward pass on 2 × 8 tokens;
+* ``stream``: the **weighted** census verified one decoder layer at a time
+  (:func:`paramsym.census.streaming.streaming_census`, float64, 2 × 8 tokens);
+* ``scramble``: one random element of the exported spec's group (``spec`` must run first: its
+  file is read) written shard by shard (:func:`paramsym.census.rewrite.permute_checkpoint`) to
+  ``DIR/<shape>.scrambled``; then the streamed float64 logits of both checkpoints on the same
+  tokens (:func:`paramsym.census.streaming.streamed_output`) — the scrambled copy is the same function;
+* ``align``: the scrambled copy aligned back to the original by weight matching over the spec's
+  group with both read one tensor at a time (:func:`paramsym.alignment.streamed.match_streamed`),
+  written shard by shard to ``DIR/<shape>.aligned``, and every stored tensor compared with the
+  original's (largest relative difference).
 
-It prints the table and the ratios spec / forward (wall and peak RSS) per shape, and the time of
-the spec per parameter from the smallest to the largest shape. The weighted census / export are
-not run here (they hold float64 copies of the whole model: ~16 bytes per parameter measured in
-the issue); their memory estimate (``loading_estimate``) is printed for the ``--max-memory`` check.
+It prints the table and the ratios against ``forward`` (wall and peak RSS) per shape, and the
+time of the spec per parameter from the smallest to the largest shape. The in-memory weighted
+census / export are not run here (they hold float64 copies of the whole model: ~16 bytes per
+parameter measured in the issue); their memory estimate (``loading_estimate``) is printed for the
+``--max-memory`` check.
 
     OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/scale.py --dir /tmp/scale [--shapes tinyllama,llama2-7b]
 """
@@ -104,6 +115,41 @@ def _child(what: str, directory: str, dtype: str) -> None:
 
         stored = read_checkpoint(directory)
         out = {"tensors": len(stored), "weighted_estimate_GiB": round(loading_estimate(stored) / 2**30, 1)}
+    elif what == "stream":
+        from paramsym.census.streaming import streaming_census
+
+        res, rep = streaming_census(directory)
+        out = {"entries": len(res.entries), "all_verified": res.all_verified, "total_dimension": res.total_dimension,
+               "estimate_GiB": round(rep["estimate_bytes"] / 2**30, 2),
+               "max_error_over_tolerance": max(e.verified_error / e.tolerance for e in res.entries)}
+    elif what in ("scramble", "align"):
+        import torch
+
+        from paramsym.census.permspec import random_perms
+        from paramsym.census.rewrite import permute_checkpoint
+        from paramsym.census.streaming import streamed_output
+
+        spec = json.loads((Path(directory).parent / f"{Path(directory).name}.spec.json").read_text())
+        scrambled = Path(f"{directory}.scrambled")
+        if what == "scramble":
+            permute_checkpoint(directory, spec, random_perms(spec, torch.Generator().manual_seed(1)), scrambled)
+            vocab = json.loads((Path(directory) / "config.json").read_text())["vocab_size"]
+            ids = torch.randint(0, vocab, (2, 8), generator=torch.Generator().manual_seed(0))
+            a, b = streamed_output(directory, ids), streamed_output(scrambled, ids)
+            out = {"logits_change": float((a - b).norm() / a.norm())}
+        else:
+            from paramsym.alignment.streamed import match_streamed
+            from paramsym.census.stored import read_checkpoint
+            from paramsym.models.checks import LazyTensors
+
+            A, B = LazyTensors(read_checkpoint(directory)), LazyTensors(read_checkpoint(scrambled))
+            perms, info = match_streamed(A, B, spec)
+            aligned = Path(f"{directory}.aligned")
+            permute_checkpoint(scrambled, spec, perms, aligned)
+            C = LazyTensors(read_checkpoint(aligned))
+            worst = max(float((C[n].double() - A[n].double()).norm() / A[n].double().norm()) for n in A)
+            out = {"sweeps": info["sweeps"], "distance_before": info["distance_before"],
+                   "distance_after": info["distance_after"], "max_relative_weight_error": worst}
     else:
         import torch
         import transformers
@@ -136,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", help="where the checkpoints are written (DIR/<shape>; reused if present)")
     ap.add_argument("--shapes", default="tinyllama", help=f"comma-separated among {sorted(SHAPES)}")
-    ap.add_argument("--what", default="headers,spec,forward", help="measurements, comma-separated (forward of a 7B "
-                    "checkpoint needs ~14 GB: leave it out on a shared 24 GB machine)")
+    ap.add_argument("--what", default="headers,spec,forward", help="measurements, comma-separated, among headers, "
+                    "spec, forward, stream, scramble (after spec), align (after scramble); forward of a 7B checkpoint "
+                    "needs ~14 GB: leave it out on a shared 24 GB machine")
     ap.add_argument("--spec-dtype", default="float64", choices=["float64", "float32"],
                     help="dtype of the traced 2-layer copy (--dtype of the census)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -169,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {shape} | {r['params']:,} | {r['what']} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['rss_MiB']:.0f} |")
     for shape in dict.fromkeys(s for s, _ in rows):
         got = {r["what"]: r for s, r in rows if s == shape}
-        if "spec" in got and "forward" in got:
-            print(f"{shape}: spec / forward: wall {got['spec']['wall'] / got['forward']['wall']:.2f}, peak RSS "
-                  f"{got['spec']['rss_MiB'] / got['forward']['rss_MiB']:.2f}")
+        for what in ("spec", "stream", "scramble", "align"):
+            if what in got and "forward" in got:
+                print(f"{shape}: {what} / forward: wall {got[what]['wall'] / got['forward']['wall']:.2f}, peak RSS "
+                      f"{got[what]['rss_MiB'] / got['forward']['rss_MiB']:.2f}")
     specs = [(s, r) for s, r in rows if r["what"] == "spec"]
     if len(specs) > 1:
         (s0, a), (s1, b) = specs[0], specs[-1]

@@ -162,6 +162,10 @@ def test_named_errors():
             solve_affine(target, ansatz, AffineSolverConfig(**bad))
     with pytest.raises(ConfigError, match="AffineSolverConfig"):
         solve_affine(target, ansatz, {"samples": 40})
+    # a finite radius whose sample points overflow H's products (found by tests/test_api_fuzz.py)
+    lin, lin_ansatz = build_preset("linear2x2", 0)
+    with pytest.raises(ConfigError, match="overflowed float64.*lower radius"):
+        solve_affine(lin, lin_ansatz, AffineSolverConfig(samples=20, radius=1e300))
 
 
 @pytest.mark.slow

@@ -160,6 +160,20 @@ def _modadd(perm=0.31, full=0.30, before=0.30, err=1e-10, orth=0.49, per=1.0):
             "diagnostics": {"embedding_residual": {"orthogonal": orth, "permutation": per}}}
 
 
+def _pairs(vit=0.09, lm=0.09, mod=0.29, err=1e-10, refined=True):
+    """Three pairs with before = 1.0 (ViT, LM) / 0.30 permutation 0.30 (modadd): ``vit``/``lm``/``mod``
+    are the refined stages' test barriers."""
+    out = {}
+    for name, ref, before, perm in (("vit-digits", vit, 1.0, 0.5), ("lm-stdlib", lm, 1.0, 0.5),
+                                    ("modadd-transformer", mod, 0.35, 0.30)):
+        st = {"before": {"barrier": before, "function_error": 0.0}, "permutation": {"barrier": perm, "function_error": 0.0},
+              "full": {"barrier": perm, "function_error": err}}
+        if refined:
+            st["refined"] = {"barrier": ref, "function_error": err}
+        out[name] = {"stages": st}
+    return {"pairs": out}
+
+
 def _learned(steps=0, status="left_level_set", refused=1.01e-6, tol=1e-6):
     return {"teleport": {"steps": steps, "status": status, "refused_change": refused, "tol": tol}}
 
@@ -257,6 +271,8 @@ FLIPS = {
     "teleport-learned": (_learned(), [_learned(steps=1), _learned(status="converged"), _learned(refused=0.99e-6)]),
     "census-mergekit": (_mergekit(), [_mergekit(disagree=["w"]), _mergekit(err=1.1e-10), _mergekit(motion=0.5),
                                       _mergekit(tied=1.1e-10), _mergekit(untied=0.1)]),
+    "align-transformer-pairs": (_pairs(), [_pairs(vit=0.11), _pairs(lm=0.101), _pairs(mod=0.30), _pairs(err=1.1e-10),
+                                           _pairs(refined=False)]),
     "align-rebasin": (_rebasin(0.022), [_rebasin(0.0221), _rebasin(0.01, err=1.1e-10)]),
     "transformer-learned-objectives": (_td_all(), [_td_all(random=99.9), _td_all(unc=9.99), _td_all(motion=4.99e-4),
                                                    _td_all(hybrid=0.06), _td_all(cpu=901.0)]),

@@ -99,7 +99,8 @@ def test_measurements_are_registered_beside_the_paper_claims():
     problems = {r.name: check_documented_command(r.command) for r in MEASUREMENT_RUNS}
     assert not any(problems.values()), {k: v for k, v in problems.items() if v}
     # seeded and deterministic, --quick = the full numbers; only the 10-seed digits run is cut to 2 seeds
-    assert [r.name for r in MEASUREMENT_RUNS if not r.exact] == ["teleport-digits", "align-modadd", "teleport-learned"]
+    assert [r.name for r in MEASUREMENT_RUNS if not r.exact] == ["teleport-digits", "align-modadd", "teleport-learned",
+                                                                 "align-pairs"]
     for b in ("teleport", "align-digits", "compensation-models", "action-checks"):
         assert all(cid in BY_ID for cid in BLOCKS[b].claims)
 
@@ -113,3 +114,35 @@ def test_action_verdict_claim_and_block():
     assert not c.measure({"a": {**case, "inverse": 1e-9}}).holds and not c.measure({"a": {**case, "passed": False}}).holds
     text = BLOCKS["action-checks"].render({"actions-verdict": {"values": c.measure({"a": case}).values}})
     assert "| a | 2.2e-15 / 2.7e-15 | 2.8e-16 | 9.5e-16 | 0.132 |" in text
+
+
+def _stage(barrier, err=0.0, acc=0.9):
+    return {"barrier": barrier, "barrier_train": barrier + 0.01, "distance": 12.5, "midpoint_test_acc": acc,
+            "midpoint_test_loss": 1.0, "function_error": err, "seconds": 0.5}
+
+
+def _pair(stages, rebasin):
+    ends = {"A": {"test_loss": 0.2, "test_acc": 0.95}, "B": {"test_loss": 0.3, "test_acc": 0.94}}
+    return {"stages": stages, "rebasin": rebasin, "endpoints": ends, "train_cpu_seconds": 61.0,
+            "align_cpu_seconds": 9.0}
+
+
+def test_transformer_pairs_claim_and_block_name_missing_stages_and_the_peer():
+    """The pairs block: one row per stage the result holds, a 'missing' row where align() has no refined
+    stage, the peer's failure or broken function named, and the verdict with its provenance."""
+    c = BY_ID["align-transformer-pairs"]
+    base = {"before": _stage(2.0), "permutation": _stage(1.5, 1e-16), "full": _stage(1.25, 2e-16)}
+    r = {"pairs": {"vit-digits": _pair(base, {"barrier": 0.75, "barrier_train": 0.8, "distance": 3.0,
+                                              "midpoint_test_acc": 0.5, "function_error": 1.3, "cpu_seconds": 11.0}),
+                   "lm-stdlib": _pair(base, {"not_applicable": "it does not apply to GPT-2"})}}
+    m = c.measure(r)
+    assert m.holds is False and "refined stage missing" in m.ours and "modadd-transformer: missing" in m.ours
+    row = {"values": m.values, "holds": m.holds, "ours": m.ours, "budget": "quick", "code_version": "abcdef1234567",
+           "config_hash": "0123456789abcdef", "date_utc": "2026-12-05"}
+    text = BLOCKS["align-pairs"].render({"align-transformer-pairs": row})
+    assert "| vit-digits | permutation | 1.5 | 1.51 | 12.5 | 0.9 | 1e-16 | 0.5 (wall) |" in text
+    assert "| lm-stdlib | refined | missing" in text
+    assert "| vit-digits | rebasin 0.0.47 (changes B: not a symmetry here) | 0.75 |" in text
+    assert "| lm-stdlib | rebasin 0.0.47 | not applicable (see below) |" in text and "Peer: it does not apply to GPT-2" in text
+    assert "Aim met: no" in text and "code abcdef123456, config 0123456789abcdef" in text
+    assert "Not in this (`--quick`) run: modadd-transformer" in text

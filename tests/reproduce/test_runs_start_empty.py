@@ -90,6 +90,7 @@ CUT = {
     "sanity-frozen": ("paramsym.experiments.attribution.sanity.run.lifting_sanity",),
     "teleport-grad-norm": ("paramsym.kinds.teleport_mlp.train_preset",),
     "align-modadd": ("paramsym.kinds.align_presets.load_preset",),
+    "align-pairs": ("paramsym.kinds.align_presets.load_preset",),
     "align-rebasin": ("paramsym.reproduce.peers.rebasin.compare",),
     "census-mergekit": ("paramsym.census.mergekit_compare.compare",),
     # commands run in a subprocess (run_cli)

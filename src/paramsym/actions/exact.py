@@ -147,8 +147,17 @@ class DiagonalScalingAction(ExactAction):
         return diagonal_basis(self.size, dtype)
 
     def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
+        """``random_exp(diag t)`` with the exponential of the diagonal taken entrywise (the same
+        draws; no ``size × size`` matrix exponential)."""
         t = torch.randn(n, self.size, generator=generator, dtype=self._probe.dtype)
-        return random_exp(torch.diag_embed(t), rho, generator)
+        a = t / t.norm(dim=-1).clamp_min(1e-300)[:, None]
+        return torch.diag_embed(torch.exp(_radius(n, rho, generator, t.dtype)[:, None] * a))
+
+
+def _radius(n: int, rho: float, generator: torch.Generator | None, dtype: torch.dtype) -> Tensor:
+    """``n`` signed radii: ``|t|`` uniform in ``[0.2ρ, ρ]``, random sign."""
+    t = rho * (0.2 + 0.8 * torch.rand(n, generator=generator, dtype=dtype))
+    return t * (torch.randint(0, 2, (n,), generator=generator) * 2 - 1).to(dtype)
 
 
 def random_exp(direction: Tensor, rho: float, generator: torch.Generator | None = None) -> Tensor:
@@ -156,9 +165,7 @@ def random_exp(direction: Tensor, rho: float, generator: torch.Generator | None 
     (the radius convention of :meth:`~paramsym.groups.lie.MatrixLieGroup.sample`)."""
     n = direction.shape[0]
     a = direction / direction.flatten(1).norm(dim=-1).clamp_min(1e-300)[:, None, None]
-    t = rho * (0.2 + 0.8 * torch.rand(n, generator=generator, dtype=direction.dtype))
-    t = t * (torch.randint(0, 2, (n,), generator=generator) * 2 - 1).to(direction.dtype)
-    return torch.linalg.matrix_exp(t[:, None, None] * a)
+    return torch.linalg.matrix_exp(_radius(n, rho, generator, direction.dtype)[:, None, None] * a)
 
 
 def _log10_big(n: int) -> float:

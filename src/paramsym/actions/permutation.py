@@ -42,6 +42,19 @@ class _Discrete(ExactAction):
         return random_permutations(n, self.size, generator, self._probe.dtype)
 
 
+def as_permutation(g: Tensor) -> Tensor | None:
+    """``perm`` with ``g = permutation_matrix(perm)`` (``g[i, perm[i]] = 1``, zeros elsewhere), or
+    ``None`` when the square matrix ``g`` is no permutation matrix."""
+    if g.dim() != 2 or g.shape[0] != g.shape[1]:
+        return None
+    perm = g.argmax(dim=1)
+    n = g.shape[0]
+    if int(g.count_nonzero()) != n or not bool((g[torch.arange(n), perm] == 1).all()) or \
+            not torch.equal(torch.sort(perm).values, torch.arange(n, device=perm.device)):
+        return None
+    return perm
+
+
 class _UnitAction(_Discrete):
     """A finite group of ``h × h`` matrices ``g`` acting on the hidden units of a layer pair:
     ``(V, b, U) ↦ (g V, g b, U gᵀ)`` (``gᵀ = g⁻¹`` for permutation and sign matrices)."""
@@ -83,6 +96,14 @@ class HiddenPermutationAction(_UnitAction):
 
     kind = "hidden_permutation"
     _order = staticmethod(factorial)
+
+    def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        """``(P V, P b, U Pᵀ)``; a permutation matrix ``g`` (every element the group draws) is
+        applied by indexing (:meth:`act_permutation`: the same numbers, no ``h × h`` products)."""
+        perm = None if g.requires_grad or torch._C._functorch.is_functorch_wrapped_tensor(g) else as_permutation(g)
+        if perm is not None:  # (not under vmap/grad transforms, which keep the dense products)
+            return self.act_permutation(perm, theta)
+        return super().act(g, theta)
 
     def act_permutation(self, perm: Tensor, theta: Tensor) -> Tensor:
         """``act(permutation_matrix(perm), θ)`` by indexing: ``V[perm]``, ``b[perm]``, ``U[:, perm]``

@@ -62,7 +62,7 @@ class UnitGroup:
         name: e.g. ``"fc1"`` (hidden units after layer fc1) or ``"transformer.h.0.attn.heads"``.
         kind: the catalogue kind of its permutation action (``"hidden_permutation"`` or
             ``"head_permutation"``), or ``"residual_permutation"`` (GPT-2's residual stream, not
-            in the catalogue: see :func:`_gpt2_residual`).
+            in the catalogue: see :func:`_residual_group`).
         rescalable: positive rescaling is an exact symmetry of these units (homogeneous activation).
         pair: for MLP hidden units, ``(earlier weight, earlier bias or None, later weight)`` —
             the names the catalogue actions take.
@@ -87,6 +87,7 @@ class Architecture:
     forward: Callable[[Mapping[str, Tensor], Tensor], Tensor]
     activation: str
     info: dict = field(default_factory=dict)
+    module: nn.Module | None = None  # the Hugging Face model (float64) behind ``forward``; None for an MLP chain
 
     @property
     def rescalable(self) -> bool:
@@ -237,7 +238,8 @@ def _unit_positions(proj: Projection, units: int, per: int, how: str) -> Tensor:
     return torch.stack([proj.column_positions(r).reshape(-1) for r in idx])
 
 
-def hf_architecture(model: nn.Module, n_classes: int | None = None, layout: ModelLayout | None = None) -> Architecture:
+def hf_architecture(model: nn.Module, n_classes: int | None = None, positions: str = "last",
+                    layout: ModelLayout | None = None) -> Architecture:
     """The architecture of a Hugging Face model with an adapter (:func:`paramsym.models.adapters.adapt`),
     or of any model whose ``layout`` is given (e.g. the census's derived one,
     :attr:`paramsym.census.spaces.Spaces.layout`: no adapter needed).
@@ -247,9 +249,19 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None, layout: Mode
     key, value rows and biases, output columns of each head). Attention layers: every layer (query/key
     by GL(d_k), or by the rotary commutant under rotary embeddings). FFN units are rescalable only behind a homogeneous activation.
     ``forward(params, x)`` is the model's logits (or last hidden state) at the last position
-    (an output without a position axis, an image classifier's ``(N, C)`` logits, as it is),
-    restricted to the first ``n_classes`` entries (``arch.info["n_classes"]``, may be set later).
+    (``positions="last"``) or at every position (``positions="all"``: ``(N, T, C)``, a language
+    model's next-token logits), restricted to the first ``n_classes`` entries
+    (``arch.info["n_classes"]``, may be set later); an output without a position axis (an image
+    classifier's ``(N, C)`` logits) is taken as it is. The residual stream is a unit group of
+    GPT-2 and ViT (:func:`_residual_group`).
+
+    Raises:
+        ConfigError: ``positions`` not ``"last"`` or ``"all"``.
     """
+    if positions not in ("last", "all"):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"positions must be 'last' or 'all'; received {positions!r}.")
     from torch.func import functional_call
 
     layout = adapt(model) if layout is None else layout
@@ -287,37 +299,63 @@ def hf_architecture(model: nn.Module, n_classes: int | None = None, layout: Mode
             groups.append(UnitGroup(f"{att.module}.heads", "head_permutation", H, tuple(hm)))
         attention.append(att)
 
-    residual = _gpt2_residual(params, layout) if layout.model_type == "gpt2" else None
+    residual = _residual_group(params, layout)
     if residual is not None:
         groups.append(residual)
-    info = {"model_type": layout.model_type, "residual_permutation": residual is not None, "layers": len(layout.layers), "n_classes": n_classes,
+    info = {"model_type": layout.model_type, "residual_permutation": residual is not None, "layers": len(layout.layers), "n_classes": n_classes, "positions": positions,
             "heads_permutable": all(a.num_kv_heads == a.num_heads for a in (la.attention for la in layout.layers))}
 
     def forward(p: Mapping[str, Tensor], x: Tensor) -> Tensor:
         out = functional_call(model, dict(p), (x,))
         y = model_output(out)
-        y = y[:, -1] if y.ndim == 3 else y
+        if y.ndim == 3 and info["positions"] == "last":  # may be set later, like n_classes
+            y = y[:, -1]
         k = info["n_classes"]  # set later by callers that choose the data (arch.info["n_classes"])
         return y if k is None else y[:, :k]
 
     shapes = {n: tuple(t.shape) for n, t in params.items()}
-    return Architecture("hf", shapes, groups, attention, forward, ",".join(sorted(acts)), info)
+    return Architecture("hf", shapes, groups, attention, forward, ",".join(sorted(acts)), info, model)
 
 
-def _gpt2_residual(params: Mapping[str, Tensor], layout) -> UnitGroup | None:
-    """The residual-stream permutation of GPT-2: coordinate ``i`` of the stream is column ``i`` of
-    the token and position embeddings (the tied LM head included), entry ``i`` of every LayerNorm
-    weight and bias, input column ``i`` of q/k/v and the FFN ``up`` projection, output row ``i`` (and
-    bias entry) of the attention output and FFN ``down`` projections. LayerNorm commutes with
-    permutations of its coordinates (mean and variance are symmetric), residual additions are
-    coordinatewise, so permuting all of them together is exact. ``None`` if a tensor is missing."""
+def _stream_axes(params: Mapping[str, Tensor], layout) -> dict[str, int] | None:
+    """The tensors outside the layers' projections that carry the residual stream, with the axis of
+    length ``D`` (``None``: a model type whose stream is not described, or a tensor missing).
+
+    GPT-2: token and position embeddings (column ``i``; the tied LM head included), every
+    LayerNorm weight and bias. ViT: the CLS token and position embeddings (last axis), the patch
+    projection's output channels and bias, every LayerNorm, the classifier's input columns."""
     D = layout.hidden_size
-    emb = [n for n in params if n.endswith(("wte.weight", "wpe.weight"))]
-    norms = [n for n in params if (".ln_" in n or n.rsplit(".", 2)[-2] == "ln_f") and params[n].ndim == 1]
-    if len(emb) != 2 or len(norms) != 4 * len(layout.layers) + 2:
+    names = list(params)
+    norms = [n for n in names if params[n].ndim == 1 and (".ln_" in n or n.rsplit(".", 2)[-2] in ("ln_f", "layernorm")
+                                                           or ".layernorm_" in n)]
+    if len(norms) != 4 * len(layout.layers) + 2:
         return None
-    members = [Member(n, torch.arange(params[n].numel()).reshape(-1, D).T.contiguous(), "in") for n in emb]
-    members += [Member(n, torch.arange(D).reshape(D, 1), "in") for n in norms]
+    if layout.model_type == "gpt2":
+        emb = {n: 1 for n in names if n.endswith(("wte.weight", "wpe.weight"))}
+        return emb | {n: 0 for n in norms} if len(emb) == 2 else None
+    if layout.model_type == "vit":
+        want = {"embeddings.cls_token": 2, "embeddings.position_embeddings": 2,
+                "patch_embeddings.projection.weight": 0, "patch_embeddings.projection.bias": 0, "classifier.weight": 1}
+        found = {n: ax for n in names for suffix, ax in want.items() if n.endswith(suffix)}
+        if len(found) != len(want) or any(params[n].shape[ax] != D for n, ax in found.items()):
+            return None
+        return found | {n: 0 for n in norms}
+    return None
+
+
+def _residual_group(params: Mapping[str, Tensor], layout) -> UnitGroup | None:
+    """The residual-stream permutation (GPT-2, ViT): coordinate ``i`` of the stream is entry ``i``
+    along the stream axis of every tensor of :func:`_stream_axes`, input column ``i`` of q/k/v
+    and the FFN ``up`` projection, output row ``i`` (and bias entry) of the attention output and
+    FFN ``down`` projections. LayerNorm commutes with permutations of its coordinates (mean and
+    variance are symmetric), residual additions are coordinatewise, so permuting all of them
+    together is exact. ``None`` if the model's stream is not described."""
+    axes = _stream_axes(params, layout)
+    if axes is None:
+        return None
+    D = layout.hidden_size
+    members = [Member(n, torch.arange(params[n].numel()).reshape(params[n].shape).movedim(ax, 0).reshape(D, -1), "in")
+               for n, ax in axes.items()]
     cols = torch.arange(D)
     for layer in layout.layers:
         for proj in (layer.attention.q, layer.attention.k, layer.attention.v, layer.ffn.up):

@@ -36,7 +36,7 @@ from .arch import Member, UnitGroup, check_same_architecture
 from .matching import distance
 from .orthogonal import match_group
 
-__all__ = ["StreamRotation", "spec_groups", "align_to", "align_checkpoints"]
+__all__ = ["StreamRotation", "spec_groups", "align_to", "align_checkpoints", "save_pretrained_params"]
 
 
 def _blocks(entry, length: int) -> list[tuple[int, int, str | None]]:
@@ -142,7 +142,8 @@ def align_to(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec, *, seed: in
     return out, info
 
 
-def _save(model: nn.Module, params: Mapping[str, Tensor], path: Path) -> None:
+def save_pretrained_params(model: nn.Module, params: Mapping[str, Tensor], path: str | os.PathLike) -> None:
+    """A copy of ``model`` holding ``params`` (converted to its dtypes), written by ``save_pretrained`` to ``path``."""
     m = copy.deepcopy(model)
     with torch.no_grad():
         own = dict(m.named_parameters())
@@ -184,8 +185,8 @@ def align_checkpoints(model_a: nn.Module, model_b: nn.Module, spec, out: str | o
                              rotation_axes=axes, max_condition=max_condition)
     merged = {k: (a[k] + aligned[k]) / 2 for k in a}
     out.mkdir(parents=True, exist_ok=True)
-    _save(model_b, aligned, out / "aligned_b")
-    _save(model_a, merged, out / "merged")
+    save_pretrained_params(model_b, aligned, out / "aligned_b")
+    save_pretrained_params(model_a, merged, out / "merged")
     info |= {"folded": rotation is not None, "aligned_b": str(out / "aligned_b"), "merged": str(out / "merged")}
     (out / "alignment.json").write_text(json.dumps(info, indent=1) + "\n")
     return info

@@ -20,12 +20,12 @@ from pathlib import Path
 from torch import Tensor
 
 from ..errors import ConfigError, InputFileError
-from ..models.datasets import Split, digits, modular_addition
+from ..models.datasets import Split, digits, digits_images, modular_addition
 from ..runs.rundir import RunDir, save_tensors
 from .align import AlignmentResult
 from .arch import Architecture, check_same_architecture, hf_architecture, mlp_architecture
 
-__all__ = ["data_for", "load_pair", "load_side", "render_report", "write_outputs"]
+__all__ = ["data_for", "load_pair", "load_side", "merge_stage", "render_report", "summary_stages", "write_outputs"]
 
 
 def load_side(path: str | os.PathLike, side: str = ""):
@@ -76,42 +76,79 @@ def load_pair(path_a: str | os.PathLike, path_b: str | os.PathLike, activation: 
         return mlp_architecture(xa, activation), xa, xb, {"kind": "mlp"}
     if type(xa) is not type(xb):
         raise _mismatch(f"A is a {type(xa).__name__} and B a {type(xb).__name__}")
+    ties = [bool(getattr(m.config, "tie_word_embeddings", False)) for m in (xa, xb)]
+    if ties[0] != ties[1]:
+        raise _mismatch(f"{'A' if ties[0] else 'B'} ties its LM head to the token embedding (tie_word_embeddings=True) and "
+                        f"{'B' if ties[0] else 'A'} does not, so one model has a separate lm_head.weight the other lacks "
+                        "(untie both, e.g. save both with tie_word_embeddings=False)", hf=True)
     pa = {k: v.detach() for k, v in xa.named_parameters()}
     pb = {k: v.detach() for k, v in xb.named_parameters()}
     check_same_architecture(pa, pb)
     vocab = getattr(xa.config, "vocab_size", None)
-    return hf_architecture(xa.double(), n_classes=n_classes), pa, pb, {"kind": "hf", "vocab_size": vocab,
-                                                                      "model_type": xa.config.model_type}
+    info = {"kind": "hf", "vocab_size": vocab, "model_type": xa.config.model_type}
+    if xa.config.model_type == "vit":
+        info |= {"image_size": xa.config.image_size, "num_channels": xa.config.num_channels}
+    if getattr(xa.config, "n_positions", None):
+        info["n_positions"] = int(xa.config.n_positions)
+    return hf_architecture(xa.double(), n_classes=n_classes), pa, pb, info
 
 
-def _mismatch(text: str):
+def _mismatch(text: str, hf: bool = False):
     from ..errors import ArchitectureMismatchError
 
+    advice = "" if hf else " (both safetensors files or both HF directories)"
     return ArchitectureMismatchError(f"models A and B do not have the same architecture: {text}. Give two models of "
-                                     "one architecture (both safetensors files or both HF directories).")
+                                     f"one architecture{advice}.")
 
 
 def data_for(arch: Architecture, name: str = "auto", info: Mapping | None = None) -> tuple[Split, str]:
-    """The evaluation data: ``digits`` (standardised, split seed 0), ``modadd`` / ``modadd:P``
-    (split seed 0, 80% for training, as in the ``modadd-transformer`` preset), or ``auto`` (digits for a 64 → … → 10 MLP, modadd with
-    ``P = vocab − 1`` for a Hugging Face model).
+    """The evaluation data: ``digits`` (standardised, split seed 0), ``digits-images`` (the same
+    split as ``(N, 1, 8, 8)`` images, :func:`~paramsym.models.datasets.digits_images`),
+    ``stdlib`` (64 next-token windows each of the train and test files of
+    :func:`~paramsym.models.corpus.stdlib_corpus`, context ``min(64, n_positions)``: the loss is
+    then over every position), ``modadd`` / ``modadd:P`` (split seed 0, 80% for training, as in
+    the ``modadd-transformer`` preset), or ``auto`` (digits for a 64 → … → 10 MLP; for a Hugging
+    Face model digits-images for a one-channel 8×8 ViT, stdlib for a 256-token vocabulary, else
+    modadd with ``P = vocab − 1``).
 
     Raises:
         ConfigError: an unknown name, ``auto`` on a model it cannot place, data that does not fit
-            the model (an MLP's input width or output count, an HF model's vocabulary).
+            the model (an MLP's input width or output count, an HF model's vocabulary or image size).
     """
     info = dict(info or {})
     if name == "auto":
         widths = arch.info.get("widths")
         if arch.kind == "mlp" and widths and widths[0] == 64 and widths[-1] == 10:
             name = "digits"
+        elif arch.kind == "hf" and info.get("model_type") == "vit":
+            name = "digits-images"
+        elif arch.kind == "hf" and info.get("vocab_size") == 256:
+            name = "stdlib"
         elif arch.kind == "hf" and info.get("vocab_size"):
             name = f"modadd:{int(info['vocab_size']) - 1}"
         else:
             raise ConfigError(f"cannot choose data for this {arch.kind} model automatically (widths "
-                              f"{arch.info.get('widths')}); pass --data digits or --data modadd:P.")
+                              f"{arch.info.get('widths')}); pass --data digits, digits-images, stdlib or modadd:P.")
     if name == "digits":
         data = digits(0)
+    elif name == "digits-images":
+        if arch.kind != "hf" or info.get("image_size") != 8 or info.get("num_channels") != 1:
+            raise ConfigError(f"--data digits-images needs a ViT taking one-channel 8×8 images; this model takes "
+                              f"{info.get('num_channels')}-channel {info.get('image_size')}-pixel images "
+                              f"({info.get('model_type', arch.kind)}).")
+        data = digits_images(0)
+        arch.info["n_classes"] = None
+    elif name == "stdlib":
+        if arch.kind != "hf" or info.get("vocab_size") != 256:
+            raise ConfigError(f"--data stdlib is byte tokens (vocabulary 256); this model's vocabulary is "
+                              f"{info.get('vocab_size')}. Use a byte-level language model.")
+        from ..models.corpus import lm_windows, stdlib_corpus
+
+        corpus = stdlib_corpus()
+        context = min(64, int(info.get("n_positions") or 64))
+        data = Split(*lm_windows(corpus.train, context, 64), *lm_windows(corpus.test, context, 64))
+        arch.info["positions"] = "all"
+        arch.info["n_classes"] = None
     elif name.startswith("modadd"):
         text = name.split(":", 1)[1] if ":" in name else "23"
         if not text.isascii() or not text.isdigit():
@@ -122,8 +159,10 @@ def data_for(arch: Architecture, name: str = "auto", info: Mapping | None = None
             raise ConfigError(f"--data {name!r} needs {p + 1} tokens (0..{p}), but the model's vocabulary has {vocab}; "
                               f"use modadd:P with P <= {vocab - 1}.")
         data = modular_addition(p, 0, 0.8)
+        if arch.kind == "hf":
+            arch.info["n_classes"] = data.num_classes
     else:
-        raise ConfigError(f"unknown --data {name!r}; choose auto, digits or modadd:P.")
+        raise ConfigError(f"unknown --data {name!r}; choose auto, digits, digits-images, stdlib or modadd:P.")
     widths = arch.info.get("widths")
     if arch.kind == "mlp" and widths:
         features, classes = int(data.x_train.shape[1]), data.num_classes
@@ -138,42 +177,73 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
+def summary_stages(summary: Mapping) -> list[str]:
+    """The stages a summary holds, in its order (``barrier_{stage}`` keys: before, permutation, full and
+    whatever stages :func:`~paramsym.alignment.align.align` adds)."""
+    return [k[len("barrier_"):] for k in summary if k.startswith("barrier_") and not k.endswith("_train")]
+
+
 def render_report(summary: Mapping, title: str = "Alignment") -> str:
-    """``report.md``: the barriers (train and test) per stage, the function error, the distances."""
+    """``report.md``: the barriers (train and test) per stage, the function error, the distances, the merge."""
     lines = [f"# {title}", "", f"Symmetries: {', '.join(summary['symmetries'])} "
              f"(catalogue kinds: {', '.join(summary['kinds'])}).", "",
              "Barrier = max over α of L((1−α)θ_A + αθ_B) − ((1−α)L(θ_A) + αL(θ_B)) on a grid of "
              f"{summary.get('points', 25)} points.", "",
-             "| stage | test-loss barrier | train-loss barrier | test acc drop | midpoint test loss | ‖θ_A − θ_B‖² |",
-             "|---|---|---|---|---|---|"]
-    for stage in ("before", "permutation", "full"):
+             "| stage | test-loss barrier | train-loss barrier | test acc drop | midpoint test loss | midpoint test acc "
+             "| ‖θ_A − θ_B‖² |",
+             "|---|---|---|---|---|---|---|"]
+    for stage in summary_stages(summary):
+        mid = summary[f"midpoint_{stage}"]
         lines.append(f"| {stage} | {_fmt(summary[f'barrier_{stage}'])} | {_fmt(summary[f'barrier_{stage}_train'])} | "
-                     f"{_fmt(summary[f'acc_drop_{stage}'])} | {_fmt(summary[f'midpoint_{stage}']['test_loss'])} | "
-                     f"{_fmt(summary['distance'][stage])} |")
+                     f"{_fmt(summary[f'acc_drop_{stage}'])} | {_fmt(mid['test_loss'])} | {_fmt(mid.get('test_acc'))} | "
+                     f"{_fmt(summary['distance'].get(stage, float('nan')))} |")
     e = summary["endpoints"]
+    merge = summary.get("merge")
     lines += ["", f"End models: A test loss {_fmt(e['A']['test_loss'])} (acc {_fmt(e['A']['test_acc'])}), "
               f"B test loss {_fmt(e['B']['test_loss'])} (acc {_fmt(e['B']['test_acc'])}).", "",
               f"Function error of the aligned B (relative output difference to B, float64): permutation "
               f"{summary['function_error_permutation']:.2e}, full {summary['function_error']:.2e}.", "",
               *([f"Alignment time: {summary['seconds']['full']:.3g} s.", ""] if summary.get("seconds") else []),
-              "![loss along the path](path_loss.png)", ""]
+              *([f"Merged model: θ_A + {merge['alpha']:g}·(θ_B^aligned − θ_A) of stage `{merge['stage']}` in "
+                 f"`{merge['path']}` (test loss {_fmt(merge['test_loss'])}, test acc {_fmt(merge['test_acc'])}); the "
+                 "curves of every stage are in result.json.", ""] if merge else []),
+              "![loss along the path, one curve per stage](path_loss.png)", ""]
     return "\n".join(lines)
 
 
+def merge_stage(result: AlignmentResult, a: Mapping[str, Tensor]) -> str:
+    """The stage merged: the last stage of ``result`` whose tensors are A's (names and shapes)."""
+    for stage in reversed(list(result.stages)):
+        p = result.stages[stage]
+        if set(p) == set(a) and all(p[n].shape == a[n].shape for n in a):
+            return stage
+    return "before"
+
+
 def write_outputs(out: str | os.PathLike | RunDir, result: AlignmentResult, a: Mapping[str, Tensor], summary: Mapping,
-                  title: str = "Alignment") -> RunDir:
+                  title: str = "Alignment", *, alpha: float = 0.5, module=None) -> RunDir:
     """Write ``result.json``, ``report.md``, ``path_loss.png`` and ``merged.safetensors`` to a new
-    (or empty) directory ``out`` (or into the run directory ``out`` of the ``align`` run kind)."""
+    (or empty) directory ``out`` (or into the run directory ``out`` of the ``align`` run kind).
+
+    The merged model is ``θ_A + α (θ_B^aligned − θ_A)`` of :func:`merge_stage`, in A's dtype; with
+    ``module`` (the Hugging Face model of A's architecture) it is also written as the
+    ``save_pretrained`` directory ``merged/`` (``from_pretrained`` loads it)."""
     from .. import plots
+    from .checkpoints import save_pretrained_params
 
     run = out if isinstance(out, RunDir) else RunDir.fresh(out)
     run.create()
-    stage = "full" if "full" in result.stages else "permutation"
+    stage = merge_stage(result, a)
     dtype = next(iter(a.values())).dtype
-    merged = {n: ((a[n].double() + result.stages[stage][n].double()) / 2).to(dtype) for n in a}
-    save_tensors(run.file("merged.safetensors"), merged, {"stage": stage, "alpha": "0.5"})
+    merged = {n: (a[n].double() + alpha * (result.stages[stage][n].double() - a[n].double())).to(dtype) for n in a}
+    save_tensors(run.file("merged.safetensors"), merged, {"stage": stage, "alpha": repr(float(alpha))})
+    if module is not None:
+        import copy
+
+        save_pretrained_params(copy.deepcopy(module).to(dtype), merged, run.file("merged"))
     run.write_json("result.json", dict(summary) | {"curves": {k: c.as_dict() for k, c in result.curves.items()},
-                                                   "merged": "merged.safetensors", "merged_stage": stage})
+                                                   "merged": "merged.safetensors", "merged_stage": stage,
+                                                   "merged_alpha": float(alpha)})
     series, alphas = {}, result.curves["before"].alphas
     for name, c in result.curves.items():
         series[f"{name} (test)"] = c.test_loss
@@ -183,4 +253,3 @@ def write_outputs(out: str | os.PathLike | RunDir, result: AlignmentResult, a: M
                 xlabel="α", ylabel="cross-entropy")
     run.write_text("report.md", render_report(summary, title))
     return run
-

@@ -93,6 +93,20 @@ def _rows(params: Mapping[str, Tensor], group: UnitGroup) -> Tensor:
     return torch.cat([params[m.name].reshape(-1)[m.positions].double() for m in group.members], dim=1)
 
 
+def assign(S: np.ndarray, current: Tensor) -> Tensor | None:
+    """One weight-matching step: the permutation maximising ``Σ_i S[i, π(i)]`` (exact linear
+    assignment), or ``None`` when it does not beat ``current`` by more than rounding."""
+    from scipy.optimize import linear_sum_assignment
+
+    _, col = linear_sum_assignment(S, maximize=True)
+    new = torch.as_tensor(col, dtype=torch.long)
+    n = S.shape[0]
+    old_val = float(S[np.arange(n), current.numpy()].sum())
+    if float(S[np.arange(n), col].sum()) > old_val + 1e-12 * max(1.0, abs(old_val)) and not torch.equal(new, current):
+        return new
+    return None
+
+
 def match_permutations(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups: list[UnitGroup], *,
                        generator: torch.Generator | None = None, max_sweeps: int = 100,
                        init: dict[str, Tensor] | None = None) -> tuple[dict[str, Tensor], int]:
@@ -102,8 +116,6 @@ def match_permutations(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups:
         ``({group name: perm}, sweeps)``; apply with :func:`permute` (new unit ``i`` of B is its
         old unit ``perm[i]``).
     """
-    from scipy.optimize import linear_sum_assignment
-
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     perms = {g.name: torch.arange(g.size) for g in groups} if init is None else {k: v.clone() for k, v in init.items()}
     cur = dict(b)
@@ -119,12 +131,8 @@ def match_permutations(a: Mapping[str, Tensor], b: Mapping[str, Tensor], groups:
             rb = _rows(cur, g)
             base = torch.empty_like(rb)
             base[perms[g.name]] = rb  # B with every other group's permutation, this one undone
-            S = (rows_a[g.name] @ base.T).numpy()
-            _, col = linear_sum_assignment(S, maximize=True)
-            new = torch.as_tensor(col, dtype=torch.long)
-            old_val = float(S[np.arange(g.size), perms[g.name].numpy()].sum())
-            if float(S[np.arange(g.size), col].sum()) > old_val + 1e-12 * max(1.0, abs(old_val)) \
-                    and not torch.equal(new, perms[g.name]):
+            new = assign((rows_a[g.name] @ base.T).numpy(), perms[g.name])
+            if new is not None:
                 inv = torch.empty_like(perms[g.name])
                 inv[perms[g.name]] = torch.arange(g.size)
                 cur = permute(cur, g, inv[new])  # from the current order to the new one

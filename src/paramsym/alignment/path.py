@@ -7,7 +7,8 @@ largest signed gap between the path and the straight line through its end losses
     barrier = max_k [ L_k − ((1 − α_k) L_0 + α_k L_K) ],
 
 (0 at the ends, so ≥ 0 on a grid holding them; it is reported with the ``α`` where it occurs).
-Losses are mean cross-entropy over a whole split; accuracies are the share of argmax hits.
+Losses are mean cross-entropy over a whole split (over every label: every token of a language
+model's windows); accuracies are the share of argmax hits.
 """
 
 from __future__ import annotations
@@ -61,13 +62,18 @@ def barrier(alphas: Sequence[float], losses: Sequence[float]) -> tuple[float, fl
 @torch.no_grad()
 def evaluate(forward: Callable[[Mapping[str, Tensor], Tensor], Tensor], params: Mapping[str, Tensor],
              x: Tensor, y: Tensor, batch: int = 4096) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``forward(params, x)`` against labels ``y``."""
+    """Mean cross-entropy and accuracy of ``forward(params, x)`` against labels ``y``.
+
+    Logits ``(N, …, C)`` with labels ``(N, …)``: every label counts once (a language model's
+    ``(N, T, V)`` next-token logits against ``(N, T)`` targets: the mean over all ``N·T`` tokens)."""
     loss, hits = 0.0, 0
     for i in range(0, x.shape[0], batch):
         logits = forward(params, x[i:i + batch])
-        loss += float(torch.nn.functional.cross_entropy(logits.double(), y[i:i + batch], reduction="sum"))
-        hits += int((logits.argmax(-1) == y[i:i + batch]).sum())
-    return loss / x.shape[0], hits / x.shape[0]
+        target = y[i:i + batch]
+        flat = logits.double().reshape(-1, logits.shape[-1])
+        loss += float(torch.nn.functional.cross_entropy(flat, target.reshape(-1), reduction="sum"))
+        hits += int((logits.argmax(-1) == target).sum())
+    return loss / y.numel(), hits / y.numel()
 
 
 @dataclass

@@ -40,7 +40,7 @@ from ..groups.memory import check_memory, format_bytes
 from .permspec import PermutationSpec, axis_blocks, spec_from_spaces, verify_spec
 from .stored import read_checkpoint, spec_to_stored, stored_names
 
-__all__ = ["spec_without_weights", "TRACE_LAYERS"]
+__all__ = ["meta_checkpoint", "spec_without_weights", "TRACE_LAYERS"]
 
 TRACE_LAYERS = 2
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
@@ -120,6 +120,28 @@ def _extend(spec: dict[str, Any], layer_prefix: str, L: int) -> dict[str, Any]:
     return {"perms": perms, "axes": axes}
 
 
+def meta_checkpoint(directory: str | Path) -> tuple[Any, ...]:
+    """What the headers and ``config.json`` of the checkpoint in ``directory`` say, nothing
+    allocated: ``(stored tensors, config, model class, the whole model on the meta device, the
+    two-layer config, its layer-count key, the layer count, the two-layer copy's parameter count)``.
+
+    Raises:
+        CheckpointError: bad index or shards (:func:`~paramsym.census.stored.read_checkpoint`).
+        ConfigError: a config naming no layer count.
+    """
+    import transformers
+
+    stored = read_checkpoint(directory)
+    cfg = transformers.AutoConfig.from_pretrained(str(directory), local_files_only=True)
+    cls = _auto_class(cfg)
+    with torch.device("meta"):
+        full = cls.from_config(cfg, attn_implementation="eager")
+    small_cfg, key, L = _small_config(cfg)
+    with torch.device("meta"):
+        n_small = sum(p.numel() for p in cls.from_config(small_cfg, attn_implementation="eager").parameters())
+    return stored, cfg, cls, full, small_cfg, key, L, n_small
+
+
 def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: int | None = None,
                          dtype: torch.dtype = torch.float64) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(spec JSON in the checkpoint's stored names, report)`` of the checkpoint in ``directory``
@@ -133,7 +155,6 @@ def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: in
         ToleranceError: the spec fails its check on the traced copy.
         TraceError: the tracer cannot follow the architecture.
     """
-    import transformers
 
     from ..errors import ToleranceError
     from ..models.adapters import require_eager
@@ -141,21 +162,12 @@ def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: in
     from .spaces import derive_spaces
     from .walk import _output, default_inputs
 
-    stored = read_checkpoint(directory)
-    cfg = transformers.AutoConfig.from_pretrained(str(directory), local_files_only=True)
-    cls = _auto_class(cfg)
-    with torch.device("meta"):
-        full = cls.from_config(cfg, attn_implementation="eager")
-    small_cfg, key, L = _small_config(cfg)
-    with torch.device("meta"):
-        shell = cls.from_config(small_cfg, attn_implementation="eager")
+    stored, cfg, cls, full, small_cfg, key, L, n_small = meta_checkpoint(directory)
     itemsize = torch.finfo(dtype).bits // 8
-    n_small = sum(p.numel() for p in shell.parameters())
     if max_memory is not None:
         check_memory(4 * n_small * itemsize, f"tracing a {TRACE_LAYERS}-layer copy of {type(full).__name__} "
                      f"({n_small:,} parameters in {str(dtype).removeprefix('torch.')}, ×4 for the tracer)", max_memory,
                      "Pass --dtype float32 to halve it.")
-    del shell
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         small = cls.from_config(small_cfg, attn_implementation="eager")

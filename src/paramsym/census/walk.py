@@ -76,7 +76,7 @@ from .precision import (
     rounding_tolerance,
 )
 
-__all__ = ["CensusEntry", "CensusResult", "census", "default_inputs"]
+__all__ = ["CensusEntry", "CensusResult", "census", "default_inputs", "verify_candidate"]
 
 _output = model_output  # thin alias: the one HF-output extractor is targets.model_output
 
@@ -381,20 +381,31 @@ def census(
 
         it = tqdm(candidates, desc="census: verifying", unit="symmetry", leave=False)
     for c in it:
-        with torch.no_grad():
-            new = c.transform(params, gen)
-        err, exact_err, floor = precision.check(forward(new), lambda new=new: precision.exact(new), c.expected)
-        num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
-        den = sum(float(params[n].pow(2).sum()) for n in c.moved)
-        motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
-        tol_c = max(tol, c.tolerance or 0.0) + floor
-        entries.append(CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
-                                   sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra,
-                                   tol_c, exact_err))
+        entries.append(verify_candidate(c, params, forward, precision, tol, gen))
     rotation = _residual_rotation(work, spaces, trace_inputs if spaces is not None else None, tol, gen)
     return CensusResult(name or type(model).__name__, getattr(getattr(model, "config", None), "model_type", None),
                         str(dtype).replace("torch.", ""), n_params, entries, unrecognised,
                         time.perf_counter() - t0, tol, rotation, refused)
+
+
+def verify_candidate(c: Any, params: Mapping[str, Tensor], forward: Any, precision: PrecisionFloor, tol: float,
+                     gen: torch.Generator) -> CensusEntry:
+    """Verify one candidate (module docstring): apply one random element ``g`` (drawn from
+    ``gen``) to ``params``, compare ``forward(g·θ)`` with ``forward(θ)`` through ``precision``
+    (the float32-island floor), measure the motion of the moved tensors.
+
+    ``forward`` is whatever function the entry must leave unchanged: the whole model's output
+    (:func:`census`) or one decoder layer's update on cached inputs (:mod:`paramsym.census.streaming`).
+    """
+    with torch.no_grad():
+        new = c.transform(params, gen)
+    err, exact_err, floor = precision.check(forward(new), lambda new=new: precision.exact(new), c.expected)
+    num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
+    den = sum(float(params[n].pow(2).sum()) for n in c.moved)
+    motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
+    tol_c = max(tol, c.tolerance or 0.0) + floor
+    return CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
+                       sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra, tol_c, exact_err)
 
 
 def _refused(layout: Any, spaces: Any = None) -> list[dict[str, Any]]:

@@ -2,9 +2,10 @@
 
 ::
 
-    paramsym align A B [--symmetries permutation,rescaling,attention] [--data auto|digits|modadd:P]
+    paramsym align A B [--symmetries permutation,rescaling,attention] [--data auto|digits|digits-images|stdlib|modadd:P]
         [--activation relu] [--points 25] [--seed 0] [--threads N] [--json] [--quiet] [--out DIR]
-    paramsym align --preset digits-mlp|modadd-transformer [--width W] [--cache-dir DIR] [...]
+    paramsym align A B --merge ALPHA --out DIR    # merged θ_A + ALPHA·(θ_B aligned − θ_A), HF: DIR/merged/
+    paramsym align --preset digits-mlp|modadd-transformer|vit-digits|lm-stdlib [--width W] [--cache-dir DIR] [...]
     paramsym align --resume DIR [--json]
 
 A and B are ``.safetensors`` files of an MLP chain (weights ``X.weight`` (out × in), biases
@@ -48,7 +49,8 @@ def register(subparsers) -> None:
                         "with --census-groups: of permutation,rotation,attention (default permutation,attention; "
                         "rotation: RMSNorm LMs, writes norm-folded models); attention: per-head GL(d_v) on "
                         "value/output and GL(d_k) on query/key, the rotary commutant under rotary embeddings")
-    p.add_argument("--data", default=None, help="evaluation data: auto, digits, modadd:P (files only; default auto)")
+    p.add_argument("--data", default=None, help="evaluation data: auto, digits, digits-images, stdlib, modadd:P (files "
+                   "only; default auto)")
     p.add_argument("--activation", default=None, help="activation of an MLP given as safetensors (default relu)")
     p.add_argument("--width", default=None, help="preset hidden width (digits-mlp) / n_embd (modadd)")
     p.add_argument("--cache-dir", default=None, help="where presets cache their trained models "
@@ -56,6 +58,9 @@ def register(subparsers) -> None:
     p.add_argument("--points", default=None, help="points on the path, both ends included (default 25)")
     add_run_options(p, out="keep the run directory here (new or empty; default: a temporary one): result.json, "
                     "report.md, path_loss.png, merged.safetensors", json="print the summary as JSON")
+    p.add_argument("--merge", default=None, metavar="ALPHA",
+                   help="write the merged model θ_A + ALPHA·(θ_B aligned − θ_A), ALPHA in [0, 1] (default 0.5): "
+                        "merged.safetensors, and for HF models the save_pretrained directory merged/ in the run directory")
     p.add_argument("--max-memory", default=None, help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
                    "a larger estimate stops with TooLargeError before any work")
     # -- issue 18: any traced HF architecture through the census's permutation group (census helper) --
@@ -75,7 +80,23 @@ def _flags() -> dict:
                 s.strip() for s in raw.split(",") if s.strip()),
             "data": None, "activation": None, "width": lambda raw, flag: int_option(raw, flag, 2),
             "cache_dir": None, "points": lambda raw, flag: int_option(raw, flag, 2), "seed": seed_option,
-            "max_memory": lambda raw, flag: parse_memory(raw)}
+            "max_memory": lambda raw, flag: parse_memory(raw), "merge": _alpha}
+
+
+def _alpha(raw: str, flag: str) -> float:
+    """``--merge ALPHA``: a number in [0, 1] (named ConfigError otherwise)."""
+    import math
+
+    from ..errors import ConfigError
+
+    try:
+        x = float(raw)
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x) or not 0.0 <= x <= 1.0:
+        raise ConfigError(f"{flag} must be a number α in [0, 1] (0 = A, 1 = the aligned B, 0.5 = the midpoint); received "
+                          f"{raw!r}.")
+    return x
 
 
 def align_config(args: argparse.Namespace):
@@ -113,7 +134,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(run.file("report.md").read_text(), end="")
         if args.out or args.resume:
-            print(f"run directory: {run.path} (result.json, report.md, path_loss.png, merged.safetensors)",
+            print(f"run directory: {run.path} (result.json, report.md, path_loss.png, merged.safetensors"
+                  + (", merged/" if run.file("merged").is_dir() else "") + ")",
                   file=sys.stderr)
     return 0
 

@@ -7,6 +7,7 @@
                     [--layout auto|derived|adapter] [--canonical]
     paramsym census --model DIR --export permutation-spec|mergekit|mergekit-0.1.4|mergekit-0.0 --out DIR
                     [--without-weights] [--max-memory SIZE]
+    paramsym census --model DIR --stream [--json] [--seed N] [--tokens N] [--max-memory 8GiB] [--spot-check]
     paramsym census --resume DIR
 
 The run kind ``census`` (:mod:`paramsym.kinds.census`). ``--model`` takes a directory
@@ -23,6 +24,9 @@ symmetry fails its verification.
 (``DIR/permutation_spec.json`` or ``DIR/mergekit_architecture.json``) beside ``config.json``,
 ``metrics.json`` (the export's verification record), ``env.json`` and ``report.md``;
 ``paramsym census --resume DIR`` continues either kind.
+
+``--stream`` verifies the census of a safetensors checkpoint one decoder layer at a time
+(:mod:`paramsym.census.streaming`; no run directory) and prints it.
 """
 
 from __future__ import annotations
@@ -68,8 +72,15 @@ def register(subparsers) -> None:
     p.add_argument("--without-weights", action="store_true", default=None,
                    help="with --export permutation-spec: derive the spec from config.json and the checkpoint's headers "
                    "(a 2-layer random copy is traced and checked; no weight is read), for checkpoints too large to load")
+    p.add_argument("--stream", action="store_true",
+                   help="with --model DIR (safetensors): verify the census one decoder layer at a time (each entry on "
+                   "its layer's function; peak memory a few layers, not the whole model in float64); prints the census")
+    p.add_argument("--spot-check", action="store_true",
+                   help="with --stream: also compare the streamed output with the whole model's forward in float32 "
+                   "(skipped, with the reason, when that exceeds --max-memory)")
     p.add_argument("--max-memory", default=None,
-                   help="memory budget of --export, e.g. 8GiB (default: none): refused before loading, naming the estimate")
+                   help="memory budget of --export and --stream, e.g. 8GiB (default: none): refused before loading, "
+                   "naming the estimate")
     p.set_defaults(func=_run, config=census_config)
 
 
@@ -96,8 +107,8 @@ def census_config(args: argparse.Namespace):
     export_only = [flag for flag, value in (("--without-weights", args.without_weights), ("--max-memory",
                                                                                         args.max_memory)) if value]
     if export_only:
-        raise ConfigError(f"{', '.join(export_only)} apply to --export only; add --export permutation-spec (and "
-                          "--out DIR), or drop them.")
+        raise ConfigError(f"{', '.join(export_only)} apply to --export only (--max-memory also to --stream); add "
+                          "--export permutation-spec (and --out DIR), or drop them.")
     return config_from_flags(CensusConfig(preset=None), args, _flags())
 
 
@@ -106,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
     from .options import resumes_kind, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
+    if getattr(args, "stream", False):
+        return _stream(args, threads)
     if args.export or resumes_kind(args, "census-export"):
         return _export(args, threads)
     cfg = census_config(args) if args.resume is None else None  # read back from the run directory when resuming
@@ -164,3 +177,38 @@ def _export(args: argparse.Namespace, threads: int) -> int:
     else:
         print(summary_line(rep, str(run.file(rep["file"]))))
     return 0
+
+
+def _stream(args: argparse.Namespace, threads: int) -> int:
+    """``--stream``: :func:`paramsym.census.streaming.streaming_census` (one decoder layer at a time)."""
+    import torch
+
+    from ..census.streaming import streaming_census
+    from ..errors import ConfigError
+    from ..groups.memory import parse_memory
+    from ..models.loading import resolve_model_path
+    from .options import int_option, seed_option
+
+    if args.model is None or args.export or args.out or args.resume or args.overrides or args.without_weights:
+        raise ConfigError("--stream verifies the census of a checkpoint directory layer by layer and prints it: use it "
+                          "with --model DIR (and --json, --seed, --tokens, --max-memory, --spot-check); it takes no "
+                          "--preset, --export, --without-weights, --out, --resume or --set.")
+    if args.dtype == "float32":
+        raise ConfigError("--stream verifies in float64 (one layer at a time, so memory allows it); drop --dtype float32.")
+    torch.set_num_threads(threads)
+    seed = seed_option(args.seed, "--seed") if args.seed is not None else 0
+    tokens = int_option(args.tokens, "--tokens", 2) if args.tokens is not None else 8
+    budget = parse_memory(args.max_memory) if args.max_memory is not None else None
+    result, rep = streaming_census(resolve_model_path(args.model, "--model"), seed=seed, tokens=tokens,
+                                   max_memory=budget, spot_check=args.spot_check)
+    data = {**result.to_json(), "streaming": rep}
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        bad = data["unverified"]
+        print(f"streamed census of {args.model}: {len(result.entries)} entries over {rep['layers']} layers verified layer "
+              f"by layer, total dimension {result.total_dimension:,} of {result.parameters:,} parameters; estimate "
+              f"{rep['estimate']}" + (f"; UNVERIFIED: {bad}" if bad else "")
+              + (f"; spot check {rep['spot_check']}" if "spot_check" in rep else ""))
+    sp = rep.get("spot_check", {})
+    return 0 if result.all_verified and sp.get("agrees", True) else 1

@@ -336,7 +336,8 @@ class _Rows:
         """Add the rows of the points ``new`` to ``H``, chunk by chunk.
 
         Raises:
-            ConfigError: the Jacobian is not finite at a sample point.
+            ConfigError: the Jacobian is not finite at a sample point, or ``H`` overflows float64
+                (a radius so large that products of entries exceed the float64 range).
         """
         starts = range(0, new.shape[0], plan.chunk)
         for i in progress_bar(starts, total=len(starts), desc="affine rows", enabled=progress):
@@ -345,6 +346,10 @@ class _Rows:
             if not bool(torch.isfinite(jac).all()):
                 raise ConfigError("the target's Jacobian is not finite at a sample point; lower radius.")
             ansatz.gram(jac, new[i : i + plan.chunk], out=self.h, max_bytes=plan.room)
+            if not bool(torch.isfinite(self.h).all()):
+                big = float(torch.cat([jac.abs().amax().reshape(1), new.abs().amax().reshape(1)]).max())
+                raise ConfigError(f"the constraint Gram matrix H overflowed float64 (Jacobian and sample entries up to "
+                                  f"{big:.3g}, whose products exceed 1.8e308); lower radius.")
         self.thetas = torch.cat([self.thetas, new])
 
 

@@ -4,8 +4,10 @@
 ``save_pretrained`` directories) or a preset (``preset``: two models trained here from seeds 0
 and 1, :mod:`paramsym.kinds.align_presets`). :func:`run` aligns B to A
 (:func:`paramsym.alignment.align.align`: weight matching, then the continuous symmetries that
-apply) and writes ``merged.safetensors`` (the midpoint of A and the aligned B), ``path_loss.png``
-and ``result.json`` (the summary and the path curves, with wall times). Metrics: the summary
+apply) and writes ``merged.safetensors`` (``θ_A + α (θ_B^aligned − θ_A)``, ``α = merge``, 0.5 by
+default; for Hugging Face pairs also the ``save_pretrained`` directory ``merged/``),
+``path_loss.png`` and ``result.json`` (the summary, the path curves of every stage and the merged
+model's losses). Metrics: the summary
 (``barrier_before``, ``barrier_permutation``, ``barrier_full`` (+ ``_train``), ``function_error``,
 distances, ...) plus ``points`` and ``model``, without the wall-clock ``seconds`` (in
 ``timing.json``).
@@ -40,6 +42,10 @@ ALIGN_PRESETS: PresetTable = PresetTable("alignment preset", [
     _preset("digits-mlp", "two MLPs 64→32→32→10 trained on digits from seeds 0 and 1 (cached), aligned and merged"),
     _preset("modadd-transformer", "two 2-layer GPT-2s trained on addition mod 23 from seeds 0 and 1 (cached), "
             "aligned and merged"),
+    _preset("vit-digits", "two 4-layer Vision Transformers (HF ViT, 8×8 digits in 2×2 patches) trained from seeds 0 and 1 "
+            "(cached), aligned and merged"),
+    _preset("lm-stdlib", "two 4-layer byte-level GPT-2 LMs (d 128, tied embeddings) trained on the Python standard "
+            "library's sources from seeds 0 and 1 (cached), aligned and merged"),
 ])
 
 
@@ -51,7 +57,7 @@ class AlignConfig:
         models: the two models A, B (files or directories); empty with ``preset``.
         preset: a key of :data:`ALIGN_PRESETS` (``None`` with ``models``).
         symmetries: subset of ``permutation``, ``rescaling``, ``attention`` (``None``: all that apply).
-        data: evaluation data of model files: ``auto``, ``digits``, ``modadd:P``.
+        data: evaluation data of model files: ``auto``, ``digits``, ``digits-images``, ``stdlib``, ``modadd:P``.
         activation: activation of an MLP given as safetensors.
         width: the preset's hidden width (digits-mlp) / ``n_embd`` (modadd); ``None``: the preset's.
         cache_dir: where presets cache their trained models (``None``: ``$PARAMSYM_CACHE`` or
@@ -59,6 +65,9 @@ class AlignConfig:
         points: points on the path, both ends included.
         seed: seed of the coordinate-descent order.
         max_memory: memory budget of the path curves, in bytes (checked before any work).
+        merge: ``α`` of the merged model ``θ_A + α (θ_B^aligned − θ_A)`` in ``[0, 1]`` (``None``:
+            0.5, the midpoint); a Hugging Face pair's merged model is also written as the
+            ``save_pretrained`` directory ``merged/``.
     """
 
     models: tuple[str, ...] = ()
@@ -71,6 +80,7 @@ class AlignConfig:
     points: int = 25
     seed: int = 0
     max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
+    merge: float | None = None
 
     @classmethod
     def quick(cls) -> AlignConfig:
@@ -88,6 +98,13 @@ class AlignConfig:
         if self.width is not None and self.width < 2:
             raise ConfigError(f"--width must be an integer >= 2 (the hidden width / n_embd of the preset); received "
                               f"{self.width}.")
+        if self.merge is not None:
+            import math
+
+            if isinstance(self.merge, bool) or not isinstance(self.merge, (int, float)) or not math.isfinite(self.merge) \
+                    or not 0.0 <= self.merge <= 1.0:
+                raise ConfigError(f"--merge must be a number α in [0, 1] (0 = A, 1 = the aligned B, 0.5 = the midpoint); "
+                                  f"received {self.merge!r}.")
         from ..alignment.align import check_points
 
         check_points(self.points, self.max_memory)
@@ -114,14 +131,32 @@ def run(cfg: AlignConfig, out, *, progress: bool = False) -> dict[str, Any]:
     else:
         arch, a, b, info = load_pair(cfg.models[0], cfg.models[1], cfg.activation)
         data, name = data_for(arch, cfg.data, info)
-        if arch.kind == "hf":
-            arch.info["n_classes"] = data.num_classes
         info = dict(info) | {"A": cfg.models[0], "B": cfg.models[1], "data": name}
     result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen, max_memory=cfg.max_memory)
     summary = result.summary() | {"points": cfg.points, "model": info}
-    write_outputs(out, result, a, summary, _title({"preset": cfg.preset}))
+    alpha = 0.5 if cfg.merge is None else float(cfg.merge)
+    summary["merge"] = _merge_record(arch, result, a, data, alpha)
+    write_outputs(out, result, a, summary, _title({"preset": cfg.preset}), alpha=alpha, module=arch.module)
     out.write_json("timing.json", {"seconds": summary.pop("seconds")})
     return summary
+
+
+def _merge_record(arch, result, a, data, alpha: float) -> dict[str, Any]:
+    """Where the merged model is written, its stage and α, and its train/test loss and accuracy (float64)."""
+    import torch
+
+    from ..alignment.io import merge_stage
+    from ..alignment.path import evaluate, interpolate
+
+    stage = merge_stage(result, a)
+    p = interpolate({n: t.double() for n, t in a.items()}, result.stages[stage], alpha)
+    rec: dict[str, Any] = {"alpha": alpha, "stage": stage, "path": "merged/" if arch.module is not None else
+                           "merged.safetensors"}
+    for split in ("train", "test"):
+        x = getattr(data, f"x_{split}")
+        x = x.double() if torch.is_floating_point(x) else x
+        rec[f"{split}_loss"], rec[f"{split}_acc"] = evaluate(arch.forward, p, x, getattr(data, f"y_{split}"))
+    return rec
 
 
 def render(run_dir) -> str:

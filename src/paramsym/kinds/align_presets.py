@@ -13,6 +13,9 @@
   generalise (test accuracy 1.0 measured here; with 1,500 steps, weight decay 0.1 and half the
   pairs for training they only memorised).
 
+* ``vit-digits`` and ``lm-stdlib`` — the transformer pairs of :mod:`paramsym.kinds.align_pairs`
+  (configurations, budgets and training there; :func:`load_preset` delegates to it).
+
 Models are trained on first use and cached as safetensors (written atomically) under
 ``cache_dir`` (default ``~/.cache/paramsym``; the command line's ``$PARAMSYM_CACHE``; sub-folder ``align``); the
 file name carries every training setting, and a cached model is reused only by the one reuse rule
@@ -41,7 +44,7 @@ __all__ = ["PRESETS", "DigitsConfig", "ModAddConfig", "cache_root", "load_preset
 #: the presets :func:`load_preset` builds (their listing, with summaries, is the torch-free
 #: :data:`paramsym.kinds.align.ALIGN_PRESETS`, which imports nothing from here;
 #: tests/e2e/test_registry.py checks the two name the same presets)
-PRESETS = ("digits-mlp", "modadd-transformer")
+PRESETS = ("digits-mlp", "modadd-transformer", "vit-digits", "lm-stdlib")
 
 
 @dataclass(frozen=True)
@@ -110,14 +113,9 @@ def gpt2_model(cfg: ModAddConfig) -> nn.Module:
 
 
 def _init_gpt2(model: nn.Module, gen: torch.Generator) -> None:
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if ".ln_" in name or name.startswith("transformer.ln_f"):
-                p.fill_(1.0 if name.endswith("weight") else 0.0)
-            elif name.endswith("bias"):
-                p.zero_()
-            else:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+    from .align_pairs import init_weights
+
+    init_weights(model, gen)
 
 
 def train_modadd(cfg: ModAddConfig, seed: int, data: Split) -> dict[str, Tensor]:
@@ -148,12 +146,14 @@ def _cached(path: Path, train, meta: dict, reuse: str = "rerun") -> dict[str, Te
 
 
 def load_preset(name: str, *, cache_dir: str | os.PathLike | None = None, width: int | None = None,
-                seeds: tuple[int, int] = (0, 1), modadd: ModAddConfig | None = None
+                seeds: tuple[int, int] = (0, 1), modadd: ModAddConfig | None = None, pair=None
                 ) -> tuple[Architecture, dict[str, Tensor], dict[str, Tensor], Split, dict]:
     """``(arch, θ_A, θ_B, data, info)`` of a preset, training and caching the models on first use.
 
     ``modadd``: another ``modadd-transformer`` training configuration (e.g. fewer steps for the
     ``--quick`` budget of ``paramsym reproduce align-modadd-transformer``; its tag names the cache file).
+    ``pair``: the training configuration of ``vit-digits`` / ``lm-stdlib``
+    (:mod:`paramsym.kinds.align_pairs`; ``None``: the preset's full budget, ``width`` applied).
 
     Raises:
         ConfigError: an unknown preset name.
@@ -176,6 +176,12 @@ def load_preset(name: str, *, cache_dir: str | os.PathLike | None = None, width:
         arch = hf_architecture(model, n_classes=cfg.p)
         return arch, ps[0], ps[1], data, {"preset": name, "config": asdict(cfg), "seeds": list(seeds),
                                           "cache": str(root)}
+    if name in ("vit-digits", "lm-stdlib"):
+        from .align_pairs import StdlibLMConfig, ViTDigitsConfig, load_pair_preset, with_width
+
+        if pair is None:
+            pair = with_width(ViTDigitsConfig() if name == "vit-digits" else StdlibLMConfig(), width)
+        return load_pair_preset(name, root, pair, seeds)
     raise ConfigError(f"unknown alignment preset {name!r}; choose one of {', '.join(PRESETS)}.")
 
 

@@ -34,11 +34,11 @@ def is_tied(model: nn.Module) -> bool:
 
 
 def _inputs(model: nn.Module, inputs: Tensor | Mapping[str, Any]) -> dict[str, Any]:
-    """A batch tensor becomes ``{first argument of forward: tensor}`` (``input_ids``, ``pixel_values``)."""
-    if isinstance(inputs, Mapping):
-        return dict(inputs)
-    first = next(iter(inspect.signature(model.forward).parameters))
-    return {first: inputs}
+    """A batch tensor becomes ``{first argument of forward: tensor}`` (``input_ids``, ``pixel_values``);
+    floating tensors in float64, as the models of the pair (token ids as they are)."""
+    if not isinstance(inputs, Mapping):
+        inputs = {next(iter(inspect.signature(model.forward).parameters)): inputs}
+    return {k: v.double() if isinstance(v, Tensor) and v.is_floating_point() else v for k, v in inputs.items()}
 
 
 def _check_pair(model_a: nn.Module, model_b: nn.Module) -> None:

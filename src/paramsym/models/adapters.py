@@ -17,6 +17,9 @@ dimensions and frequencies). Known types:
 * ``llama`` — ``q/k/v/o_proj`` (out × in), grouped-query attention with ``num_key_value_heads``
   (query head h reads key/value head ``h // (H / H_kv)``), rotary on the whole head, gated FFN
   ``down(act(gate x) ⊙ up x)``.
+* ``vit`` (Vision Transformer, transformers ≥ 5 names) — ``q/k/v/o_proj`` (out × in) in
+  ``layers.ℓ.attention``, pre-norm ``layernorm_before → q,k,v`` and ``layernorm_after → mlp.fc1``,
+  FFN ``mlp.fc1 → mlp.fc2``; no rotary.
 
 Rotary layout (all four use HF's ``rotate_half``): dimension ``i`` and ``i + rotary_dim/2`` of a
 head form the pair rotated by angle ``position · freqs[i]``.
@@ -352,7 +355,23 @@ def _llama(model: nn.Module) -> ModelLayout:
     return ModelLayout("llama", tuple(out), cfg.hidden_size)
 
 
-for _mt, _fn in (("bert", _bert), ("gpt2", _gpt2), ("gpt_neox", _gpt_neox), ("llama", _llama)):
+def _vit(model: nn.Module) -> ModelLayout:
+    cfg, params = model.config, dict(model.named_parameters())
+    prefix, layers = _layers(model, "layers")
+    H = cfg.num_attention_heads
+    d = cfg.hidden_size // H
+    out = []
+    for i in range(len(layers)):
+        m = f"{prefix}.{i}"
+        a = f"{m}.attention"
+        att = AttentionLayout(a, _proj(params, f"{a}.q_proj"), _proj(params, f"{a}.k_proj"), _proj(params, f"{a}.v_proj"),
+                              _proj(params, f"{a}.o_proj"), H, H, d)
+        ffn = FFNLayout(f"{m}.mlp", _proj(params, f"{m}.mlp.fc1"), _proj(params, f"{m}.mlp.fc2"), str(cfg.hidden_act))
+        out.append(LayerLayout(i, m, att, ffn, f"{m}.layernorm_before", f"{m}.layernorm_after"))
+    return ModelLayout("vit", tuple(out), cfg.hidden_size)
+
+
+for _mt, _fn in (("bert", _bert), ("gpt2", _gpt2), ("gpt_neox", _gpt_neox), ("llama", _llama), ("vit", _vit)):
     register_adapter(_mt, _fn)
 
 

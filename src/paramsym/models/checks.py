@@ -30,7 +30,8 @@ from torch import nn
 
 from ..errors import CheckpointError, IncompleteCheckpointError, NonFiniteError
 
-__all__ = ["CHUNK", "FLOAT_DTYPES", "check_finite_weights", "check_loaded", "check_weight_tensors", "read_header", "stored_dtypes", "StoredTensor"]
+__all__ = ["CHUNK", "FLOAT_DTYPES", "LazyTensors", "check_finite_weights", "check_loaded", "check_weight_tensors", "read_header",
+           "stored_dtypes", "StoredTensor"]
 
 #: elements checked at once by :func:`check_finite_weights`
 CHUNK = 1 << 20
@@ -90,6 +91,31 @@ def read_header(path: Path) -> dict[str, StoredTensor]:
                               "it again.")
     return out
 
+
+
+class LazyTensors(Mapping[str, torch.Tensor]):
+    """Stored tensors read on access, one at a time (``safe_open``), never cached: a read-only
+    mapping ``name -> tensor`` over ``stored`` (e.g. :func:`paramsym.census.stored.read_checkpoint`'s
+    headers), so code that walks a checkpoint tensor by tensor holds one tensor at a time."""
+
+    def __init__(self, stored: Mapping[str, StoredTensor]):
+        self.stored = dict(stored)
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        from safetensors import safe_open
+
+        t = self.stored[name]
+        with safe_open(str(t.file), framework="pt") as fh:
+            return fh.get_tensor(name)
+
+    def __iter__(self):
+        return iter(self.stored)
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.stored[name].shape
 
 
 def stored_dtypes(directory: str | os.PathLike) -> dict[str, str]:

@@ -6,6 +6,9 @@ Both are real, small and available without a network. Randomness comes from an e
 * :func:`digits` — the 1,797 8×8 handwritten digits (64 features, 10 classes), split 80/20 by
   a seeded permutation and standardised with the *training* mean and standard deviation
   (``x ← (x − μ_train) / max(σ_train, 1e-8)``; constant pixels stay 0).
+* :func:`digits_images` — the same images and split as :func:`digits` as one-channel 8×8
+  images ``(N, 1, 8, 8)`` (pixel ``/ 16``, then ``(x − μ) / σ`` with the training half's scalar
+  mean and standard deviation) for image models (the ``vit-digits`` alignment preset).
 * :func:`modular_addition` — all ``p²`` sequences ``(a, b, =)`` with label ``(a + b) mod p``,
   tokens ``0 … p−1`` for numbers and ``p`` for ``=``, split by a seeded permutation.
 """
@@ -19,7 +22,7 @@ from torch import Tensor
 
 from ..errors import ConfigError
 
-__all__ = ["Split", "digits", "modular_addition"]
+__all__ = ["Split", "digits", "digits_images", "modular_addition"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,18 @@ def digits(seed: int = 0, train_fraction: float = 0.8, dtype: torch.dtype = torc
     std = x[train].std(0).clamp_min(1e-8)
     x = (x - mean) / std
     return Split(x[train].to(dtype), y[train], x[test].to(dtype), y[test])
+
+
+def digits_images(seed: int = 0, train_fraction: float = 0.8) -> Split:
+    """scikit-learn's digits as float32 images ``(N, 1, 8, 8)``, split as :func:`digits` (module doc)."""
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    x = torch.as_tensor(data.images, dtype=torch.float64)[:, None] / 16.0
+    y = torch.as_tensor(data.target, dtype=torch.int64)
+    train, test = _permute(len(y), seed, train_fraction)
+    x = (x - x[train].mean()) / x[train].std()
+    return Split(x[train].float(), y[train], x[test].float(), y[test])
 
 
 def modular_addition(p: int = 23, seed: int = 0, train_fraction: float = 0.5) -> Split:

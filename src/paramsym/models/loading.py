@@ -140,6 +140,8 @@ def _auto_class(source: str, head: Head, argument: str):
         return getattr(transformers, archs[0])  # the class the checkpoint was saved from (its tensor names)
     if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in archs):
         return transformers.AutoModelForCausalLM
+    if any(a.endswith("ForImageClassification") for a in archs):
+        return transformers.AutoModelForImageClassification
     return transformers.AutoModel
 
 
@@ -151,7 +153,8 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
         path_or_name: a directory written by ``save_pretrained``, a known name
             (:data:`KNOWN_MODELS`) or a name already in the local HF cache.
         head: ``"base"`` (``AutoModel``), ``"causal-lm"`` (``AutoModelForCausalLM``) or ``"auto"``
-            (causal-LM when ``config.architectures`` names an LM head) or ``"checkpoint"`` (the one
+            (causal-LM when ``config.architectures`` names an LM head, image classifier when it names
+            one, e.g. ``ViTForImageClassification``) or ``"checkpoint"`` (the one
             class ``config.architectures`` names, when ``transformers`` has it — the checkpoint's own
             tensor names, e.g. ``BertForMaskedLM``; else as ``"auto"``).
         quiet: silence the loading progress bars and warnings (:func:`quiet_loading`).
