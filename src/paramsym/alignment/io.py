@@ -22,7 +22,7 @@ from torch import Tensor
 from ..errors import ConfigError, InputFileError
 from ..models.datasets import Split, digits, digits_images, modular_addition
 from ..runs.rundir import RunDir, save_tensors
-from .align import AlignmentResult
+from .align import CANONICAL_STAGES, AlignmentResult
 from .arch import Architecture, check_same_architecture, hf_architecture, mlp_architecture
 
 __all__ = ["data_for", "load_pair", "load_side", "merge_stage", "render_report", "summary_stages", "write_outputs"]
@@ -202,22 +202,59 @@ def render_report(summary: Mapping, title: str = "Alignment") -> str:
     lines += ["", f"End models: A test loss {_fmt(e['A']['test_loss'])} (acc {_fmt(e['A']['test_acc'])}), "
               f"B test loss {_fmt(e['B']['test_loss'])} (acc {_fmt(e['B']['test_acc'])}).", "",
               f"Function error of the aligned B (relative output difference to B, float64): permutation "
-              f"{summary['function_error_permutation']:.2e}, full {summary['function_error']:.2e}.", "",
+              f"{summary['function_error_permutation']:.2e}, full {summary['function_error']:.2e}"
+              + "".join(f", {s} {summary[f'function_error_{s}']:.2e}" for s in ("canonical", "orthogonal", "refined")
+                        if f"function_error_{s}" in summary) + ".", "",
               *([f"Alignment time: {summary['seconds']['full']:.3g} s.", ""] if summary.get("seconds") else []),
               *([f"Merged model: θ_A + {merge['alpha']:g}·(θ_B^aligned − θ_A) of stage `{merge['stage']}` in "
                  f"`{merge['path']}` (test loss {_fmt(merge['test_loss'])}, test acc {_fmt(merge['test_acc'])}); the "
                  "curves of every stage are in result.json.", ""] if merge else []),
+              *(_not_merged(merge.get("not_merged", {})) if merge else []),
               "![loss along the path, one curve per stage](path_loss.png)", ""]
     return "\n".join(lines)
 
 
-def merge_stage(result: AlignmentResult, a: Mapping[str, Tensor]) -> str:
-    """The stage merged: the last stage of ``result`` whose tensors are A's (names and shapes)."""
+def _not_merged(skipped: Mapping[str, str]) -> list[str]:
+    """Report lines naming the stages not merged, those with one reason together."""
+    by: dict[str, list[str]] = {}
+    for stage, why in skipped.items():
+        by.setdefault(why, []).append(f"`{stage}`")
+    return [f"Not merged: stage{'s' if len(v) > 1 else ''} {', '.join(v)}: {why}." for why, v in by.items()] + \
+        ([""] if by else [])
+
+
+def merge_stage(result: AlignmentResult, a: Mapping[str, Tensor]) -> tuple[str, dict[str, str]]:
+    """The stage merged — the last stage of ``result`` whose tensors are A's (names and shapes), so
+    the merged model loads into A's class — and why each later stage was not merged.
+
+    The canonical-form stages (``canonical``, ``orthogonal``, ``refined``) are never merged: their
+    path runs from the canonical A, not from A as given, and their B is in the canonical form —
+    RMS norms on a centred stream (a LayerNorm model's norms lose their bias), a stream rotation
+    ``Q`` a LayerNorm does not commute with unless ``Q 𝟙 = ±𝟙``, an untied LM head and the final
+    norm's bias folded into an LM-head bias (which GPT-2's head does not have). Each is named with
+    the reason (and the tensors that differ from A's) instead.
+
+    Returns:
+        ``(stage, {later stage: why it was not merged})``.
+    """
+    skipped: dict[str, str] = {}
     for stage in reversed(list(result.stages)):
         p = result.stages[stage]
-        if set(p) == set(a) and all(p[n].shape == a[n].shape for n in a):
-            return stage
-    return "before"
+        missing, added = sorted(set(a) - set(p)), sorted(set(p) - set(a))
+        shapes = sorted(n for n in set(a) & set(p) if p[n].shape != a[n].shape)
+        if not (missing or added or shapes or stage in CANONICAL_STAGES):
+            break
+        why = "; ".join(part for part in (f"lacks {missing[:3]} ({len(missing)})" if missing else "",
+                                          f"adds {added[:3]} ({len(added)})" if added else "",
+                                          f"reshapes {shapes[:3]}" if shapes else "") if part)
+        skipped[stage] = ("the path runs between the canonical forms of A and B (norm gains folded into the readers"
+                          + (f"; tensors not those of A's model class: {why}" if why else "") + "), not from A as "
+                          "given, and this release does not convert a canonical merge back into A's model class "
+                          "(a LayerNorm model needs a rotation with Q𝟙 = ±𝟙 and no LM-head bias); the last stage in "
+                          "A's own coordinates was merged instead")
+    else:
+        stage = "before"
+    return stage, dict(reversed(list(skipped.items())))
 
 
 def write_outputs(out: str | os.PathLike | RunDir, result: AlignmentResult, a: Mapping[str, Tensor], summary: Mapping,
@@ -233,7 +270,7 @@ def write_outputs(out: str | os.PathLike | RunDir, result: AlignmentResult, a: M
 
     run = out if isinstance(out, RunDir) else RunDir.fresh(out)
     run.create()
-    stage = merge_stage(result, a)
+    stage, skipped = merge_stage(result, a)
     dtype = next(iter(a.values())).dtype
     merged = {n: (a[n].double() + alpha * (result.stages[stage][n].double() - a[n].double())).to(dtype) for n in a}
     save_tensors(run.file("merged.safetensors"), merged, {"stage": stage, "alpha": repr(float(alpha))})
@@ -243,7 +280,7 @@ def write_outputs(out: str | os.PathLike | RunDir, result: AlignmentResult, a: M
         save_pretrained_params(copy.deepcopy(module).to(dtype), merged, run.file("merged"))
     run.write_json("result.json", dict(summary) | {"curves": {k: c.as_dict() for k, c in result.curves.items()},
                                                    "merged": "merged.safetensors", "merged_stage": stage,
-                                                   "merged_alpha": float(alpha)})
+                                                   "merged_alpha": float(alpha), "not_merged": skipped})
     series, alphas = {}, result.curves["before"].alphas
     for name, c in result.curves.items():
         series[f"{name} (test)"] = c.test_loss

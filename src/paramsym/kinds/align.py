@@ -20,9 +20,10 @@ are seeded, so the resumed run's ``metrics.json`` equals an uninterrupted one's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..alignment.refine_config import RefineConfig
 from ..errors import ConfigError
 from ..groups.memory import MemoryBudget
 from ..presets import Preset, PresetTable
@@ -68,6 +69,11 @@ class AlignConfig:
         merge: ``α`` of the merged model ``θ_A + α (θ_B^aligned − θ_A)`` in ``[0, 1]`` (``None``:
             0.5, the midpoint); a Hugging Face pair's merged model is also written as the
             ``save_pretrained`` directory ``merged/``.
+        stages: the stages reported (:data:`paramsym.alignment.align.STAGES`; before, permutation
+            and full always run); ``canonical``, ``orthogonal`` and ``refined`` run on the canonical
+            form of a Hugging Face pre-norm transformer
+            (:func:`paramsym.kinds.canonical_pair.canonical_pair_of`).
+        refine: the budget of the ``refined`` stage (steps, lr, ``max_condition`` κ, ...).
     """
 
     models: tuple[str, ...] = ()
@@ -81,6 +87,8 @@ class AlignConfig:
     seed: int = 0
     max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
     merge: float | None = None
+    stages: tuple[str, ...] = ("before", "permutation", "full")
+    refine: RefineConfig = RefineConfig()
 
     @classmethod
     def quick(cls) -> AlignConfig:
@@ -105,9 +113,11 @@ class AlignConfig:
                     or not 0.0 <= self.merge <= 1.0:
                 raise ConfigError(f"--merge must be a number α in [0, 1] (0 = A, 1 = the aligned B, 0.5 = the midpoint); "
                                   f"received {self.merge!r}.")
-        from ..alignment.align import check_points
+        from ..alignment.align import check_points, check_stages
 
-        check_points(self.points, self.max_memory)
+        extra = check_stages(self.stages, None, built=True)
+        self.refine.validate()
+        check_points(self.points, self.max_memory, 3 + len(extra))
 
 
 def _title(cfg: dict[str, Any]) -> str:
@@ -132,13 +142,33 @@ def run(cfg: AlignConfig, out, *, progress: bool = False) -> dict[str, Any]:
         arch, a, b, info = load_pair(cfg.models[0], cfg.models[1], cfg.activation)
         data, name = data_for(arch, cfg.data, info)
         info = dict(info) | {"A": cfg.models[0], "B": cfg.models[1], "data": name}
-    result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen, max_memory=cfg.max_memory)
+    extra = {}
+    if set(cfg.stages) - {"before", "permutation", "full"}:
+        extra = {"stages": cfg.stages, "canonical": _canonical(arch, a, b, data, cfg.stages),
+                 "refine": replace(cfg.refine, progress=progress or cfg.refine.progress)}
+    result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen, max_memory=cfg.max_memory,
+                   **extra)
     summary = result.summary() | {"points": cfg.points, "model": info}
     alpha = 0.5 if cfg.merge is None else float(cfg.merge)
     summary["merge"] = _merge_record(arch, result, a, data, alpha)
     write_outputs(out, result, a, summary, _title({"preset": cfg.preset}), alpha=alpha, module=arch.module)
     out.write_json("timing.json", {"seconds": summary.pop("seconds")})
     return summary
+
+
+def _canonical(arch, a, b, data, stages):
+    """The :class:`~paramsym.alignment.orthogonal.CanonicalPair` of the canonical-form stages; a refusal of
+    the canonical form keeps its error class, prefixed with the stages asked for and the remedy."""
+    from ..errors import ParamsymError
+    from .canonical_pair import canonical_pair_of
+
+    try:
+        return canonical_pair_of(arch, a, b, data)
+    except ParamsymError as exc:
+        asked = [s for s in stages if s in ("canonical", "orthogonal", "refined")]
+        text = (str(exc).splitlines() or [""])[0]
+        raise type(exc)(f"--stages {','.join(asked)} run on the canonical form of both models, which does not apply "
+                        f"here: {text} Drop those stages (before, permutation and full apply).") from None
 
 
 def _merge_record(arch, result, a, data, alpha: float) -> dict[str, Any]:
@@ -148,10 +178,12 @@ def _merge_record(arch, result, a, data, alpha: float) -> dict[str, Any]:
     from ..alignment.io import merge_stage
     from ..alignment.path import evaluate, interpolate
 
-    stage = merge_stage(result, a)
+    stage, skipped = merge_stage(result, a)
     p = interpolate({n: t.double() for n, t in a.items()}, result.stages[stage], alpha)
     rec: dict[str, Any] = {"alpha": alpha, "stage": stage, "path": "merged/" if arch.module is not None else
                            "merged.safetensors"}
+    if skipped:
+        rec["not_merged"] = skipped
     for split in ("train", "test"):
         x = getattr(data, f"x_{split}")
         x = x.double() if torch.is_floating_point(x) else x
