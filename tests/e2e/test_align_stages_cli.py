@@ -68,7 +68,8 @@ def test_canonical_stages_from_the_command_line_merge_a_loadable_model(lms, tmp_
     # the stage merged is named, and why the canonical stages were not
     merge = summary["merge"]
     assert merge["stage"] == "full" and set(merge["not_merged"]) == {"canonical", "orthogonal", "refined"}
-    assert "lm_head.bias" in merge["not_merged"]["refined"] and "Not merged: stages `canonical`" in report
+    assert "lm_head.bias" in merge["not_merged"]["refined"]
+    assert all(f"Not merged: stage `{s}`" in report for s in merge["not_merged"])
     result = json.loads((out / "result.json").read_text())
     assert result["merged_stage"] == "full" and set(result["not_merged"]) == set(merge["not_merged"])
     # the merged model loads with from_pretrained and computes the in-memory merge of the full stage
@@ -110,3 +111,59 @@ def test_canonical_stages_on_a_model_the_canonical_form_refuses(tmp_path, capsys
                      tmp_path / "mlp", "--cache-dir", tmp_path / "cache"], "ConfigError", "Hugging Face transformer",
             "--stages canonical")
     _nothing(tmp_path / "mlp")
+
+
+def _llama(path: Path, seed: int) -> Path:
+    """A tied tiny Llama (RMS norms) whose norm gains are not 1 (so the canonical form moves weights)."""
+    conf = transformers.LlamaConfig(vocab_size=256, hidden_size=16, intermediate_size=24, num_hidden_layers=1,
+                                    num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                                    tie_word_embeddings=True, attn_implementation="eager")
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = transformers.LlamaForCausalLM(conf)
+    g = torch.Generator().manual_seed(100 + seed)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "norm" in n:
+                p.add_(0.2 * torch.randn(p.shape, generator=g))
+    model.save_pretrained(path)
+    return path
+
+
+def test_an_rms_norm_model_merges_its_refined_stage_loadably(tmp_path, capsys):
+    """Llama's class computes every stream rotation of its canonical form exactly: the refined stage is
+    merged (between the canonical forms, LM head untied), and ``from_pretrained`` of ``merged/`` computes
+    the in-memory merge of canonical A and the refined B."""
+    from paramsym.alignment.align import align
+    from paramsym.alignment.io import data_for, load_pair
+    from paramsym.alignment.refine import RefineConfig
+    from paramsym.kinds.canonical_pair import canonical_pair_of
+
+    a, b = _llama(tmp_path / "a", 0), _llama(tmp_path / "b", 1)
+    out = tmp_path / "run"
+    rc, text, _ = run_cli(capsys, ["align", a, b, "--stages", STAGES, "--refine-steps", "3", "--merge", "0.5",
+                                   "--points", "3", "--json", "--out", out])
+    assert rc == 0
+    merge = json.loads(text)["merge"]
+    assert merge["stage"] == "refined" and "not_merged" not in merge and merge["path"] == "merged/"
+    assert "between the canonical forms" in (out / "report.md").read_text()
+    loaded = transformers.LlamaForCausalLM.from_pretrained(out / "merged", attn_implementation="eager").eval()
+    assert not loaded.config.tie_word_embeddings
+    # the in-memory merge, computed here from the same alignment (seed 0, 3 refinement steps)
+    arch, pa, pb, info = load_pair(a, b)
+    data, _ = data_for(arch, "auto", info)
+    pair = canonical_pair_of(arch, pa, pb, data)
+    res = align(arch, pa, pb, data, points=3, generator=torch.Generator().manual_seed(0), stages=STAGES.split(","),
+                canonical=pair, refine=RefineConfig(steps=3))
+    mem = pair.arch.module.float()
+    with torch.no_grad():
+        for n, p in mem.named_parameters():
+            p.copy_(pair.a[n] + 0.5 * (res.stages["refined"][n] - pair.a[n]))
+    x = data.x_test[:8]
+    A = transformers.LlamaForCausalLM.from_pretrained(a, attn_implementation="eager").eval()
+    with torch.no_grad():
+        got, want, fa = loaded(x).logits, mem(x).logits, A(x).logits
+    assert float((got - want).norm() / want.norm()) <= 10 * torch.finfo(torch.float32).eps
+    assert float((want - fa).norm() / fa.norm()) > 1e-3  # the merge is not A
+    # and the refined B the merge used is B's function (float32 inside Llama's RMS norm)
+    assert json.loads(text)["function_error_refined"] <= 1e-5

@@ -150,10 +150,23 @@ def run(cfg: AlignConfig, out, *, progress: bool = False) -> dict[str, Any]:
                    **extra)
     summary = result.summary() | {"points": cfg.points, "model": info}
     alpha = 0.5 if cfg.merge is None else float(cfg.merge)
-    summary["merge"] = _merge_record(arch, result, a, data, alpha)
-    write_outputs(out, result, a, summary, _title({"preset": cfg.preset}), alpha=alpha, module=arch.module)
+    merge = _plan(arch, result, a, data, alpha, extra.get("canonical"))
+    summary["merge"] = _merge_record(arch, merge, data, alpha)
+    write_outputs(out, result, a, summary, _title({"preset": cfg.preset}), merge=merge)
     out.write_json("timing.json", {"seconds": summary.pop("seconds")})
     return summary
+
+
+def _plan(arch, result, a, data, alpha: float, pair):
+    """The merge (:func:`paramsym.alignment.io.plan_merge`); a canonical-form stage's reload is checked on
+    8 test inputs in A's dtype to the census's rounding rule (``L`` attention layers, the widest fan-in)."""
+    from ..alignment.io import plan_merge
+    from ..census.precision import rounding_tolerance
+
+    dtype = next(iter(a.values())).dtype
+    width = max((t.shape[-1] for t in a.values() if t.dim() == 2), default=1)
+    tol = rounding_tolerance(dtype, len(arch.attention), width)
+    return plan_merge(result, arch, a, alpha, canonical=pair, x=data.x_test[:8], dtype=dtype, tolerance=tol)
 
 
 def _canonical(arch, a, b, data, stages):
@@ -171,23 +184,23 @@ def _canonical(arch, a, b, data, stages):
                         f"here: {text} Drop those stages (before, permutation and full apply).") from None
 
 
-def _merge_record(arch, result, a, data, alpha: float) -> dict[str, Any]:
-    """Where the merged model is written, its stage and α, and its train/test loss and accuracy (float64)."""
+def _merge_record(arch, merge, data, alpha: float) -> dict[str, Any]:
+    """Where the merged model is written, its stage and α, the stages not merged and why, and its
+    train/test loss and accuracy (float64)."""
     import torch
 
-    from ..alignment.io import merge_stage
-    from ..alignment.path import evaluate, interpolate
+    from ..alignment.path import evaluate
 
-    stage, skipped = merge_stage(result, a)
-    p = interpolate({n: t.double() for n, t in a.items()}, result.stages[stage], alpha)
-    rec: dict[str, Any] = {"alpha": alpha, "stage": stage, "path": "merged/" if arch.module is not None else
-                           "merged.safetensors"}
-    if skipped:
-        rec["not_merged"] = skipped
+    rec: dict[str, Any] = {"alpha": alpha, "stage": merge.stage,
+                           "path": "merged/" if merge.module is not None else "merged.safetensors"}
+    if merge.skipped:
+        rec["not_merged"] = merge.skipped
+    if merge.reload_error is not None:
+        rec["reload_error"] = merge.reload_error
     for split in ("train", "test"):
         x = getattr(data, f"x_{split}")
         x = x.double() if torch.is_floating_point(x) else x
-        rec[f"{split}_loss"], rec[f"{split}_acc"] = evaluate(arch.forward, p, x, getattr(data, f"y_{split}"))
+        rec[f"{split}_loss"], rec[f"{split}_acc"] = evaluate(merge.forward, merge.params, x, getattr(data, f"y_{split}"))
     return rec
 
 
