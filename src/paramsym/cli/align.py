@@ -22,7 +22,8 @@ on the training split), ``function_error`` (aligned B vs B, relative output diff
 rest of the summary. ``--out DIR`` keeps the run directory (run kind ``align``,
 :mod:`paramsym.kinds.align`): ``config.json``, ``metrics.json``, ``env.json``,
 ``report.md``, ``result.json``, ``path_loss.png`` and ``merged.safetensors`` (the midpoint of A
-and the aligned B); ``--resume DIR`` continues an interrupted run (a preset's models trained
+and the aligned B, of the last stage whose merge reloads: a canonical-form stage of an RMS-norm
+model, else the last in A's coordinates, the others named in ``merge.not_merged``); ``--resume DIR`` continues an interrupted run (a preset's models trained
 before the interruption are reused from the cache).
 """
 

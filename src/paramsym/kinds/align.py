@@ -4,8 +4,10 @@
 ``save_pretrained`` directories) or a preset (``preset``: two models trained here from seeds 0
 and 1, :mod:`paramsym.kinds.align_presets`). :func:`run` aligns B to A
 (:func:`paramsym.alignment.align.align`: weight matching, then the continuous symmetries that
-apply) and writes ``merged.safetensors`` (``θ_A + α (θ_B^aligned − θ_A)``, ``α = merge``, 0.5 by
-default; for Hugging Face pairs also the ``save_pretrained`` directory ``merged/``),
+apply; with ``stages`` also the canonical-form stages, budget ``refine``) and writes
+``merged.safetensors`` (``θ_A + α (θ_B^aligned − θ_A)``, ``α = merge``, 0.5 by default, of the
+stage :func:`paramsym.alignment.io.plan_merge` picks — the last whose merge reloads — the later
+ones named with why; for Hugging Face pairs also the ``save_pretrained`` directory ``merged/``),
 ``path_loss.png`` and ``result.json`` (the summary, the path curves of every stage and the merged
 model's losses). Metrics: the summary
 (``barrier_before``, ``barrier_permutation``, ``barrier_full`` (+ ``_train``), ``function_error``,
