@@ -12,26 +12,27 @@ from pathlib import Path
 import pytest
 import torch
 from cli_checks import refused, run_cli
+from test_align_merge import _lm as _gpt2
+from test_align_merge import _vit
 
 transformers = pytest.importorskip("transformers")
 
 STAGES = "before,permutation,full,canonical,orthogonal,refined"
 
 
-def _lm(path: Path, seed: int) -> Path:
-    """A tied byte-level GPT-2 whose norms are not at their initial 1/0 (so folding them moves weights)."""
-    conf = transformers.GPT2Config(vocab_size=256, n_positions=16, n_embd=16, n_layer=1, n_head=2, n_inner=24,
-                                   tie_word_embeddings=True, bos_token_id=10, eos_token_id=10,
-                                   attn_implementation="eager")
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = transformers.GPT2LMHeadModel(conf)
+def _moved_norms(model, seed: int):
+    """``model`` with every norm parameter moved off its initial 1/0 by N(0, 0.2²) (so folding moves weights)."""
     g = torch.Generator().manual_seed(100 + seed)
     with torch.no_grad():
         for n, p in model.named_parameters():
-            if ".ln_" in n or n.startswith("transformer.ln_f"):
+            if ".ln_" in n or "ln_f" in n or "norm" in n:
                 p.add_(0.2 * torch.randn(p.shape, generator=g))
-    model.save_pretrained(path)
+    return model
+
+
+def _lm(path: Path, seed: int) -> Path:
+    """A tied byte-level GPT-2 (test_align_merge's) with its norms moved."""
+    _moved_norms(transformers.GPT2LMHeadModel.from_pretrained(_gpt2(path, seed)), seed).save_pretrained(path)
     return path
 
 
@@ -100,8 +101,6 @@ def test_bad_stage_names_are_refused(lms, tmp_path, capsys, stages, needle):
 
 def test_canonical_stages_on_a_model_the_canonical_form_refuses(tmp_path, capsys):
     """A ViT (no token embedding for the census to trace) and an MLP chain: one named line, nothing written."""
-    from test_align_merge import _vit
-
     a, b = _vit(tmp_path / "a", 0), _vit(tmp_path / "b", 1)
     out = tmp_path / "run"
     refused(capsys, ["align", a, b, "--stages", "full,orthogonal", "--out", out], "TraceError", "--stages orthogonal",
@@ -114,19 +113,13 @@ def test_canonical_stages_on_a_model_the_canonical_form_refuses(tmp_path, capsys
 
 
 def _llama(path: Path, seed: int) -> Path:
-    """A tied tiny Llama (RMS norms) whose norm gains are not 1 (so the canonical form moves weights)."""
+    """A tied tiny Llama (RMS norms) with its norm gains moved off 1."""
     conf = transformers.LlamaConfig(vocab_size=256, hidden_size=16, intermediate_size=24, num_hidden_layers=1,
                                     num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
                                     tie_word_embeddings=True, attn_implementation="eager")
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        model = transformers.LlamaForCausalLM(conf)
-    g = torch.Generator().manual_seed(100 + seed)
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if "norm" in n:
-                p.add_(0.2 * torch.randn(p.shape, generator=g))
-    model.save_pretrained(path)
+        _moved_norms(transformers.LlamaForCausalLM(conf), seed).save_pretrained(path)
     return path
 
 
