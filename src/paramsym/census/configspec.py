@@ -41,7 +41,14 @@ from torch import nn
 from ..errors import ConfigError
 from ..groups.memory import check_memory, format_bytes
 from .permspec import PermutationSpec, axis_blocks, spec_from_spaces, verify_spec
-from .stored import expert_pieces, from_pieces, read_checkpoint, spec_to_stored, stored_names, to_pieces
+from .stored import (
+    expert_pieces,
+    from_pieces,
+    read_checkpoint,
+    spec_to_stored,
+    stored_names,
+    to_pieces,
+)
 
 __all__ = ["meta_checkpoint", "spec_without_weights", "TRACE_LAYERS"]
 

@@ -71,7 +71,15 @@ from ..errors import ConfigError, ExportPathExistsError, ToleranceError
 from .mergekit_versions import MERGEKIT_VERSIONS, check_version, from_v014, to_v014
 from .permspec import PermutationSpec, axis_ids, spec_from_spaces, verify_spec
 from .spaces import Spaces
-from .stored import Piece, from_pieces, rename_architecture, renaming, spec_from_stored, spec_to_stored, to_pieces
+from .stored import (
+    Piece,
+    from_pieces,
+    rename_architecture,
+    renaming,
+    spec_from_stored,
+    spec_to_stored,
+    to_pieces,
+)
 
 __all__ = ["FORMATS", "MERGEKIT_V01_FIELDS", "export", "write_export", "mergekit_architecture", "mergekit_as_spec", "mergekit_v01_architecture",
            "export_tolerance", "spec_for_model", "verify_mergekit_v01"]
