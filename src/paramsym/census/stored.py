@@ -310,7 +310,8 @@ def expert_pieces(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[
     """
     renames, converters = conversions(getattr(getattr(model, "config", None), "model_type", None))
     out: dict[str, list[Piece]] = {}
-    for name, t in model.state_dict().items():
+    state = model.state_dict()
+    for name, t in state.items():
         if t.dim() != 3 or (name in stored and stored[name].shape == tuple(t.shape)):
             continue
         E, R, C = t.shape
@@ -328,7 +329,7 @@ def expert_pieces(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[
             out[name] = [Piece(n, e, starts[k], sizes[0][k]) for e, row in enumerate(names) for k, n in enumerate(row)]
             break
     for name, ps in out.items():
-        t = model.state_dict()[name]
+        t = state[name]
         if t.is_meta:
             continue
         for q in ps:
