@@ -306,6 +306,9 @@ def plan_merge(result: AlignmentResult, arch: Architecture, a: Mapping[str, Tens
     A = {n: t.double() for n, t in a.items()}
     for stage in reversed(list(result.stages)):
         p = result.stages[stage]
+        if stage in CANONICAL_STAGES and (canonical is None or x is None):
+            skipped[stage] = "a canonical-form stage merges between the canonical forms: pass canonical= and x="
+            continue
         if stage in CANONICAL_STAGES:
             merged = interpolate({n: t.double() for n, t in canonical.a.items()}, p, alpha)
             module = canonical.arch.module
