@@ -166,6 +166,15 @@ def renaming(stored_as: Mapping[str, list[str]]) -> tuple[dict[str, str], dict[s
     return ({m: s[0] for m, s in stored_as.items()}, {x: m for m, s in stored_as.items() for x in s})
 
 
+def _own_axes(data: Mapping[str, object], pieces: Mapping[str, list[Piece]] | None
+              ) -> tuple[dict[str, object], list[tuple[str, object]]]:
+    """``(axes, rest)``: the spec's axes of the per-expert tensors of ``pieces`` (already stored
+    names, kept as they are) and the other ``(name, axes)`` pairs, to be renamed."""
+    own = {q.stored for ps in (pieces or {}).values() for q in ps}
+    items = list(dict(data["axes"]).items())  # type: ignore[call-overload]
+    return {n: ax for n, ax in items if n in own}, [(n, ax) for n, ax in items if n not in own]
+
+
 def spec_to_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]],
                    pieces: Mapping[str, list[Piece]] | None = None) -> dict[str, object]:
     """A permutation-spec JSON (``{"perms", "axes", ...}``) with every tensor named as the
@@ -175,12 +184,8 @@ def spec_to_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]
     Raises:
         CheckpointError: the spec names a tensor the checkpoint does not store.
     """
-    axes: dict[str, object] = {}
-    own = {q.stored for ps in (pieces or {}).values() for q in ps}
-    for name, ax in dict(data["axes"]).items():  # type: ignore[call-overload]
-        if name in own:
-            axes[name] = ax
-            continue
+    axes, rest = _own_axes(data, pieces)
+    for name, ax in rest:
         if name not in stored_as:
             raise CheckpointError(f"the permutation spec names {name!r}, which the checkpoint does not store.")
         for s in stored_as[name]:
@@ -198,12 +203,8 @@ def spec_from_stored(data: Mapping[str, object], stored_as: Mapping[str, list[st
             tensor with different axes.
     """
     _, back = renaming(stored_as)
-    axes: dict[str, object] = {}
-    own = {q.stored for ps in (pieces or {}).values() for q in ps}
-    for name, ax in dict(data["axes"]).items():  # type: ignore[call-overload]
-        if name in own:
-            axes[name] = ax
-            continue
+    axes, rest = _own_axes(data, pieces)
+    for name, ax in rest:
         if name not in back:
             raise CheckpointError(f"the permutation spec names {name!r}, which is no tensor of the checkpoint.")
         m = back[name]
