@@ -16,7 +16,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from test_census_spaces import _apply_file  # the independent applier (tests/census on sys.path)
 
-from paramsym.census.zoo import MORE, STORED_FUSED, TINY, tiny_model
+from paramsym.census.zoo import MORE, TINY, tiny_model
 from paramsym.cli import main
 
 transformers = pytest.importorskip("transformers")
@@ -62,7 +62,7 @@ def _wrong(spec):
     return {**spec, "axes": {**spec["axes"], victim: axes}}, victim
 
 
-@pytest.mark.parametrize("name", [n for n in TINY + MORE if n not in STORED_FUSED])
+@pytest.mark.parametrize("name", TINY + MORE)
 def test_spec_names_the_stored_tensors_and_reloads_with_unchanged_logits(tmp_path, name):
     causal = name not in ENCODERS
     model = tiny_model(name, causal_lm=causal)

@@ -41,7 +41,7 @@ def _checkpoint(name, tmp_path, seed=4):
     return src, model
 
 
-@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2"])
+@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2", "mixtral"])  # Mixtral: experts stored per expert
 def test_streamed_entries_are_the_in_memory_census_entries(tmp_path, name):
     src, model = _checkpoint(name, tmp_path)
     streamed, rep = streaming_census(src, seed=1, spot_check=True)

@@ -68,7 +68,12 @@ CASES: dict[str, tuple[list[str], list[tuple[list[str], list[str]]]]] = {
     "align": (["align", "--preset", "digits-mlp"], [
         (["--points", "5"], ["--set", "points=5"]),
         (["--seed", "2"], ["--set", "seed=2"]),
-        (["--symmetries", "permutation"], ["--set", "symmetries=[permutation]"])]),
+        (["--symmetries", "permutation"], ["--set", "symmetries=[permutation]"]),
+        (["--stages", "before,permutation,full,canonical,orthogonal,refined"],
+         ["--set", "stages=[before,permutation,full,canonical,orthogonal,refined]"]),
+        (["--refine-steps", "7"], ["--set", "refine.steps=7"]),
+        (["--refine-lr", "0.003"], ["--set", "refine.lr=0.003"]),
+        (["--refine-condition", "10"], ["--set", "refine.max_condition=10"])]),
     "sweep": (["sweep", SPEC], [
         ([], ["--set", "spec.candidate_steps=12"])]),  # no flag writes the spec: --set only
     "attention count": (["attention", "count", "--group", "D4", "--heads", "8"], [
@@ -144,6 +149,10 @@ def test_a_flag_and_set_of_its_key_give_the_same_config(command: str) -> None:
     (["attribute", "--preset", "lifting-sanity", "--set", "weights=w.safetensors"], "does not accept --weights"),
     (["attribute", "--preset", "hamiltonian", "--stage", "init"], "no stages"),
     (["attribute", "--preset", "lifting-sanity", "--stage", "init"], "stage must be one of"),
+    (["align", "--preset", "digits-mlp", "--stages", "before,rotated"], "unknown stage"),
+    (["align", "--preset", "digits-mlp", "--set", "stages=[full,refined]"], "refines the 'orthogonal'"),
+    (["align", "--preset", "digits-mlp", "--stages", "full,orthogonal,refined", "--refine-steps", "-1"], "refine-steps"),
+    (["align", "--preset", "digits-mlp", "--set", "refine.lr=0"], "refine.lr"),
 ])
 def test_a_bad_set_is_a_named_error(argv: list[str], named: str) -> None:
     with pytest.raises(ConfigError, match=named):

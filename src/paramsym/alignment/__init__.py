@@ -11,38 +11,27 @@
 
 The function :func:`paramsym.alignment.align.align` is not re-exported here (its name is that of
 its module): ``from paramsym.alignment.align import align``.
+
+The names below resolve on first use (:func:`paramsym.lazy.lazy_exports`), so importing a
+torch-free module of the package (:mod:`.refine_config`, read by the ``align`` run kind's
+configuration when the command line is built) does not import torch.
 """
 
-from .align import SYMMETRIES, AlignmentResult, check_points, resolve_symmetries
-from .arch import (
-    Architecture,
-    UnitGroup,
-    check_same_architecture,
-    hf_architecture,
-    mlp_architecture,
-)
-from .checkpoints import StreamRotation, align_checkpoints, align_to, spec_groups
-from .io import data_for, load_pair, load_side, render_report, write_outputs
-from .matching import (
-    balance,
-    distance,
-    match_attention,
-    match_head_gl,
-    match_permutations,
-    match_rescaling,
-    match_rotation,
-    permute,
-    rescale,
-    rotate_axes,
-    solve_quartic_scales,
-)
-from .path import PathCurve, barrier, evaluate, interpolate, path_curve, relative_output_error
+from ..lazy import lazy_exports
 
-__all__ = [
-    "SYMMETRIES", "AlignmentResult", "Architecture", "PathCurve", "StreamRotation", "UnitGroup", "align_checkpoints",
-    "align_to", "match_head_gl", "match_rotation", "rotate_axes",
-    "balance", "barrier", "check_points", "check_same_architecture", "data_for", "distance", "evaluate",
-    "hf_architecture", "interpolate", "load_pair", "load_side", "match_attention", "match_permutations",
-    "match_rescaling", "mlp_architecture", "path_curve", "permute", "relative_output_error", "render_report", "rescale",
-    "resolve_symmetries", "solve_quartic_scales", "spec_groups", "write_outputs",
-]
+_EXPORTS = {
+    **dict.fromkeys(["SYMMETRIES", "AlignmentResult", "check_points", "resolve_symmetries"], "align"),
+    **dict.fromkeys(["Architecture", "UnitGroup", "check_same_architecture", "hf_architecture", "mlp_architecture"],
+                    "arch"),
+    **dict.fromkeys(["StreamRotation", "align_checkpoints", "align_to", "spec_groups"], "checkpoints"),
+    **dict.fromkeys(["data_for", "load_pair", "load_side", "render_report", "write_outputs"], "io"),
+    **dict.fromkeys(["balance", "distance", "match_attention", "match_head_gl", "match_permutations",
+                     "match_rescaling", "match_rotation", "permute", "rescale", "rotate_axes",
+                     "solve_quartic_scales"], "matching"),
+    **dict.fromkeys(["PathCurve", "barrier", "evaluate", "interpolate", "path_curve", "relative_output_error"], "path"),
+    "RefineConfig": "refine_config",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

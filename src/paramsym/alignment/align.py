@@ -296,8 +296,11 @@ def check_points(points: int, max_memory: int | None = None, stages: int = 3) ->
                  max_memory, "Use fewer --points (25 resolves the barrier).")
 
 
-def check_stages(stages: Sequence[str], canonical) -> list[str]:
+def check_stages(stages: Sequence[str], canonical, *, built: bool = False) -> list[str]:
     """The canonical-form stages requested in ``stages`` (in :data:`STAGES` order).
+
+    ``built=True``: the caller builds the :class:`~paramsym.alignment.orthogonal.CanonicalPair`
+    itself (the ``align`` run kind), so ``canonical`` is not required.
 
     Raises:
         ConfigError: an unknown stage name, ``refined`` without ``orthogonal`` (it refines that
@@ -314,7 +317,7 @@ def check_stages(stages: Sequence[str], canonical) -> list[str]:
     if "refined" in extra and "orthogonal" not in extra:
         raise ConfigError("stage 'refined' refines the 'orthogonal' stage's result; request both "
                           "(stages=(..., 'orthogonal', 'refined')).")
-    if extra and canonical is None:
+    if extra and canonical is None and not built:
         raise ConfigError(f"stages {extra} run on the canonical form of both models; pass canonical= (a CanonicalPair "
                           "from paramsym.kinds.canonical_pair.canonical_pair(model_a, model_b, inputs)).")
     return extra

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torch import Tensor
@@ -22,10 +23,12 @@ from torch import Tensor
 from ..errors import ConfigError, InputFileError
 from ..models.datasets import Split, digits, digits_images, modular_addition
 from ..runs.rundir import RunDir, save_tensors
-from .align import AlignmentResult
+from .align import CANONICAL_STAGES, AlignmentResult
 from .arch import Architecture, check_same_architecture, hf_architecture, mlp_architecture
+from .path import interpolate
 
-__all__ = ["data_for", "load_pair", "load_side", "merge_stage", "render_report", "summary_stages", "write_outputs"]
+__all__ = ["Merge", "data_for", "load_pair", "load_side", "plan_merge", "render_report", "summary_stages",
+           "write_outputs"]
 
 
 def load_side(path: str | os.PathLike, side: str = ""):
@@ -202,48 +205,157 @@ def render_report(summary: Mapping, title: str = "Alignment") -> str:
     lines += ["", f"End models: A test loss {_fmt(e['A']['test_loss'])} (acc {_fmt(e['A']['test_acc'])}), "
               f"B test loss {_fmt(e['B']['test_loss'])} (acc {_fmt(e['B']['test_acc'])}).", "",
               f"Function error of the aligned B (relative output difference to B, float64): permutation "
-              f"{summary['function_error_permutation']:.2e}, full {summary['function_error']:.2e}.", "",
+              f"{summary['function_error_permutation']:.2e}, full {summary['function_error']:.2e}"
+              + "".join(f", {s} {summary[f'function_error_{s}']:.2e}" for s in ("canonical", "orthogonal", "refined")
+                        if f"function_error_{s}" in summary) + ".", "",
               *([f"Alignment time: {summary['seconds']['full']:.3g} s.", ""] if summary.get("seconds") else []),
               *([f"Merged model: θ_A + {merge['alpha']:g}·(θ_B^aligned − θ_A) of stage `{merge['stage']}` in "
-                 f"`{merge['path']}` (test loss {_fmt(merge['test_loss'])}, test acc {_fmt(merge['test_acc'])}); the "
+                 f"`{merge['path']}`"
+                 + (f" (between the canonical forms of A and B, LM head untied; reloaded by from_pretrained: relative "
+                    f"output difference {merge['reload_error']:.1e})" if "reload_error" in merge else "")
+                 + f" (test loss {_fmt(merge['test_loss'])}, test acc {_fmt(merge['test_acc'])}); the "
                  "curves of every stage are in result.json.", ""] if merge else []),
+              *(_not_merged(merge.get("not_merged", {})) if merge else []),
               "![loss along the path, one curve per stage](path_loss.png)", ""]
     return "\n".join(lines)
 
 
-def merge_stage(result: AlignmentResult, a: Mapping[str, Tensor]) -> str:
-    """The stage merged: the last stage of ``result`` whose tensors are A's (names and shapes)."""
+def _not_merged(skipped: Mapping[str, str]) -> list[str]:
+    """Report lines naming the stages not merged, those with one reason together."""
+    by: dict[str, list[str]] = {}
+    for stage, why in skipped.items():
+        by.setdefault(why, []).append(f"`{stage}`")
+    return [f"Not merged: stage{'s' if len(v) > 1 else ''} {', '.join(v)}: {why}." for why, v in by.items()] + \
+        ([""] if by else [])
+
+
+@dataclass
+class Merge:
+    """The merged model of ``paramsym align --merge`` (:func:`plan_merge`).
+
+    Attributes:
+        stage: the stage merged.
+        params: ``θ_A + α (θ_B^stage − θ_A)`` (float64; for a canonical-form stage, between the
+            canonical forms of A and B).
+        module: the Hugging Face model whose class and configuration ``merged/`` is written with
+            (A's, or the canonical model's: LM head untied); ``None`` for an MLP chain.
+        forward: the function of ``params`` (the architecture's ``forward``).
+        skipped: later stage → why it was not merged.
+        reload_error: for a canonical-form stage, the relative output difference between the
+            model reloaded by ``from_pretrained`` and the in-memory merge (``None`` otherwise).
+    """
+
+    stage: str
+    params: dict[str, Tensor]
+    module: object
+    forward: object
+    skipped: dict[str, str] = field(default_factory=dict)
+    reload_error: float | None = None
+
+
+def _reload_error(module, params: Mapping[str, Tensor], x: Tensor, dtype) -> tuple[float, list[str]]:
+    """Write ``module`` holding ``params`` (in ``dtype``) with ``save_pretrained``, load it back with its
+    class's ``from_pretrained``; the relative output difference on ``x`` and the unexpected keys (dropped)."""
+    import copy
+    import tempfile
+
+    import torch
+
+    from ..quiet import quiet_loading
+    from .checkpoints import save_pretrained_params
+
+    mem = copy.deepcopy(module).to(dtype).eval()
+    with torch.no_grad():
+        own = dict(mem.named_parameters())
+        for k, v in params.items():
+            own[k].copy_(v)
+    with tempfile.TemporaryDirectory() as d, quiet_loading():
+        save_pretrained_params(mem, {}, d)
+        loaded, info = type(module).from_pretrained(d, attn_implementation="eager", local_files_only=True,
+                                                    torch_dtype=dtype, output_loading_info=True)
+    loaded.eval()
+    xin = x.to(dtype) if x.is_floating_point() else x
+    with torch.no_grad():
+        want, got = (m(xin)[0] for m in (mem, loaded))
+    return float((got.double() - want.double()).norm() / want.double().norm()), sorted(info.get("unexpected_keys", []))
+
+
+def plan_merge(result: AlignmentResult, arch: Architecture, a: Mapping[str, Tensor], alpha: float, *,
+               canonical=None, x: Tensor | None = None, dtype=None, tolerance: float = 0.0) -> Merge:
+    """The stage merged — the last stage of ``result`` whose merge loads as a model — and why each later
+    stage was not merged.
+
+    A stage of A's coordinates (before, permutation, full) merges when its tensors are A's (names and
+    shapes). A canonical-form stage (canonical, orthogonal, refined; ``canonical`` the
+    :class:`~paramsym.alignment.orthogonal.CanonicalPair`) merges between the canonical forms of A and
+    B, written with the canonical model's class and configuration (LM head untied), when that
+    checkpoint, reloaded by ``from_pretrained``, computes the in-memory merge on ``x`` to
+    ``tolerance`` (relative, in ``dtype``) and drops no tensor. That holds where the canonical model
+    keeps its class's modules — RMS-norm models (Llama, ...), whose stream rotations the class
+    computes exactly. A LayerNorm model's canonical form computes RMS norms on a centred stream:
+    its class reloads them as LayerNorms, equal only on a centred stream (a rotation with
+    ``Q 𝟙 = ±𝟙``), and GPT-2's LM head has no bias for the final norm's folded bias; such a stage is
+    named with the measured difference and the dropped tensors instead.
+
+    Returns:
+        :class:`Merge`.
+    """
+    import torch
+
+    skipped: dict[str, str] = {}
+    A = {n: t.double() for n, t in a.items()}
     for stage in reversed(list(result.stages)):
         p = result.stages[stage]
-        if set(p) == set(a) and all(p[n].shape == a[n].shape for n in a):
-            return stage
-    return "before"
+        if stage in CANONICAL_STAGES and (canonical is None or x is None):
+            skipped[stage] = "a canonical-form stage merges between the canonical forms: pass canonical= and x="
+            continue
+        if stage in CANONICAL_STAGES:
+            merged = interpolate({n: t.double() for n, t in canonical.a.items()}, p, alpha)
+            module = canonical.arch.module
+            err, dropped = _reload_error(module, merged, x, dtype or torch.float32)
+            if err <= tolerance and not dropped:
+                return Merge(stage, merged, module, canonical.arch.forward, dict(reversed(list(skipped.items()))), err)
+            skipped[stage] = (f"the merge of the canonical forms, written as {type(module).__name__} and reloaded by "
+                              f"from_pretrained, computes other outputs (relative difference {err:.2e} > {tolerance:.1e}"
+                              + (f"; the class has no tensor for {dropped[:3]}" if dropped else "") + "): where the class "
+                              "has LayerNorms the canonical form has RMS norms on a centred stream, equal only while the "
+                              "stream stays centred (rotations with Q𝟙 = ±𝟙), and the final norm's bias folded into an "
+                              "LM-head bias; the last stage that reloads was merged instead")
+            continue
+        missing, added = sorted(set(a) - set(p)), sorted(set(p) - set(a))
+        shapes = sorted(n for n in set(a) & set(p) if p[n].shape != a[n].shape)
+        if not (missing or added or shapes):
+            return Merge(stage, interpolate(A, p, alpha), arch.module, arch.forward,
+                         dict(reversed(list(skipped.items()))))
+        skipped[stage] = f"its tensors are not A's (missing {missing[:3]}, added {added[:3]}, reshaped {shapes[:3]})"
+    return Merge("before", dict(A), arch.module, arch.forward, dict(reversed(list(skipped.items()))))
 
 
 def write_outputs(out: str | os.PathLike | RunDir, result: AlignmentResult, a: Mapping[str, Tensor], summary: Mapping,
-                  title: str = "Alignment", *, alpha: float = 0.5, module=None) -> RunDir:
+                  title: str = "Alignment", *, merge: Merge) -> RunDir:
     """Write ``result.json``, ``report.md``, ``path_loss.png`` and ``merged.safetensors`` to a new
     (or empty) directory ``out`` (or into the run directory ``out`` of the ``align`` run kind).
 
-    The merged model is ``θ_A + α (θ_B^aligned − θ_A)`` of :func:`merge_stage`, in A's dtype; with
-    ``module`` (the Hugging Face model of A's architecture) it is also written as the
-    ``save_pretrained`` directory ``merged/`` (``from_pretrained`` loads it)."""
+    The merged model is ``merge`` (:func:`plan_merge`), in A's dtype; with ``merge.module`` (a
+    Hugging Face model) it is also written as the ``save_pretrained`` directory ``merged/``
+    (``from_pretrained`` loads it)."""
     from .. import plots
     from .checkpoints import save_pretrained_params
 
     run = out if isinstance(out, RunDir) else RunDir.fresh(out)
     run.create()
-    stage = merge_stage(result, a)
+    stage, alpha = merge.stage, float(summary.get("merge", {}).get("alpha", 0.5))
     dtype = next(iter(a.values())).dtype
-    merged = {n: (a[n].double() + alpha * (result.stages[stage][n].double() - a[n].double())).to(dtype) for n in a}
+    merged = {n: t.to(dtype) for n, t in merge.params.items()}
     save_tensors(run.file("merged.safetensors"), merged, {"stage": stage, "alpha": repr(float(alpha))})
-    if module is not None:
+    if merge.module is not None:
         import copy
 
-        save_pretrained_params(copy.deepcopy(module).to(dtype), merged, run.file("merged"))
+        save_pretrained_params(copy.deepcopy(merge.module).to(dtype), merged, run.file("merged"))
+    skipped = merge.skipped
     run.write_json("result.json", dict(summary) | {"curves": {k: c.as_dict() for k, c in result.curves.items()},
                                                    "merged": "merged.safetensors", "merged_stage": stage,
-                                                   "merged_alpha": float(alpha)})
+                                                   "merged_alpha": float(alpha), "not_merged": skipped})
     series, alphas = {}, result.curves["before"].alphas
     for name, c in result.curves.items():
         series[f"{name} (test)"] = c.test_loss

@@ -14,7 +14,10 @@ and the stored tensor names — not on the weights' values. :func:`spec_without_
    agree, else the layers differ and the weighted export is needed), checks every axis against
    the full model's shapes (:func:`~paramsym.census.permspec.axis_blocks`), and names the
    checkpoint's stored tensors (same name and shape; else the one unmatched stored tensor of
-   that shape — GPT-NeoX's ``embed_out.weight``; otherwise a named error).
+   that shape — GPT-NeoX's ``embed_out.weight``; a name transformers renames on loading under
+   its stored name; otherwise a named error). Expert banks the checkpoint stores per expert
+   (Mixtral: :func:`~paramsym.census.stored.expert_pieces`, from the names and shapes) are
+   traced, verified and written as those stored tensors, one unit group per expert.
 
 Memory: the two-layer copy in the tracing dtype (its estimate, times 4 for the tracer's
 transforms and copies, is checked against ``max_memory``, when given, **before** anything is allocated:
@@ -38,7 +41,14 @@ from torch import nn
 from ..errors import ConfigError
 from ..groups.memory import check_memory, format_bytes
 from .permspec import PermutationSpec, axis_blocks, spec_from_spaces, verify_spec
-from .stored import read_checkpoint, spec_to_stored, stored_names
+from .stored import (
+    expert_pieces,
+    from_pieces,
+    read_checkpoint,
+    spec_to_stored,
+    stored_names,
+    to_pieces,
+)
 
 __all__ = ["meta_checkpoint", "spec_without_weights", "TRACE_LAYERS"]
 
@@ -120,6 +130,12 @@ def _extend(spec: dict[str, Any], layer_prefix: str, L: int) -> dict[str, Any]:
     return {"perms": perms, "axes": axes}
 
 
+def _on_meta(model: nn.Module) -> nn.Module:
+    """A ``meta``-device copy of ``model`` (names, shapes and config; no values, nothing allocated)."""
+    with torch.device("meta"):
+        return type(model)(model.config)
+
+
 def meta_checkpoint(directory: str | Path) -> tuple[Any, ...]:
     """What the headers and ``config.json`` of the checkpoint in ``directory`` say, nothing
     allocated: ``(stored tensors, config, model class, the whole model on the meta device, the
@@ -177,11 +193,13 @@ def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: in
     with torch.no_grad():
         spaces = derive_spaces(small, inputs, _output)
     params = {k: v.detach() for k, v in small.named_parameters()}
-    spec = spec_from_spaces(spaces, params)
+    small_pieces = expert_pieces(_on_meta(small), stored)  # its layers are the checkpoint's first ones
+    spec = spec_from_spaces(spaces, params, pieces=small_pieces)
     parsed = json.loads(json.dumps(spec.to_json()))
     check = PermutationSpec({k: int(v) for k, v in parsed["perms"].items()}, parsed["axes"])
-    rep = verify_spec(small, check, params, inputs, _output, torch.Generator().manual_seed(int(seed)),
-                      output_perm="P_res" if spaces.output_in_stream else None)
+    rep = verify_spec(small, check, to_pieces(params, small_pieces), inputs, _output,
+                      torch.Generator().manual_seed(int(seed)), output_perm="P_res" if spaces.output_in_stream else None,
+                      to_model=lambda t: from_pieces(t, small_pieces))
     tol = export_tolerance(spaces, dtype)
     if rep["max_error"] > tol or rep["min_motion"] <= 0:
         raise ToleranceError(f"the spec traced on a {TRACE_LAYERS}-layer copy of {type(full).__name__} fails its check "
@@ -189,7 +207,9 @@ def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: in
     first = spaces.layout.layers[0].module
     prefix = first.rsplit(".", 1)[0] + "." if "." in first else ""
     data = _extend(parsed, prefix, L) if L > TRACE_LAYERS or len(spaces.layout.layers) > 1 else parsed
-    shapes = {n: tuple(t.shape) for n, t in full.state_dict().items()}
+    pieces = expert_pieces(full, stored)
+    shapes = {n: tuple(t.shape) for n, t in full.state_dict().items() if n not in pieces}
+    shapes.update({q.stored: stored[q.stored].shape for ps in pieces.values() for q in ps})
     for name, axes in data["axes"].items():
         if name not in shapes or len(axes) != len(shapes[name]):
             raise ConfigError(f"the extended spec names {name!r}, which the full {type(full).__name__} "
@@ -198,8 +218,8 @@ def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: in
             for _, size, pid in axis_blocks(entry, shapes[name][ax], f"axis {ax} of {name!r}"):
                 if pid is not None and size % int(data["perms"][pid]):
                     raise ConfigError(f"axis {ax} of {name!r} ({size}) is no multiple of {pid}'s {data['perms'][pid]}.")
-    names = stored_names(full, stored)
-    out = spec_to_stored(data, names)
+    names = stored_names(full, stored, pieces)
+    out = spec_to_stored(data, names, pieces)
     return out, {"perms": len(out["perms"]), "layers": L, "traced_layers": len(spaces.layout.layers),
                  "traced_parameters": n_small, "verification": rep | {"tolerance": tol},
                  "renamed": {m: s for m, s in ((m, s[0]) for m, s in names.items()) if m != s},

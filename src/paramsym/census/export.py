@@ -71,7 +71,15 @@ from ..errors import ConfigError, ExportPathExistsError, ToleranceError
 from .mergekit_versions import MERGEKIT_VERSIONS, check_version, from_v014, to_v014
 from .permspec import PermutationSpec, axis_ids, spec_from_spaces, verify_spec
 from .spaces import Spaces
-from .stored import rename_architecture, renaming, spec_from_stored, spec_to_stored
+from .stored import (
+    Piece,
+    from_pieces,
+    rename_architecture,
+    renaming,
+    spec_from_stored,
+    spec_to_stored,
+    to_pieces,
+)
 
 __all__ = ["FORMATS", "MERGEKIT_V01_FIELDS", "export", "write_export", "mergekit_architecture", "mergekit_as_spec", "mergekit_v01_architecture",
            "export_tolerance", "spec_for_model", "verify_mergekit_v01"]
@@ -475,7 +483,8 @@ def mergekit_as_spec(arch: Mapping[str, Any], params: Mapping[str, Tensor], num_
 
 def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs: Mapping[str, Any],
            output: Callable[[Any], Tensor], seed: int = 0, checkpoint_names: Collection[str] | None = None,
-           stored_as: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
+           stored_as: Mapping[str, list[str]] | None = None,
+           pieces: Mapping[str, list[Piece]] | None = None) -> dict[str, Any]:
     """Verify and write the ``fmt`` export of ``model`` to ``path`` (a new file).
 
     ``model`` must be the float64 (or float32) model the spaces were derived on.
@@ -483,7 +492,11 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
     for ``mergekit`` (which MergeKit matches by name) the file's tensors must be exactly these.
     ``stored_as``: ``{model name: [stored names]}`` (:func:`paramsym.census.stored.stored_names`):
     the file names the checkpoint's tensors (GPT-NeoX's ``embed_out.weight``, not the loaded
-    ``lm_head.weight``), and is verified after mapping the parsed names back. Returns
+    ``lm_head.weight``), and is verified after mapping the parsed names back. ``pieces``: expert
+    banks the checkpoint stores per expert (:func:`paramsym.census.stored.expert_pieces`, Mixtral):
+    the permutation spec names those stored tensors with one unit group per expert, and is
+    verified on them (the parameters cut into the stored tensors, permuted through the parsed
+    file, fused back for each evaluation); MergeKit formats refuse them. Returns
     ``{"path", "format", "verification": {...}, "omitted": [...], "perms", "log10_order"}``
     (``mergekit``: no permutation groups — ``perms`` empty — and the verification of
     :func:`verify_mergekit_v01`).
@@ -504,6 +517,17 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
     dtype = next(iter(params.values())).dtype
     tol = export_tolerance(spaces, dtype)
     to_stored, from_stored = renaming(stored_as or {})
+    if pieces and fmt != "permutation-spec":
+        bank = next(iter(pieces))
+        raise ConfigError(f"--export {fmt}: {type(model).__name__} stores {bank!r} per expert ({pieces[bank][0].stored!r}, "
+                          f"...), which transformers fuses on loading; a MergeKit architecture file describes the loaded "
+                          "model's tensors (and 0.0's spaces have no per-expert axis): use --export permutation-spec, "
+                          "which names the stored per-expert tensors.")
+    to_model = None
+    if pieces:
+        spec = spec_from_spaces(spaces, params, pieces=pieces)
+        params = to_pieces(params, pieces)
+        to_model = lambda t: from_pieces(t, pieces)  # noqa: E731
     if fmt in MERGEKIT_VERSIONS:
         data: dict[str, Any] = mergekit_v01_architecture(model, spaces, checkpoint_names)
         if checkpoint_names is not None:
@@ -532,10 +556,10 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
         write_export(path, data)
         return {"path": str(path), "format": fmt, "verification": rep, "omitted": [], "perms": {}, "log10_order": 0.0}
     if fmt == "permutation-spec":
-        data = spec.to_json() if stored_as is None else spec_to_stored(spec.to_json(), stored_as)
+        data = spec.to_json() if stored_as is None else spec_to_stored(spec.to_json(), stored_as, pieces)
         parsed = json.loads(json.dumps(data))
         if stored_as is not None:
-            parsed = spec_from_stored(parsed, stored_as)
+            parsed = spec_from_stored(parsed, stored_as, pieces)
         check_spec = PermutationSpec({k: int(v) for k, v in parsed["perms"].items()}, parsed["axes"])
         out_perm = "P_res" if spaces.output_in_stream else None
     else:
@@ -558,7 +582,7 @@ def export(model: nn.Module, spaces: Spaces, fmt: str, path: str | Path, inputs:
                           "verified (MergeKit's space fields assume (out, in) weights; this model stores (in, out) or fused "
                           "tensors); use --export permutation-spec.")
     rep = verify_spec(model, check_spec, params, inputs, output, torch.Generator().manual_seed(seed),
-                      output_perm=out_perm)
+                      output_perm=out_perm, to_model=to_model)
     rep["tolerance"] = tol
     if rep["max_error"] > tol or rep["min_motion"] <= 0:
         raise ToleranceError(f"{fmt} export of {type(model).__name__} failed its verification: max relative output change "

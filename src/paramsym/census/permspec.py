@@ -31,6 +31,15 @@ IDs: ``P_res`` (the residual stream, size ``D``), ``P_ffn_<i>`` (layer ``i``'s F
 ``P_heads_<i>`` (layer ``i``'s key/value heads with their query heads). A group that even
 sub-blocks cannot express (units that are not blocks of consecutive slices in the same pattern)
 is left out of the spec entirely (listed in ``omitted``), never half written.
+
+**Experts.** A mixture of experts (Mixtral) keeps each expert's FFN in a slice of a 3-D bank
+``(E, 2h, D)`` / ``(E, D, h)``; a permutation of one expert's units acts on a slice along axis 0
+and rows along axis 1, which no axis entry states, so on the loaded names those groups are
+omitted. Given the checkpoint's per-expert tensors (``pieces``:
+:func:`paramsym.census.stored.expert_pieces`), the spec names those stored 2-D tensors instead of
+the banks and states one group per expert per layer, ``P_ffn_e<e>_<i>`` (S_h): the rows of that
+expert's ``w1`` and ``w3`` (gate, up) and the columns of its ``w2`` (down); the stream axis of
+each (``w1``/``w3`` columns, ``w2`` rows) carries ``P_res`` like the bank's did.
 :func:`spec_from_spaces` builds the spec (``sub_blocks=False``: the single-ID form only, fused
 groups omitted as before); :func:`apply_spec` applies permutations through the spec alone;
 :func:`verify_spec` checks random elements on the model.
@@ -49,6 +58,7 @@ from torch.func import functional_call
 
 from ..errors import ShapeError
 from ..models.adapters import Projection
+from .stored import Piece
 
 if TYPE_CHECKING:  # annotation only: spaces imports the finders, which import this module
     from .spaces import Spaces
@@ -155,7 +165,8 @@ def _segments(groups: list[list[int]], length: int) -> list[tuple[int, int]] | N
     return segs
 
 
-def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: bool = True) -> PermutationSpec:
+def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: bool = True,
+                     pieces: Mapping[str, list[Piece]] | None = None) -> PermutationSpec:
     """The permutation spec of a model from its derived spaces (module docstring).
 
     Args:
@@ -163,10 +174,23 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
         params: the model's parameters (their shapes).
         sub_blocks: write fused axes as sub-block lists; ``False``: single-ID axes only (a group
             that needs sub-blocks is omitted, as readers of the single-ID form expect).
+        pieces: expert banks stored per expert (module docstring): the spec names those stored
+            tensors in place of the banks and states each expert's units.
 
     Raises:
-        ShapeError: two groups claim the same slice of a tensor axis.
+        ShapeError: two groups claim the same slice of a tensor axis; a stream axis of a bank
+            that its pieces cut.
     """
+    pieces = dict(pieces or {})
+    shapes = {n: tuple(p.shape) for n, p in params.items() if n not in pieces}
+    for bank, ps in pieces.items():
+        shapes.update({q.stored: (q.size, params[bank].shape[2]) for q in ps})
+
+    def piece_rows(bank: str, e: int, rows: list[int]) -> list[tuple[str, int]]:
+        """Rows ``rows`` of expert ``e``'s slice of ``bank`` as (stored tensor, row) pairs."""
+        return [next((q.stored, r - q.start) for q in pieces[bank] if q.expert == e and q.start <= r < q.start + q.size)
+                for r in rows]
+
     claims: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
     perms: dict[str, int] = {}
     omitted: list[str] = []
@@ -184,8 +208,8 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
         """Group ``pid`` (S_size) on every ``(tensor, axis)`` of ``rows`` when each axis cuts into
         slices of contiguous unit blocks (one slice covering the axis unless ``sub_blocks``);
         otherwise record it as omitted (``what`` sits in ``fused``)."""
-        cuts = {(n, a): _segments(grp, params[n].shape[a]) for (n, a), grp in rows.items()}
-        whole = {k: c is not None and c == [(0, params[k[0]].shape[k[1]])] for k, c in cuts.items()}
+        cuts = {(n, a): _segments(grp, shapes[n][a]) for (n, a), grp in rows.items()}
+        whole = {k: c is not None and c == [(0, shapes[k[0]][k[1]])] for k, c in cuts.items()}
         if all(c is not None for c in cuts.values()) and (sub_blocks or all(whole.values())):
             for (n, a), segs in cuts.items():
                 for s0, n0 in segs:
@@ -198,7 +222,14 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
 
     D = spaces.hidden_size
     for name, axis in spaces.stream:
-        put(name, axis, 0, params[name].shape[axis], "P_res")
+        if name not in pieces:
+            put(name, axis, 0, shapes[name][axis], "P_res")
+            continue
+        for q in pieces[name]:  # a bank's stream axis on each stored expert tensor (axis 0 of the bank: none)
+            if axis == 0 or (axis == 1 and q.size != params[name].shape[1]):
+                raise ShapeError(f"permutation spec: the stream axis {axis} of {name!r} is cut by its stored pieces "
+                                 f"({q.stored!r}).")
+            put(q.stored, axis - 1, 0, shapes[q.stored][axis - 1], "P_res")
     perms["P_res"] = D
     for layer in spaces.layout.layers:
         i = layer.index
@@ -206,7 +237,17 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
         ffn = layer.ffn
         h = ffn.hidden
         rows: dict[tuple[str, int], list[list[int]]] = {}
-        if layer.experts:  # one permutation per expert on a slice of a 3-D axis: not a block rule of the format
+        if layer.experts and ffn.up.weight in pieces and ffn.down.weight in pieces:  # stored per expert
+            for e, x in enumerate(layer.experts):
+                per: dict[tuple[str, int], list[list[int]]] = {}
+                for proj in [x.up] + ([x.gate] if x.gate else []):
+                    for u, (n, r) in enumerate(piece_rows(proj.weight, proj.offset // (proj.shape[0] * proj.shape[1]),
+                                                          list(proj.features or range(proj.shape[0])))):
+                        per.setdefault((n, 0), [[] for _ in range(h)])[u].append(r)
+                (dn, _), = piece_rows(x.down.weight, x.down.offset // (x.down.shape[0] * x.down.shape[1]), [0])
+                per[(dn, 1)] = [[u] for u in range(h)]
+                register(f"P_ffn_e{e}_{i}", h, per, f"the units of expert {e} of {x.module}", "stored expert tensors")
+        elif layer.experts:  # one permutation per expert on a slice of a 3-D axis: not a block rule of the format
             omitted.append(f"P_ffn_{i} (S_{h} per expert, {len(layer.experts)} experts): the units of each expert of "
                            f"{ffn.module.rsplit('.', 1)[0]} permute a slice of a 3-D bank, which no axis entry states")
         for proj in [] if layer.experts else [ffn.up] + ([ffn.gate] if ffn.gate else []):
@@ -237,9 +278,9 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
                 rows[(name, 0)] = [list(range(g * per, (g + 1) * per)) for g in range(Hkv)]
         rows[(att.o.weight, _cols_axis(att.o))] = [list(range(g * G * d, (g + 1) * G * d)) for g in range(Hkv)]
         register(f"P_heads_{i}", Hkv, rows, f"the heads of {att.module}", "a fused [Q | K | V] tensor")
-    axes: dict[str, list[AxisEntry]] = {n: [None] * p.dim() for n, p in params.items()}
+    axes: dict[str, list[AxisEntry]] = {n: [None] * len(sh) for n, sh in shapes.items()}
     for (name, ax), segs in claims.items():
-        m = params[name].shape[ax]
+        m = shapes[name][ax]
         segs = sorted(segs)
         if len(segs) == 1 and segs[0][:2] == (0, m):
             axes[name][ax] = segs[0][2]
@@ -303,14 +344,17 @@ def apply_spec(params: Mapping[str, Tensor], spec: PermutationSpec | Mapping[str
 
 def verify_spec(model: nn.Module, spec: PermutationSpec, params: Mapping[str, Tensor], inputs: Mapping[str, Any],
                 output: Callable[[Any], Tensor], generator: torch.Generator, draws: int = 2,
-                output_perm: str | None = None) -> dict[str, Any]:
+                output_perm: str | None = None, to_model: Callable[[Params], Params] | None = None) -> dict[str, Any]:
     """Relative output change under random elements applied through the spec: each permutation
     alone, and ``draws`` joint elements of the whole group. Returns ``{"errors": {ID: err,
     "joint": err}, "max_error": ..., "min_motion": ...}`` (motion: ‖g·θ − θ‖/‖θ‖ over the moved tensors).
     ``output_perm``: the ID whose permutation also acts on the output's last axis (a base model's
-    ``last_hidden_state`` lies in the residual stream): then ``F(g·θ) = F(θ)[..., π]`` is checked."""
+    ``last_hidden_state`` lies in the residual stream): then ``F(g·θ) = F(θ)[..., π]`` is checked.
+    ``to_model``: ``params`` are the checkpoint's stored tensors and this puts them back into the
+    model's (:func:`paramsym.census.stored.from_pieces`) before each evaluation."""
+    fuse = to_model or dict
     with torch.no_grad():
-        base = output(functional_call(model, dict(params), (), dict(inputs)))
+        base = output(functional_call(model, fuse(params), (), dict(inputs)))
         errs, motions = {}, []
 
         def check(perms: dict[str, Tensor]) -> float:
@@ -319,7 +363,7 @@ def verify_spec(model: nn.Module, spec: PermutationSpec, params: Mapping[str, Te
             num = sum(float((new[n] - params[n]).pow(2).sum()) for n in moved)
             den = sum(float(params[n].pow(2).sum()) for n in moved)
             motions.append((num / den) ** 0.5 if den else 0.0)
-            out = output(functional_call(model, new, (), dict(inputs)))
+            out = output(functional_call(model, fuse(new), (), dict(inputs)))
             ref = base[..., perms[output_perm]] if output_perm in perms else base
             return float((out - ref).norm() / base.norm())
 

@@ -15,12 +15,29 @@ model would save (``state_dict`` names, tied repeats once) to the names the chec
 under: the same name with the same shape, else the one stored tensor of that shape **whose
 values equal the model's** (read one at a time with ``safe_open``); a model name stored under
 its own name *and* as a tied repeat gets both. Exports name these stored tensors.
+
+**Expert banks stored per expert.** transformers (≥ 5) loads Mixtral's stored
+``block_sparse_moe.experts.<e>.w1/w3.weight`` (``(h, D)`` each) into one 3-D
+``mlp.experts.gate_up_proj`` (``(E, 2h, D)``: ``gate_up[e] = [w1_e ; w3_e]``) and the ``w2_e``
+(``(D, h)``) into ``mlp.experts.down_proj`` (``(E, D, h)``), and renames
+``block_sparse_moe`` → ``mlp``; ``save_pretrained`` writes the per-expert layout back. The rules
+come from transformers' own conversion mapping for the model type
+(:func:`conversions`: renamings, and converters that stack per-expert tensors on axis 0 and
+optionally concatenate them on axis 1 — any other operation is not read, and its tensor stays
+unresolved, a named error). :func:`expert_pieces` resolves each bank into :class:`Piece` s (one
+stored 2-D tensor = rows ``start:start+size`` of expert ``e``'s slice), checked against the
+stored shapes and, where the model has values, the stored values; a checkpoint that stores the
+fused banks under the model's names (written by a converter-free writer) matches by name and has
+no pieces. :func:`to_pieces` / :func:`from_pieces` cut a parameter set into the stored tensors
+and put it back (exact: slicing and concatenation).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -29,7 +46,8 @@ from torch import Tensor, nn
 from ..errors import CheckpointError
 from ..models.checks import StoredTensor, read_header
 
-__all__ = ["StoredTensor", "read_checkpoint", "stored_names", "loading_estimate", "INDEX_FILE"]
+__all__ = ["Piece", "StoredTensor", "conversions", "expert_pieces", "from_pieces", "read_checkpoint", "stored_names",
+           "loading_estimate", "to_pieces", "INDEX_FILE"]
 
 INDEX_FILE = "model.safetensors.index.json"
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
@@ -92,10 +110,13 @@ def _load_one(t: StoredTensor) -> Tensor:
         return fh.get_tensor(t.name)
 
 
-def stored_names(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[str, list[str]]:
+def stored_names(model: nn.Module, stored: Mapping[str, StoredTensor],
+                 pieces: Mapping[str, list[Piece]] | None = None) -> dict[str, list[str]]:
     """``{model name: [stored names]}`` for every tensor ``model`` saves (``state_dict`` keys,
-    tied repeats folded into their first name), resolved against the checkpoint (module
-    docstring). Call it on the model as loaded (values unchanged; any dtype the stored values
+    tied repeats folded into their first name) except the expert banks in ``pieces`` (stored per
+    expert: :func:`expert_pieces`), resolved against the checkpoint (module docstring; a name
+    transformers renames on loading — Mixtral's ``mlp.gate.weight`` stored as
+    ``block_sparse_moe.gate.weight`` — is found under its stored name by :func:`conversions`). Call it on the model as loaded (values unchanged; any dtype the stored values
     convert to exactly), or on a model on the ``meta`` device (no values: an unmatched name is
     resolved only when exactly one unmatched stored tensor has its shape).
 
@@ -110,13 +131,17 @@ def stored_names(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[s
         tied.setdefault(canon, []).append(name)
     tensors = {n: t.detach() for n, t in model.state_dict(keep_vars=True).items() if n in tied}
     out: dict[str, list[str]] = {}
+    renames, _ = conversions(getattr(getattr(model, "config", None), "model_type", None))
     for canon, names in tied.items():
         same = [n for n in names if n in stored and stored[n].shape == tuple(tensors[canon].shape)]
+        if not same:
+            same = [r for n in names if (r := _to_stored_name(n, renames)) != n and r in stored
+                    and stored[r].shape == tuple(tensors[canon].shape)]
         if same:
             out[canon] = same
-    taken = {s for v in out.values() for s in v}
+    taken = {s for v in out.values() for s in v} | {q.stored for v in (pieces or {}).values() for q in v}
     for canon in tied:
-        if canon in out:
+        if canon in out or canon in (pieces or {}):
             continue
         p = tensors[canon]
         shaped = [s for s, t in stored.items() if s not in taken and t.shape == tuple(p.shape)]
@@ -141,15 +166,26 @@ def renaming(stored_as: Mapping[str, list[str]]) -> tuple[dict[str, str], dict[s
     return ({m: s[0] for m, s in stored_as.items()}, {x: m for m, s in stored_as.items() for x in s})
 
 
-def spec_to_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]]) -> dict[str, object]:
+def _own_axes(data: Mapping[str, object], pieces: Mapping[str, list[Piece]] | None
+              ) -> tuple[dict[str, object], list[tuple[str, object]]]:
+    """``(axes, rest)``: the spec's axes of the per-expert tensors of ``pieces`` (already stored
+    names, kept as they are) and the other ``(name, axes)`` pairs, to be renamed."""
+    own = {q.stored for ps in (pieces or {}).values() for q in ps}
+    items = list(dict(data["axes"]).items())  # type: ignore[call-overload]
+    return {n: ax for n, ax in items if n in own}, [(n, ax) for n, ax in items if n not in own]
+
+
+def spec_to_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]],
+                   pieces: Mapping[str, list[Piece]] | None = None) -> dict[str, object]:
     """A permutation-spec JSON (``{"perms", "axes", ...}``) with every tensor named as the
-    checkpoint stores it (a tensor stored under several names gets each, with the same axes).
+    checkpoint stores it (a tensor stored under several names gets each, with the same axes);
+    the stored per-expert tensors of ``pieces`` (already stored names) are kept as they are.
 
     Raises:
         CheckpointError: the spec names a tensor the checkpoint does not store.
     """
-    axes: dict[str, object] = {}
-    for name, ax in dict(data["axes"]).items():  # type: ignore[call-overload]
+    axes, rest = _own_axes(data, pieces)
+    for name, ax in rest:
         if name not in stored_as:
             raise CheckpointError(f"the permutation spec names {name!r}, which the checkpoint does not store.")
         for s in stored_as[name]:
@@ -157,16 +193,18 @@ def spec_to_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]
     return {**data, "axes": axes}
 
 
-def spec_from_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]]) -> dict[str, object]:
-    """The inverse of :func:`spec_to_stored` (for verifying a written spec on the loaded model).
+def spec_from_stored(data: Mapping[str, object], stored_as: Mapping[str, list[str]],
+                     pieces: Mapping[str, list[Piece]] | None = None) -> dict[str, object]:
+    """The inverse of :func:`spec_to_stored` (for verifying a written spec on the loaded model;
+    the per-expert tensors of ``pieces`` keep their stored names: :func:`from_pieces` fuses them).
 
     Raises:
         CheckpointError: a stored name that is no model tensor's, or two stored names of one model
             tensor with different axes.
     """
     _, back = renaming(stored_as)
-    axes: dict[str, object] = {}
-    for name, ax in dict(data["axes"]).items():  # type: ignore[call-overload]
+    axes, rest = _own_axes(data, pieces)
+    for name, ax in rest:
         if name not in back:
             raise CheckpointError(f"the permutation spec names {name!r}, which is no tensor of the checkpoint.")
         m = back[name]
@@ -216,3 +254,109 @@ def loading_estimate(stored: Mapping[str, StoredTensor], copies: int = 3) -> int
             n *= s
         total += t.nbytes + copies * 8 * n
     return total
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One stored 2-D tensor of a 3-D model tensor ``(E, R, C)``: ``T[expert, start:start + size, :]``."""
+
+    stored: str
+    expert: int
+    start: int
+    size: int
+
+
+def conversions(model_type: str | None) -> tuple[list[tuple[str, str]], list[tuple[str, list[str], bool]]]:
+    """transformers' loading conversions for ``model_type``, as far as they are read here:
+    ``(renamings [(model substring, stored substring)], converters [(model suffix, stored source
+    patterns with ``*`` for the expert index, concatenated on axis 1)])``. Only literal renamings
+    and converters made of ``MergeModulelist(dim=0)`` optionally followed by ``Concatenate(dim=1)``
+    are read; none for a type without a mapping (or a transformers without the registry)."""
+    if model_type is None:
+        return [], []
+    try:
+        from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+    except ImportError:  # transformers < 5: the model's names are the stored ones
+        return [], []
+    renames: list[tuple[str, str]] = []
+    converters: list[tuple[str, list[str], bool]] = []
+    literal = re.compile(r"^[\w.*]+$")
+    for t in get_checkpoint_conversion_mapping(model_type) or []:
+        src, tgt = list(getattr(t, "source_patterns", [])), list(getattr(t, "target_patterns", []))
+        if not all(literal.match(x) for x in src + tgt) or len(tgt) != 1:
+            continue
+        ops = [(type(o).__name__, getattr(o, "dim", None)) for o in getattr(t, "operations", None) or []]
+        if not ops and len(src) == 1 and "*" not in src[0] + tgt[0]:
+            renames.append((tgt[0], src[0]))
+        elif ops in ([("MergeModulelist", 0)], [("MergeModulelist", 0), ("Concatenate", 1)]) and \
+                all(x.count("*") == 1 for x in src) and (len(src) == 1 or len(ops) == 2):
+            converters.append((tgt[0], src, len(ops) == 2))
+    return renames, converters
+
+
+def _to_stored_name(name: str, renames: list[tuple[str, str]]) -> str:
+    for model_part, stored_part in renames:
+        name = name.replace(model_part, stored_part)
+    return name
+
+
+def expert_pieces(model: nn.Module, stored: Mapping[str, StoredTensor]) -> dict[str, list[Piece]]:
+    """``{model name: [Piece]}`` for every 3-D model tensor the checkpoint stores per expert
+    (module docstring), from the model's names and shapes and the stored headers; where the model
+    has values (not ``meta``), each piece's stored values must equal its slice.
+
+    Raises:
+        CheckpointError: a piece whose stored values differ from the model's slice (the conversion
+            read here is not the one transformers applied).
+    """
+    renames, converters = conversions(getattr(getattr(model, "config", None), "model_type", None))
+    out: dict[str, list[Piece]] = {}
+    state = model.state_dict()
+    for name, t in state.items():
+        if t.dim() != 3 or (name in stored and stored[name].shape == tuple(t.shape)):
+            continue
+        E, R, C = t.shape
+        for target, sources, _ in converters:
+            if not name.endswith(target):
+                continue
+            base = _to_stored_name(name[: -len(target)] + ".", renames)[:-1]
+            names = [[base + s.replace("*", str(e)) for s in sources] for e in range(E)]
+            if not all(n in stored and len(stored[n].shape) == 2 and stored[n].shape[1] == C for row in names for n in row):
+                continue
+            sizes = [[stored[n].shape[0] for n in row] for row in names]
+            if any(sz != sizes[0] for sz in sizes) or sum(sizes[0]) != R:
+                continue
+            starts = [sum(sizes[0][:k]) for k in range(len(sources))]
+            out[name] = [Piece(n, e, starts[k], sizes[0][k]) for e, row in enumerate(names) for k, n in enumerate(row)]
+            break
+    for name, ps in out.items():
+        t = state[name]
+        if t.is_meta:
+            continue
+        for q in ps:
+            if not torch.equal(_load_one(stored[q.stored]).to(t.dtype), t[q.expert, q.start:q.start + q.size]):
+                raise CheckpointError(f"stored tensor {q.stored!r} is not rows {q.start}:{q.start + q.size} of expert "
+                                      f"{q.expert} of the loaded {name!r}; transformers converted it otherwise than its "
+                                      "conversion mapping says, which an export cannot name.")
+    return out
+
+
+def to_pieces(params: Mapping[str, Tensor], pieces: Mapping[str, list[Piece]]) -> dict[str, Tensor]:
+    """``params`` with every expert bank in ``pieces`` replaced by its stored per-expert tensors."""
+    out = {n: t for n, t in params.items() if n not in pieces}
+    for name, ps in pieces.items():
+        for q in ps:
+            out[q.stored] = params[name][q.expert, q.start:q.start + q.size]
+    return out
+
+
+def from_pieces(tensors: Mapping[str, Tensor], pieces: Mapping[str, list[Piece]]) -> dict[str, Tensor]:
+    """The inverse of :func:`to_pieces`: each bank stacked (axis 0) from its experts' pieces
+    concatenated in row order (axis 1)."""
+    own = {q.stored for ps in pieces.values() for q in ps}
+    out = {n: t for n, t in tensors.items() if n not in own}
+    for name, ps in pieces.items():
+        E = 1 + max(q.expert for q in ps)
+        out[name] = torch.stack([torch.cat([tensors[q.stored] for q in sorted(ps, key=lambda q: q.start)
+                                            if q.expert == e], dim=0) for e in range(E)])
+    return out

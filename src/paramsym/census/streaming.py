@@ -63,7 +63,7 @@ from ..groups.memory import check_memory, format_bytes
 from ..models.checks import check_finite_weights
 from .base import CensusContext
 from .precision import PrecisionFloor, model_extent, rounding_tolerance
-from .stored import StoredTensor, stored_names
+from .stored import Piece, StoredTensor, expert_pieces, from_pieces, stored_names
 
 __all__ = ["LAYER_FACTOR", "RUNTIME_BYTES", "StreamPlan", "plan_stream", "streamed_output", "streaming_census",
            "streaming_estimate"]
@@ -113,6 +113,8 @@ class StreamPlan:
     layer_params: list[int]  # parameters per layer
     parameters: int
     estimate: int
+    pieces: dict[str, list[Piece]] = dataclasses.field(default_factory=dict)  # expert banks stored per expert
+
 
     def layer_prefix(self, i: int) -> str:
         return f"{self.layers_name}.{i}."
@@ -147,8 +149,12 @@ def plan_stream(directory: str | Path, max_memory: int | None = None) -> StreamP
     from .configspec import meta_checkpoint
 
     d = Path(directory)
+    from ..models.adapters import require_eager
+
     stored, cfg, cls, meta, _, key, L, n_small = meta_checkpoint(d)
-    stored_as = stored_names(meta, stored)
+    require_eager(meta)  # expert banks: the per-expert loop (the grouped kernels have no float64)
+    pieces = expert_pieces(meta, stored)  # Mixtral's banks, stored per expert (names and shapes)
+    stored_as = stored_names(meta, stored, pieces)
     name = _layers(meta, L)
     sd = meta.state_dict()
     per = [[(n[len(f"{name}.{i}."):], tuple(t.shape)) for n, t in sd.items() if n.startswith(f"{name}.{i}.")]
@@ -167,22 +173,26 @@ def plan_stream(directory: str | Path, max_memory: int | None = None) -> StreamP
         check_memory(est, f"the streaming census of {str(d)!r} ({L} layers of {max(layer_params):,} parameters in "
                      f"float64 ×{LAYER_FACTOR}, a traced {n_small:,}-parameter 2-layer copy ×4, plus "
                      f"{format_bytes(RUNTIME_BYTES)} runtime)", max_memory, "Nothing was read.")
-    return StreamPlan(d, cfg, cls, meta, stored, stored_as, name, L, key, layer_params, total, est)
+    return StreamPlan(d, cfg, cls, meta, stored, stored_as, name, L, key, layer_params, total, est, pieces)
 
 
 def _read(plan: StreamPlan, names: list[str], dtype: torch.dtype = torch.float64) -> dict[str, Tensor]:
-    """The tensors ``names`` (model names), each read alone from its shard and converted."""
+    """The tensors ``names`` (model names), each read alone from its shard and converted (an
+    expert bank stored per expert: its pieces read and fused, :func:`~paramsym.census.stored.from_pieces`)."""
     from safetensors import safe_open
 
+    banks = {n: plan.pieces[n] for n in names if n in plan.pieces}
+    wanted = {n: plan.stored_as[n][0] for n in names if n not in banks}
+    wanted.update({q.stored: q.stored for ps in banks.values() for q in ps})
     by_file: dict[Path, list[str]] = {}
-    for n in names:
-        by_file.setdefault(plan.stored[plan.stored_as[n][0]].file, []).append(n)
+    for n, s in wanted.items():
+        by_file.setdefault(plan.stored[s].file, []).append(n)
     out = {}
     for f, ns in by_file.items():
         with safe_open(str(f), framework="pt") as fh:
             for n in ns:
-                out[n] = fh.get_tensor(plan.stored_as[n][0]).to(dtype)
-    return out
+                out[n] = fh.get_tensor(wanted[n]).to(dtype)
+    return from_pieces(out, banks) if banks else out
 
 
 def _param_name(model: nn.Module, p: nn.Parameter | None) -> str | None:

@@ -15,7 +15,7 @@ from torch import nn
 
 from ..errors import ConfigError
 
-__all__ = ["MORE", "QK_REFUSED", "STORED_FUSED", "TINY", "tiny_model", "tiny_names", "tiny_vit"]
+__all__ = ["MORE", "QK_REFUSED", "TINY", "tiny_model", "tiny_names", "tiny_vit"]
 
 
 def _cfgs() -> dict[str, Callable[[], object]]:
@@ -91,9 +91,6 @@ MORE = ["starcoder2", "falcon_old", "gpt_bigcode", "gptj", "qwen3", "cohere", "m
 #: GPT-J (rotary embeddings the tracer cannot place: interleaved, from a position table), Qwen3
 #: (q/k norms before the softmax), Cohere (interleaved rotary), OLMo2 (q/k norms over the whole projection)
 QK_REFUSED = ["gptj", "qwen3", "cohere", "olmo2"]
-#: architectures whose checkpoint stores tensors that transformers fuses on loading (Mixtral: per-expert
-#: ``w1``/``w2``/``w3`` become 3-D banks): exports cannot name them (a named ``CheckpointError``)
-STORED_FUSED = ["mixtral"]
 
 
 def tiny_names() -> list[str]:

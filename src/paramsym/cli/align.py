@@ -5,6 +5,8 @@
     paramsym align A B [--symmetries permutation,rescaling,attention] [--data auto|digits|digits-images|stdlib|modadd:P]
         [--activation relu] [--points 25] [--seed 0] [--threads N] [--json] [--quiet] [--out DIR]
     paramsym align A B --merge ALPHA --out DIR    # merged θ_A + ALPHA·(θ_B aligned − θ_A), HF: DIR/merged/
+    paramsym align A B --stages before,permutation,full,canonical,orthogonal,refined [--refine-steps N]
+        [--refine-lr LR] [--refine-condition KAPPA]   # HF pre-norm transformers: the canonical-form stages
     paramsym align --preset digits-mlp|modadd-transformer|vit-digits|lm-stdlib [--width W] [--cache-dir DIR] [...]
     paramsym align --resume DIR [--json]
 
@@ -20,7 +22,8 @@ on the training split), ``function_error`` (aligned B vs B, relative output diff
 rest of the summary. ``--out DIR`` keeps the run directory (run kind ``align``,
 :mod:`paramsym.kinds.align`): ``config.json``, ``metrics.json``, ``env.json``,
 ``report.md``, ``result.json``, ``path_loss.png`` and ``merged.safetensors`` (the midpoint of A
-and the aligned B); ``--resume DIR`` continues an interrupted run (a preset's models trained
+and the aligned B, of the last stage whose merge reloads: a canonical-form stage of an RMS-norm
+model, else the last in A's coordinates, the others named in ``merge.not_merged``); ``--resume DIR`` continues an interrupted run (a preset's models trained
 before the interruption are reused from the cache).
 """
 
@@ -61,6 +64,15 @@ def register(subparsers) -> None:
     p.add_argument("--merge", default=None, metavar="ALPHA",
                    help="write the merged model θ_A + ALPHA·(θ_B aligned − θ_A), ALPHA in [0, 1] (default 0.5): "
                         "merged.safetensors, and for HF models the save_pretrained directory merged/ in the run directory")
+    p.add_argument("--stages", default=None,
+                   help="comma-separated stages to report, from before,permutation,full,canonical,orthogonal,refined "
+                        "(default before,permutation,full, which always run); canonical, orthogonal (stream rotation "
+                        "Q ∈ O(D) by Procrustes) and refined (learned refinement) run on the canonical form of an HF "
+                        "pre-norm transformer with a token embedding (GPT-2/NeoX/Llama families)")
+    p.add_argument("--refine-steps", default=None, help="Adam steps of the refined stage (default 200; refine.steps)")
+    p.add_argument("--refine-lr", default=None, help="learning rate of the refined stage (default 0.01; refine.lr)")
+    p.add_argument("--refine-condition", default=None,
+                   help="κ, the bound on each refined head map's condition number (default 100; refine.max_condition)")
     p.add_argument("--max-memory", default=None, help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
                    "a larger estimate stops with TooLargeError before any work")
     # -- issue 18: any traced HF architecture through the census's permutation group (census helper) --
@@ -74,13 +86,18 @@ def register(subparsers) -> None:
 #: the configuration flags (field → validator); refused with --resume
 def _flags() -> dict:
     from ..groups.memory import parse_memory
-    from .options import int_option, seed_option
+    from .options import Flag, float_option, int_option, seed_option
 
     return {"models": lambda raw, flag: tuple(raw), "preset": None, "symmetries": lambda raw, flag: tuple(
                 s.strip() for s in raw.split(",") if s.strip()),
             "data": None, "activation": None, "width": lambda raw, flag: int_option(raw, flag, 2),
             "cache_dir": None, "points": lambda raw, flag: int_option(raw, flag, 2), "seed": seed_option,
-            "max_memory": lambda raw, flag: parse_memory(raw), "merge": _alpha}
+            "max_memory": lambda raw, flag: parse_memory(raw), "merge": _alpha,
+            "stages": lambda raw, flag: tuple(s.strip() for s in raw.split(",") if s.strip()),
+            "refine_steps": Flag("refine.steps", lambda raw, flag: int_option(raw, flag, 0)),
+            "refine_lr": Flag("refine.lr", lambda raw, flag: float_option(raw, flag, minimum=0.0, exclusive=True)),
+            "refine_condition": Flag("refine.max_condition",
+                                     lambda raw, flag: float_option(raw, flag, minimum=1.0, exclusive=True))}
 
 
 def _alpha(raw: str, flag: str) -> float:

@@ -4,8 +4,10 @@
 ``save_pretrained`` directories) or a preset (``preset``: two models trained here from seeds 0
 and 1, :mod:`paramsym.kinds.align_presets`). :func:`run` aligns B to A
 (:func:`paramsym.alignment.align.align`: weight matching, then the continuous symmetries that
-apply) and writes ``merged.safetensors`` (``θ_A + α (θ_B^aligned − θ_A)``, ``α = merge``, 0.5 by
-default; for Hugging Face pairs also the ``save_pretrained`` directory ``merged/``),
+apply; with ``stages`` also the canonical-form stages, budget ``refine``) and writes
+``merged.safetensors`` (``θ_A + α (θ_B^aligned − θ_A)``, ``α = merge``, 0.5 by default, of the
+stage :func:`paramsym.alignment.io.plan_merge` picks — the last whose merge reloads — the later
+ones named with why; for Hugging Face pairs also the ``save_pretrained`` directory ``merged/``),
 ``path_loss.png`` and ``result.json`` (the summary, the path curves of every stage and the merged
 model's losses). Metrics: the summary
 (``barrier_before``, ``barrier_permutation``, ``barrier_full`` (+ ``_train``), ``function_error``,
@@ -20,9 +22,10 @@ are seeded, so the resumed run's ``metrics.json`` equals an uninterrupted one's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..alignment.refine_config import RefineConfig
 from ..errors import ConfigError
 from ..groups.memory import MemoryBudget
 from ..presets import Preset, PresetTable
@@ -68,6 +71,11 @@ class AlignConfig:
         merge: ``α`` of the merged model ``θ_A + α (θ_B^aligned − θ_A)`` in ``[0, 1]`` (``None``:
             0.5, the midpoint); a Hugging Face pair's merged model is also written as the
             ``save_pretrained`` directory ``merged/``.
+        stages: the stages reported (:data:`paramsym.alignment.align.STAGES`; before, permutation
+            and full always run); ``canonical``, ``orthogonal`` and ``refined`` run on the canonical
+            form of a Hugging Face pre-norm transformer
+            (:func:`paramsym.kinds.canonical_pair.canonical_pair_of`).
+        refine: the budget of the ``refined`` stage (steps, lr, ``max_condition`` κ, ...).
     """
 
     models: tuple[str, ...] = ()
@@ -81,6 +89,8 @@ class AlignConfig:
     seed: int = 0
     max_memory: MemoryBudget = MemoryBudget(2 * 2**30)
     merge: float | None = None
+    stages: tuple[str, ...] = ("before", "permutation", "full")
+    refine: RefineConfig = RefineConfig()
 
     @classmethod
     def quick(cls) -> AlignConfig:
@@ -105,9 +115,11 @@ class AlignConfig:
                     or not 0.0 <= self.merge <= 1.0:
                 raise ConfigError(f"--merge must be a number α in [0, 1] (0 = A, 1 = the aligned B, 0.5 = the midpoint); "
                                   f"received {self.merge!r}.")
-        from ..alignment.align import check_points
+        from ..alignment.align import check_points, check_stages
 
-        check_points(self.points, self.max_memory)
+        extra = check_stages(self.stages, None, built=True)
+        self.refine.validate()
+        check_points(self.points, self.max_memory, 3 + len(extra))
 
 
 def _title(cfg: dict[str, Any]) -> str:
@@ -132,30 +144,65 @@ def run(cfg: AlignConfig, out, *, progress: bool = False) -> dict[str, Any]:
         arch, a, b, info = load_pair(cfg.models[0], cfg.models[1], cfg.activation)
         data, name = data_for(arch, cfg.data, info)
         info = dict(info) | {"A": cfg.models[0], "B": cfg.models[1], "data": name}
-    result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen, max_memory=cfg.max_memory)
+    extra = {}
+    if set(cfg.stages) - {"before", "permutation", "full"}:
+        extra = {"stages": cfg.stages, "canonical": _canonical(arch, a, b, data, cfg.stages),
+                 "refine": replace(cfg.refine, progress=progress or cfg.refine.progress)}
+    result = align(arch, a, b, data, symmetries=syms, points=cfg.points, generator=gen, max_memory=cfg.max_memory,
+                   **extra)
     summary = result.summary() | {"points": cfg.points, "model": info}
     alpha = 0.5 if cfg.merge is None else float(cfg.merge)
-    summary["merge"] = _merge_record(arch, result, a, data, alpha)
-    write_outputs(out, result, a, summary, _title({"preset": cfg.preset}), alpha=alpha, module=arch.module)
+    merge = _plan(arch, result, a, data, alpha, extra.get("canonical"))
+    summary["merge"] = _merge_record(arch, merge, data, alpha)
+    write_outputs(out, result, a, summary, _title({"preset": cfg.preset}), merge=merge)
     out.write_json("timing.json", {"seconds": summary.pop("seconds")})
     return summary
 
 
-def _merge_record(arch, result, a, data, alpha: float) -> dict[str, Any]:
-    """Where the merged model is written, its stage and α, and its train/test loss and accuracy (float64)."""
+def _plan(arch, result, a, data, alpha: float, pair):
+    """The merge (:func:`paramsym.alignment.io.plan_merge`); a canonical-form stage's reload is checked on
+    8 test inputs in A's dtype to the census's rounding rule (``L`` attention layers, the widest fan-in)."""
+    from ..alignment.io import plan_merge
+    from ..census.precision import rounding_tolerance
+
+    dtype = next(iter(a.values())).dtype
+    width = max((t.shape[-1] for t in a.values() if t.dim() == 2), default=1)
+    tol = rounding_tolerance(dtype, len(arch.attention), width)
+    return plan_merge(result, arch, a, alpha, canonical=pair, x=data.x_test[:8], dtype=dtype, tolerance=tol)
+
+
+def _canonical(arch, a, b, data, stages):
+    """The :class:`~paramsym.alignment.orthogonal.CanonicalPair` of the canonical-form stages; a refusal of
+    the canonical form keeps its error class, prefixed with the stages asked for and the remedy."""
+    from ..errors import ParamsymError
+    from .canonical_pair import canonical_pair_of
+
+    try:
+        return canonical_pair_of(arch, a, b, data)
+    except ParamsymError as exc:
+        asked = [s for s in stages if s in ("canonical", "orthogonal", "refined")]
+        text = (str(exc).splitlines() or [""])[0]
+        raise type(exc)(f"--stages {','.join(asked)} run on the canonical form of both models, which does not apply "
+                        f"here: {text} Drop those stages (before, permutation and full apply).") from None
+
+
+def _merge_record(arch, merge, data, alpha: float) -> dict[str, Any]:
+    """Where the merged model is written, its stage and α, the stages not merged and why, and its
+    train/test loss and accuracy (float64)."""
     import torch
 
-    from ..alignment.io import merge_stage
-    from ..alignment.path import evaluate, interpolate
+    from ..alignment.path import evaluate
 
-    stage = merge_stage(result, a)
-    p = interpolate({n: t.double() for n, t in a.items()}, result.stages[stage], alpha)
-    rec: dict[str, Any] = {"alpha": alpha, "stage": stage, "path": "merged/" if arch.module is not None else
-                           "merged.safetensors"}
+    rec: dict[str, Any] = {"alpha": alpha, "stage": merge.stage,
+                           "path": "merged/" if merge.module is not None else "merged.safetensors"}
+    if merge.skipped:
+        rec["not_merged"] = merge.skipped
+    if merge.reload_error is not None:
+        rec["reload_error"] = merge.reload_error
     for split in ("train", "test"):
         x = getattr(data, f"x_{split}")
         x = x.double() if torch.is_floating_point(x) else x
-        rec[f"{split}_loss"], rec[f"{split}_acc"] = evaluate(arch.forward, p, x, getattr(data, f"y_{split}"))
+        rec[f"{split}_loss"], rec[f"{split}_acc"] = evaluate(merge.forward, merge.params, x, getattr(data, f"y_{split}"))
     return rec
 
 

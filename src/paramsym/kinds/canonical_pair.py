@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-__all__ = ["canonical_pair", "is_tied"]
+__all__ = ["canonical_pair", "canonical_pair_of", "is_tied"]
 
 
 def is_tied(model: nn.Module) -> bool:
@@ -132,3 +132,28 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
                                               "centred": any(i.centred for i in sp.norms.values()),
                                               "stream_tensors": len(axes), "groups": [g.name for g in groups]},
                          groups)
+
+
+def canonical_pair_of(arch, a: Mapping[str, Tensor], b: Mapping[str, Tensor], data):
+    """:func:`canonical_pair` of two parameter sets of the Hugging Face architecture ``arch``
+    (``arch.module``, loaded with ``a`` and ``b`` in float64), traced on the first 8 training inputs
+    of ``data``; the canonical architecture scores the positions ``arch`` scores (a language model:
+    every position).
+
+    Raises:
+        ConfigError: ``arch`` is not a Hugging Face model (an MLP chain has no canonical form).
+        the errors of :func:`canonical_pair`.
+    """
+    from ..errors import ConfigError
+
+    if getattr(arch, "module", None) is None:
+        raise ConfigError(f"the stages canonical, orthogonal and refined need a Hugging Face transformer (a pre-norm "
+                          f"model with a token embedding); this is a {arch.kind} model. Drop them from --stages.")
+    models = []
+    for p in (a, b):
+        m = copy.deepcopy(arch.module).eval()
+        m.load_state_dict({k: v.double() for k, v in p.items()}, strict=False)
+        models.append(m)
+    pair = canonical_pair(models[0], models[1], data.x_train[:8], n_classes=arch.info.get("n_classes"))
+    pair.arch.info["positions"] = arch.info.get("positions", "last")  # a language model: loss over every position
+    return pair

@@ -110,7 +110,7 @@ def _export_with_weights(cfg: CensusExportConfig, path) -> dict[str, Any]:
     from ..census.export import export
     from ..census.presets import build_preset
     from ..census.spaces import derive_spaces
-    from ..census.stored import loading_estimate, stored_names
+    from ..census.stored import expert_pieces, loading_estimate, stored_names
     from ..census.walk import _output
     from ..groups.memory import check_memory
     from ..models.adapters import require_eager
@@ -128,13 +128,14 @@ def _export_with_weights(cfg: CensusExportConfig, path) -> dict[str, Any]:
         raise ConfigError(f"--export needs a Hugging Face model; {cfg.preset or cfg.model!r} is a "
                           f"{type(model).__name__}.")
     require_eager(model)
-    stored_as = stored_names(model, stored) if stored is not None else None  # as loaded: exact values
+    pieces = expert_pieces(model, stored) if stored is not None else {}  # expert banks stored per expert (Mixtral)
+    stored_as = stored_names(model, stored, pieces) if stored is not None else None  # as loaded: exact values
     model = model.to(torch.float32 if cfg.dtype == "float32" else torch.float64).eval()
     inputs = default_inputs(model, torch.Generator().manual_seed(cfg.seed), tokens=cfg.tokens)
     with torch.no_grad():
         spaces = derive_spaces(model, inputs, _output)
     rep = export(model, spaces, cfg.format, path, inputs, _output, seed=cfg.seed,
-                 checkpoint_names=set(stored) if stored is not None else None, stored_as=stored_as)
+                 checkpoint_names=set(stored) if stored is not None else None, stored_as=stored_as, pieces=pieces)
     rep.pop("path")
     return rep
 

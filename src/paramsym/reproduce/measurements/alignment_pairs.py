@@ -68,22 +68,13 @@ PEER_NOTE = ("rebasin 0.0.47's PermutationCoordinateDescent does not apply to th
 def _canonical(arch, a, b, data):
     """``(CanonicalPair, None)`` for the stages canonical / orthogonal / refined, or ``(None, why)`` where
     the canonical form refuses the model (its named error)."""
-    import copy
-
     from ...errors import ParamsymError
-    from ...kinds.canonical_pair import canonical_pair
+    from ...kinds.canonical_pair import canonical_pair_of
 
-    models = []
-    for p in (a, b):
-        m = copy.deepcopy(arch.module).eval()
-        m.load_state_dict({k: v.double() for k, v in p.items()}, strict=False)
-        models.append(m)
     try:
-        pair = canonical_pair(models[0], models[1], data.x_train[:8], n_classes=arch.info.get("n_classes"))
+        return canonical_pair_of(arch, a, b, data), None
     except ParamsymError as exc:
         return None, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
-    pair.arch.info["positions"] = arch.info.get("positions", "last")  # a language model: loss over every position
-    return pair, None
 
 
 def measure_pair(name: str, cfg, out: Path, points: int = POINTS) -> dict[str, Any]:
