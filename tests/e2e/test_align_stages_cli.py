@@ -1,8 +1,9 @@
 """``paramsym align A B --stages ...,canonical,orthogonal,refined --merge ALPHA`` (issue 35, items 2 and 4)
 on two save_pretrained GPT-2s built from config objects: the canonical-form stages run from the command
 line, each reports B's function error, the merged model loads with ``from_pretrained`` and computes
-what the in-memory merge computes, the stage merged and the stages not merged are named; bad stage
-names and models the canonical form refuses are one named line, nothing written."""
+what the in-memory merge computes, the stage merged and the stages not merged are named; two ViTs run
+the canonical stages too; bad stage names and models the canonical form refuses are one named line,
+nothing written."""
 
 from __future__ import annotations
 
@@ -99,13 +100,22 @@ def test_bad_stage_names_are_refused(lms, tmp_path, capsys, stages, needle):
     _nothing(out)
 
 
-def test_canonical_stages_on_a_model_the_canonical_form_refuses(tmp_path, capsys):
-    """A ViT (no token embedding for the census to trace) and an MLP chain: one named line, nothing written."""
+def test_canonical_stages_of_two_vits_run_and_an_mlp_chain_is_refused(tmp_path, capsys):
+    """Two ViTs (the census traces the patch convolution, CLS token and position embeddings as stream
+    writers): the canonical and orthogonal stages run from the command line, B's function error at
+    float64 rounding, the rotation moves B. An MLP chain (no canonical form): one named line, nothing written."""
+    from paramsym.census.precision import rounding_tolerance
+
     a, b = _vit(tmp_path / "a", 0), _vit(tmp_path / "b", 1)
     out = tmp_path / "run"
-    refused(capsys, ["align", a, b, "--stages", "full,orthogonal", "--out", out], "TraceError", "--stages orthogonal",
-            "nn.Embedding", "Drop those stages")
-    _nothing(out)
+    rc, text, _ = run_cli(capsys, ["align", a, b, "--stages", "full,canonical,orthogonal", "--points", "3", "--json",
+                                   "--out", out])
+    assert rc == 0
+    summary = json.loads(text)
+    tol = rounding_tolerance(torch.float64, 1, 24)  # L = 1 layer, widest fan-in 24
+    for stage in ("canonical", "orthogonal"):
+        assert f"barrier_{stage}" in summary and 0 <= summary[f"function_error_{stage}"] <= tol, (stage, summary)
+    assert summary["distance"]["orthogonal"] < summary["distance"]["canonical"]
     refused(capsys, ["align", "--preset", "digits-mlp", "--width", "4", "--stages", "canonical", "--out",
                      tmp_path / "mlp", "--cache-dir", tmp_path / "cache"], "ConfigError", "Hugging Face transformer",
             "--stages canonical")

@@ -68,7 +68,7 @@ def register(subparsers) -> None:
                    help="comma-separated stages to report, from before,permutation,full,canonical,orthogonal,refined "
                         "(default before,permutation,full, which always run); canonical, orthogonal (stream rotation "
                         "Q ∈ O(D) by Procrustes) and refined (learned refinement) run on the canonical form of an HF "
-                        "pre-norm transformer with a token embedding (GPT-2/NeoX/Llama families)")
+                        "pre-norm transformer the census traces (GPT-2/NeoX/Llama families, ViT)")
     p.add_argument("--refine-steps", default=None, help="Adam steps of the refined stage (default 200; refine.steps)")
     p.add_argument("--refine-lr", default=None, help="learning rate of the refined stage (default 0.01; refine.lr)")
     p.add_argument("--refine-condition", default=None,

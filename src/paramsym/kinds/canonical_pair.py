@@ -148,7 +148,8 @@ def canonical_pair_of(arch, a: Mapping[str, Tensor], b: Mapping[str, Tensor], da
 
     if getattr(arch, "module", None) is None:
         raise ConfigError(f"the stages canonical, orthogonal and refined need a Hugging Face transformer (a pre-norm "
-                          f"model with a token embedding); this is a {arch.kind} model. Drop them from --stages.")
+                          f"model the census traces: GPT-2/NeoX/Llama families, ViT); this is a {arch.kind} model. "
+                          "Drop them from --stages.")
     models = []
     for p in (a, b):
         m = copy.deepcopy(arch.module).eval()
