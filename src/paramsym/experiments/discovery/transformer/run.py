@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,10 @@ FLOW = ("action.kind=flow", "action.flow_steps=1")
 FLOW_STEPS = 2000
 #: the sub-run variants: objectives of the direct map, and ``flow`` (the flow action, hybrid objective)
 VARIANTS = ("hybrid", "finite", "infinitesimal", "flow")
+#: the draw seed of protocol v3's held-out units (issue 33), fixed on 2026-12-05 before any held-out run
+PAPER_DRAW_SEED = 20261205
+#: all-MiniLM-L6-v2's decoder layers and FFN width: the ranges of the held-out draw (checked against the model)
+MINILM_LAYERS, MINILM_WIDTH = 6, 1536
 #: the figures summarised per objective (medians over seeds)
 SUMMARY_KEYS = (*EVAL_KEYS, "drift_relative")
 
@@ -105,6 +110,11 @@ class TransformerDiscoveryConfig:
     #: (:func:`paramsym.actions.ffn_unit.motion_beta`): ``median`` over isotropic incoming moves, or ``min``
     beta_rule: str = "median"
     eval_seed: int = 2024
+    #: held-out units drawn at run time (:func:`draw_units`): ``held_out`` pairs [layer, unit], each layer
+    #: and unit uniform over the model's (all-MiniLM-L6-v2: 6 × 1536), by a ``torch.Generator`` seeded
+    #: with ``draw_seed``; no recipe was developed on them, and they are judged with the same variants and seeds
+    held_out: int = 0
+    draw_seed: int = 0
     #: typed overrides of every sub-run's DiscoverConfig (after the recipe, seed and steps);
     #: ``objective.beta`` here replaces the per-unit rule
     overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
@@ -129,7 +139,7 @@ class TransformerDiscoveryConfig:
         protocol v2; seed 0 of each unit served v2's and v3's development); the direct map's two objectives
         and the flow action, the flow on the same seeds (its 2,000 steps cost about the direct map's 6,000)."""
         return cls(units=[[1, None], [3, None], [5, None]], seeds=[6, 7, 8], variants=["hybrid", "finite", "flow"],
-                   flow_seeds=[6, 7, 8])
+                   flow_seeds=[6, 7, 8], held_out=3, draw_seed=PAPER_DRAW_SEED)
 
     def validate(self) -> None:
         DiscoverOverrides.require(self.overrides, "overrides")
@@ -152,6 +162,9 @@ class TransformerDiscoveryConfig:
         if not self.seeds or self.samples < 1:
             raise ConfigError(f"seeds must be nonempty and samples ≥ 1; received seeds={self.seeds}, "
                               f"samples={self.samples}.")
+        if not (isinstance(self.held_out, int) and 0 <= self.held_out <= 64 and isinstance(self.draw_seed, int)):
+            raise ConfigError(f"held_out must be an integer in 0..64 (units drawn at run time) and draw_seed an "
+                              f"integer; received held_out={self.held_out!r}, draw_seed={self.draw_seed!r}.")
         check_rho(self.rho, "rho (the evaluation radius)")
         if self.beta_rule not in BETA_RULES:
             raise ConfigError(f"beta_rule must be one of {list(BETA_RULES)}; received {self.beta_rule!r}.")
@@ -247,6 +260,29 @@ def _objective(variant: str) -> tuple[str, list[str]]:
     return ("hybrid", list(FLOW)) if variant == "flow" else (variant, [])
 
 
+def draw_units(cfg: TransformerDiscoveryConfig, layers: int = MINILM_LAYERS, width: int = MINILM_WIDTH
+               ) -> list[list[int]]:
+    """The held-out units of ``cfg``: ``cfg.held_out`` distinct pairs ``[layer, unit]``, layer uniform on
+    ``0..layers-1`` and unit uniform on ``0..width-1`` (``torch.randint`` of a ``torch.Generator`` seeded with
+    ``cfg.draw_seed``; a repeated pair or one of ``cfg.units``' given pairs is drawn again). A pure function of
+    ``cfg``: the sub-run configurations are known before the model is loaded; :func:`compute` checks the
+    ranges against the model and refuses a draw that hits a development (rule) unit."""
+    gen = torch.Generator().manual_seed(int(cfg.draw_seed))
+    given = {(int(u[0]), int(u[1])) for u in cfg.units if u[1] is not None}
+    out: list[list[int]] = []
+    while len(out) < cfg.held_out:
+        layer = int(torch.randint(layers, (1,), generator=gen))
+        unit = int(torch.randint(width, (1,), generator=gen))
+        if (layer, unit) not in given and [layer, unit] not in out:
+            out.append([layer, unit])
+    return out
+
+
+def all_units(cfg: TransformerDiscoveryConfig) -> list[list[int | None]]:
+    """The development units ``cfg.units`` followed by the held-out ones (:func:`draw_units`)."""
+    return [list(u) for u in cfg.units] + draw_units(cfg)
+
+
 def unit_label(layer: int, unit: int | None) -> str:
     """``L3`` (the rule's unit of layer 3) or ``L3u358`` (a given unit): the sub-run name prefix."""
     return f"L{int(layer)}" if unit is None else f"L{int(layer)}u{int(unit)}"
@@ -262,7 +298,7 @@ def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | No
     preset's, ``minilm-ffn-unit``; a problem of one's own has its own, :func:`subrun_config`).
     """
     out = {}
-    for layer, unit in cfg.units:
+    for layer, unit in all_units(cfg):
         label = unit_label(layer, unit)
         beta = None if betas is None else betas.get(label)
         for variant in cfg.variants:
@@ -331,30 +367,48 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
 
     cfg.validate()
     if problem is not None:
+        if cfg.held_out:
+            raise ConfigError(f"held_out must be 0 with a problem of your own (the draw is over all-MiniLM-L6-v2's "
+                              f"units); received held_out={cfg.held_out}.")
         layer = problem.info.get("layer", 0)
         cfg = dataclasses.replace(cfg, units=[[int(layer), problem.info.get("unit")]])
+    drawn = draw_units(cfg)
     if problem is not None:
         problems = {unit_label(*cfg.units[0]): problem}
     else:
         problems = {}
-        for layer, unit in cfg.units:
+        for layer, unit in all_units(cfg):
             try:
                 problems[unit_label(layer, unit)] = unit_problem(cfg, layer, unit)
             except (ShapeError, ConvergenceError) as exc:  # the library names compensate's --layer/--unit flags
                 text = re.sub(r"--(layer|unit) ", r"\1 ", str(exc))
                 raise type(exc)(f"--units {layer}{'' if unit is None else f':{unit}'}: {text}") from None
+    held = {unit_label(*u) for u in drawn}
+    draw = None
+    if drawn:
+        dev = {(pr.info.get("layer"), pr.info.get("unit")) for label, pr in problems.items() if label not in held}
+        hit = [u for u in drawn if tuple(u) in dev]
+        if hit:
+            raise ConfigError(f"draw_seed {cfg.draw_seed} drew development unit(s) {hit}; choose another draw_seed "
+                              "before any run.")
+        draw = {"seed": cfg.draw_seed, "units": [unit_label(*u) for u in drawn],
+                "rule": f"{cfg.held_out} distinct [layer, unit], layer uniform on 0..{MINILM_LAYERS - 1}, unit uniform "
+                        f"on 0..{MINILM_WIDTH - 1} (torch.randint, Generator seeded with draw_seed)"}
+        if progress:
+            print(f"held-out units (draw seed {cfg.draw_seed}): {', '.join(draw['units'])}", file=sys.stderr)
     betas = {label: unit_beta(pr, cfg) for label, pr in problems.items()}
     configs = subrun_configs(cfg, betas, {label: pr.name for label, pr in problems.items()})
     for name, dcfg in configs.items():  # stale or foreign sub-runs are refused before anything is written
         plan_subrun(out.path / name, dcfg, reuse)
-    per_unit: dict[str, dict[str, Any]] = {}
     infos: dict[str, dict[str, Any]] = {}
     timing: dict[str, dict[str, Any]] = {}
-    for label, pr in problems.items():
-        installer = Installer(pr.target)
-        per: dict[str, list[dict[str, Any]]] = {v: [] for v in cfg.variants}
-        for variant in cfg.variants:
-            objective, extra = _objective(variant)
+    per_all: dict[str, dict[str, list[dict[str, Any]]]] = {label: {v: [] for v in cfg.variants} for label in problems}
+    installers = {label: Installer(pr.target) for label, pr in problems.items()}
+    # variant-major: every unit's direct-map objectives before the (costlier) flow, so an interrupted run
+    # has whole objectives to resume from
+    for variant in cfg.variants:
+        objective, extra = _objective(variant)
+        for label, pr in problems.items():
             for seed in cfg.seeds_of(variant):
                 name = f"{label}-{variant}-seed{seed}"
                 action, info = train_learned(pr, objective, out=RunDir(out.path / name), seed=seed, steps=cfg.steps,
@@ -365,10 +419,13 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
                 timing[name] = {"train_cpu_seconds": info["cpu_seconds"], "train_wall_seconds": info["wall_seconds"],
                                 "train_seconds": info["train_seconds"]}
                 ev = whole_model_evaluation(pr, action, samples=cfg.samples, rho=cfg.rho, seed=cfg.eval_seed,
-                                            installer=installer)
-                per[variant].append({"unit": label, "seed": seed, "steps": info["steps"],
-                                     "beta": configs[name].objective.beta, "verdict": info["verdict"], **ev})
-        per_unit[label] = {"layer": pr.info.get("layer"), "unit": pr.info.get("unit"),
+                                            installer=installers[label])
+                per_all[label][variant].append({"unit": label, "seed": seed, "steps": info["steps"],
+                                                "beta": configs[name].objective.beta, "verdict": info["verdict"], **ev})
+    per_unit: dict[str, dict[str, Any]] = {}
+    for label, pr in problems.items():
+        per = per_all[label]
+        per_unit[label] = {"layer": pr.info.get("layer"), "unit": pr.info.get("unit"), "held_out": label in held,
                            "compensators": len(pr.info.get("compensators") or []), "tokens": pr.info.get("tokens"),
                            "feature_condition": pr.info.get("feature_condition"), "beta": betas[label],
                            "problem": pr.description, "per_seed": per,
@@ -381,7 +438,7 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
                "rho": cfg.rho, "beta": betas[next(iter(betas))], "beta_rule": betas[next(iter(betas))] is not None,
                "per_unit": per_unit,
                "per_seed": {v: [r for u in per_unit.values() for r in u["per_seed"][v]] for v in cfg.variants},
-               "median": summary, "paper": PAPER}
+               "median": summary, "paper": PAPER, **({"draw": draw} if draw else {})}
     out.write_json("timing.json", timing)
     return metrics
 
