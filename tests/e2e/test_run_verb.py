@@ -53,6 +53,7 @@ RUNS: dict[str, tuple[str, list[str]]] = {
     "teleport --action": ("teleport-learned", ["teleport", "--action", "ACTION"]),
     "align": ("align", ["align", "--preset", "digits-mlp", "--width", "4", "--points", "3", "--cache-dir", "CACHE"]),
     "align --census-groups": ("align-census", ["align", "HF_A", "HF_B", "--census-groups"]),
+    "align --stream": ("align-stream", ["align", "HF_A", "HF_B", "--stream", "--merge", "0.5"]),
     "sweep": ("sweep", ["sweep", TINY_SWEEP]),
     "group": ("group", ["group", "S3", "--rep", "perm"]),
     "attention table": ("attention", ["attention", "table", "--group", "C4", "--copies", "1..3", "--heads", "2"]),
@@ -105,7 +106,7 @@ def test_every_command_is_classified() -> None:
 def inputs(tmp_path_factory) -> dict[str, str]:
     """What some commands read: an equivariant layer (``attention classify``), a model cache
     (``align``), a finished discovery run (``teleport --action``), two tiny GPT-2 checkpoints
-    (``align --census-groups``)."""
+    (``align --census-groups``, ``align --stream``)."""
     from paramsym.census.zoo import tiny_model
 
     root = tmp_path_factory.mktemp("inputs")

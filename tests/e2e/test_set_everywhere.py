@@ -74,6 +74,11 @@ CASES: dict[str, tuple[list[str], list[tuple[list[str], list[str]]]]] = {
         (["--refine-steps", "7"], ["--set", "refine.steps=7"]),
         (["--refine-lr", "0.003"], ["--set", "refine.lr=0.003"]),
         (["--refine-condition", "10"], ["--set", "refine.max_condition=10"])]),
+    "align --stream": (["align", "A", "B", "--stream"], [
+        (["--merge", "0.3"], ["--set", "merge=0.3"]),
+        (["--seed", "2"], ["--set", "seed=2"]),
+        (["--max-memory", "1GiB"], ["--set", "max_memory=1GiB"]),
+        ([], ["--set", "dtype=float32"])]),  # the spec's tracing dtype: --set only
     "sweep": (["sweep", SPEC], [
         ([], ["--set", "spec.candidate_steps=12"])]),  # no flag writes the spec: --set only
     "attention count": (["attention", "count", "--group", "D4", "--heads", "8"], [

@@ -24,13 +24,17 @@ Order: in each sweep the IDs are visited widest first (most tensors: the residua
 recovered before the units that read it), ties in a seeded random order; sweeps until one
 changes nothing. Products in ``dtype`` (float32 by default: ``S`` only ranks assignments; its
 entries are sums of ``~10⁶⁻⁸`` products with relative rounding ``≲ 2⁻²⁴ √k``), accumulated in
-float64. Memory: two tensors and their permuted copies, plus ``S``.
+float64. Memory: two tensors and their permuted copies, plus ``S`` (:func:`match_memory`).
+
+:func:`merged_tensor` is the merge ``(1 − α)·θ_A + α·π(θ_B)`` of one stored tensor (the formula of
+:func:`paramsym.alignment.path.interpolate`), so a merged checkpoint is written one tensor at a
+time too (``paramsym align --stream --merge``, :mod:`paramsym.kinds.align_stream`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
@@ -40,7 +44,7 @@ from ..errors import ArchitectureMismatchError, ConfigError
 from .checkpoints import _blocks
 from .matching import assign
 
-__all__ = ["match_streamed", "permute_tensor", "streamed_distance"]
+__all__ = ["match_memory", "match_streamed", "merged_tensor", "permute_tensor", "streamed_distance"]
 
 
 def _shape(m: Mapping[str, Tensor], name: str) -> tuple[int, ...]:
@@ -141,3 +145,30 @@ def match_streamed(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec: Mappi
     info["distance_after"] = streamed_distance(a, b, spec, perms)
     info["seconds"] = time.perf_counter() - t0
     return perms, info
+
+
+def match_memory(largest_numel: int, sizes: Iterable[int] = (), itemsize: int = 4) -> int:
+    """Bytes :func:`match_streamed` (and a per-tensor merge or permutation written shard by shard)
+    holds at once, beside the interpreter: ``8`` copies of the largest tensor in the product dtype
+    (``itemsize`` bytes: A's and B's tensor as stored and converted, B's permuted copies, the
+    unit-major reshapes) plus ``4`` float64 ``n × n`` matrices of the widest permutation ID (``S``,
+    the product added to it, the assignment's cost copies)."""
+    n = max((int(k) for k in sizes), default=0)
+    return 8 * int(largest_numel) * int(itemsize) + 4 * 8 * n * n
+
+
+def merged_tensor(a: Tensor, b: Tensor, alpha: float) -> Tensor:
+    """``(1 − α)·a + α·b`` for one stored tensor, computed in ``a``'s dtype promoted to at least
+    float32 (:func:`~paramsym.alignment.path.interpolate`) and rounded back to ``a``'s dtype; so
+    ``α = 0`` gives ``a`` bit for bit. A non-floating tensor (an integer buffer) is ``a``'s.
+
+    Raises:
+        ConfigError: ``alpha`` not a finite real number.
+        ArchitectureMismatchError: ``a`` and ``b`` differ in shape.
+    """
+    from .path import interpolate
+
+    if not a.is_floating_point():
+        return a
+    work = torch.promote_types(a.dtype, torch.float32)
+    return interpolate({"t": a.to(work)}, {"t": b.to(work)}, alpha)["t"].to(a.dtype)

@@ -30,7 +30,7 @@ import os
 import shutil
 import struct
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,15 @@ from torch import Tensor
 
 from ..errors import CheckpointError, ConfigError, OutputFileError, ShapeError
 from .permspec import apply_spec, axis_blocks
-from .stored import read_checkpoint
+from .stored import StoredTensor, read_checkpoint
 
-__all__ = ["permute_checkpoint"]
+__all__ = ["map_checkpoint", "permute_checkpoint"]
+
+
+#: safetensors' dtype code of each torch dtype a checkpoint stores
+_CODES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+          torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+          torch.bool: "BOOL", torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2"}
 
 
 def _check(spec: Mapping[str, Any], perms: Mapping[str, Tensor], stored: Mapping[str, Any]) -> None:
@@ -91,54 +97,58 @@ def _write_shard(src: Path, dst: Path, names: list[str], produce) -> None:
         out.write(raw)
         for n in names:
             t = produce(n)
-            if tuple(t.shape) != info[n].shape:
-                raise ShapeError(f"tensor {n!r} came out with shape {tuple(t.shape)}, not {info[n].shape}.")
-            data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-            if len(data) != info[n].nbytes:
-                raise ShapeError(f"tensor {n!r}: {len(data)} bytes, the header says {info[n].nbytes}.")
-            out.write(data)
+            code = _CODES.get(t.dtype)
+            if tuple(t.shape) != info[n].shape or code != info[n].dtype:
+                raise ShapeError(f"tensor {n!r} came out as {code or t.dtype} {tuple(t.shape)}, not "
+                                 f"{info[n].dtype} {info[n].shape}.")
+            data = t.contiguous().reshape(-1).view(torch.uint8).numpy()  # a view: no copy of the bytes
+            if data.nbytes != info[n].nbytes:
+                raise ShapeError(f"tensor {n!r}: {data.nbytes} bytes, the header says {info[n].nbytes}.")
+            out.write(data.data)
 
 
-def permute_checkpoint(source: str | os.PathLike, spec: Mapping[str, Any], perms: Mapping[str, Tensor],
-                       out: str | os.PathLike) -> dict[str, Any]:
-    """Write ``source`` with ``perms`` (``{ID: permutation}``; IDs left out stay unpermuted) applied
-    through ``spec`` to ``out``, one tensor at a time (module docstring). Returns ``{"shards",
-    "tensors", "permuted", "largest_tensor_bytes"}``.
+def map_checkpoint(source: str | os.PathLike, out: str | os.PathLike,
+                   transform: Callable[[str, Tensor], Tensor], *,
+                   stored: Mapping[str, StoredTensor] | None = None) -> dict[str, Any]:
+    """Write the checkpoint in ``source`` to ``out`` with every stored tensor ``T`` replaced by
+    ``transform(name, T)`` (same dtype and shape, else :class:`ShapeError`), one tensor at a time:
+    each output shard has the source shard's name, tensors (in name order), dtypes, shapes and
+    metadata; the index, ``config.json`` and every other file are copied. The one shard writer of
+    :func:`permute_checkpoint` and of a streamed merge (``paramsym align --stream --merge``).
+
+    Args:
+        source: the checkpoint directory (headers checked by
+            :func:`~paramsym.census.stored.read_checkpoint` unless ``stored`` is given).
+        out: a new or empty directory; the shards go to a temporary sibling renamed to ``out``
+            at the end, so a failure leaves nothing at ``out``.
+        transform: ``(stored name, tensor as stored) -> tensor`` to write; called once per
+            tensor, in shard order.
+        stored: ``source``'s headers when already read.
+
+    Returns:
+        ``{"shards", "tensors", "largest_tensor_bytes"}``.
 
     Raises:
-        CheckpointError: a bad checkpoint, or a spec naming a tensor it does not store.
-        ShapeError: a spec whose axes do not fit the stored shapes.
-        ConfigError: a permutation that is not one, or of an ID the spec lacks.
+        CheckpointError: a bad checkpoint.
         OutputFileError: ``out`` exists and is not an empty directory.
+        ShapeError: ``transform`` returned another shape or dtype size.
     """
     from safetensors import safe_open
 
     src, dst = Path(source), Path(out)
-    stored = read_checkpoint(src)
-    _check(spec, perms, stored)
+    stored = read_checkpoint(src) if stored is None else stored
     if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
-        raise OutputFileError(f"output {str(dst)!r} exists and is not an empty directory; the permuted checkpoint is "
+        raise OutputFileError(f"output {str(dst)!r} exists and is not an empty directory; a rewritten checkpoint is "
                               "never written over anything: choose a new directory.")
-    axes = dict(spec["axes"])
-    perms = {k: v.long() for k, v in perms.items()}
     files: dict[Path, list[str]] = {}
     for name, t in sorted(stored.items(), key=lambda kv: kv[0]):
         files.setdefault(t.file, []).append(name)
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
-    permuted = 0
     try:
         for f, names in files.items():
             with safe_open(str(f), framework="pt") as fh:
-                def produce(n: str, fh=fh) -> Tensor:
-                    nonlocal permuted
-                    t = fh.get_tensor(n)
-                    if n not in axes:
-                        return t
-                    permuted += 1
-                    return apply_spec({n: t}, {"perms": spec["perms"], "axes": {n: axes[n]}}, perms)[n]
-
-                _write_shard(f, tmp / f.name, names, produce)
+                _write_shard(f, tmp / f.name, names, lambda n, fh=fh: transform(n, fh.get_tensor(n)))
         for extra in src.iterdir():
             if extra.is_file() and not extra.name.endswith(".safetensors"):
                 shutil.copy2(extra, tmp / extra.name)
@@ -148,5 +158,33 @@ def permute_checkpoint(source: str | os.PathLike, spec: Mapping[str, Any], perms
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {"shards": len(files), "tensors": len(stored), "permuted": permuted,
-            "largest_tensor_bytes": max(t.nbytes for t in stored.values())}
+    return {"shards": len(files), "tensors": len(stored), "largest_tensor_bytes": max(t.nbytes for t in stored.values())}
+
+
+def permute_checkpoint(source: str | os.PathLike, spec: Mapping[str, Any], perms: Mapping[str, Tensor],
+                       out: str | os.PathLike) -> dict[str, Any]:
+    """Write ``source`` with ``perms`` (``{ID: permutation}``; IDs left out stay unpermuted) applied
+    through ``spec`` to ``out``, one tensor at a time (module docstring; the writer is
+    :func:`map_checkpoint`). Returns ``{"shards", "tensors", "permuted", "largest_tensor_bytes"}``.
+
+    Raises:
+        CheckpointError: a bad checkpoint, or a spec naming a tensor it does not store.
+        ShapeError: a spec whose axes do not fit the stored shapes.
+        ConfigError: a permutation that is not one, or of an ID the spec lacks.
+        OutputFileError: ``out`` exists and is not an empty directory.
+    """
+    stored = read_checkpoint(source)
+    _check(spec, perms, stored)
+    axes = dict(spec["axes"])
+    perms = {k: v.long() for k, v in perms.items()}
+    permuted = 0
+
+    def produce(n: str, t: Tensor) -> Tensor:
+        nonlocal permuted
+        if n not in axes:
+            return t
+        permuted += 1
+        return apply_spec({n: t}, {"perms": spec["perms"], "axes": {n: axes[n]}}, perms)[n]
+
+    info = map_checkpoint(source, out, produce, stored=stored)
+    return info | {"permuted": permuted}

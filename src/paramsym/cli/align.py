@@ -7,6 +7,8 @@
     paramsym align A B --merge ALPHA --out DIR    # merged θ_A + ALPHA·(θ_B aligned − θ_A), HF: DIR/merged/
     paramsym align A B --stages before,permutation,full,canonical,orthogonal,refined [--refine-steps N]
         [--refine-lr LR] [--refine-condition KAPPA]   # HF pre-norm transformers: the canonical-form stages
+    paramsym align A B --stream --out DIR [--merge ALPHA] [--max-memory 8GiB]   # saved checkpoints of any
+        # size, read one tensor at a time: aligned_b/ (and merged/) written shard by shard (issue 34)
     paramsym align --preset digits-mlp|modadd-transformer|vit-digits|lm-stdlib [--width W] [--cache-dir DIR] [...]
     paramsym align --resume DIR [--json]
 
@@ -74,12 +76,19 @@ def register(subparsers) -> None:
     p.add_argument("--refine-condition", default=None,
                    help="κ, the bound on each refined head map's condition number (default 100; refine.max_condition)")
     p.add_argument("--max-memory", default=None, help="memory budget of the path curves, e.g. 8GiB (default 2GiB); "
-                   "a larger estimate stops with TooLargeError before any work")
+                   "with --stream: of the whole streamed alignment (default: no budget); a larger estimate stops with "
+                   "TooLargeError before any work")
     # -- issue 18: any traced HF architecture through the census's permutation group (census helper) --
     p.add_argument("--census-groups", action="store_true",
                    help="A and B are HF checkpoints of any architecture the census traces: weight-match over its whole "
                         "permutation group (residual stream, FFN units, heads) and write aligned_b/ and merged/ "
                         "(from_pretrained-loadable) plus alignment.json to --out DIR")
+    # -- issue 34: checkpoints larger than memory, read one tensor at a time --
+    p.add_argument("--stream", action="store_true",
+                   help="A and B are saved safetensors checkpoints (sharded or not) of the same architecture: "
+                        "weight-match B to A over the census's permutation group reading one tensor at a time, and "
+                        "write aligned_b/ (with --merge ALPHA also merged/ = (1-ALPHA)·A + ALPHA·aligned B) shard by "
+                        "shard into --out DIR; --max-memory is checked from the headers before any tensor is read")
     p.set_defaults(func=_run, config=align_config)
 
 
@@ -123,6 +132,8 @@ def align_config(args: argparse.Namespace):
     from ..kinds.align import AlignConfig
     from .options import cache_dir_option, config_from_flags
 
+    if getattr(args, "stream", False):
+        return stream_config(args)
     args.models = list(args.models or ()) or None
     cfg = config_from_flags(AlignConfig(), args, _flags())
     if bool(cfg.preset) == bool(cfg.models):
@@ -142,6 +153,8 @@ def _run(args: argparse.Namespace) -> int:
     threads = threads_option(args.threads) if args.threads is not None else 1
     if args.census_groups or resumes_kind(args, "align-census"):
         return _census_groups(args, threads)
+    if args.stream or resumes_kind(args, "align-stream"):
+        return _stream(args, threads)
     args.models = list(args.models) or None  # none given: not a configuration flag (for --resume)
     cfg = align_config(args) if args.resume is None else None  # read back from the run directory when resuming
     run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_flags(), threads=threads)
@@ -185,6 +198,60 @@ def _census_groups(args: argparse.Namespace, threads: int) -> int:
         symmetries = None if args.symmetries is None else tuple(s.strip() for s in args.symmetries.split(","))
         cfg = AlignCensusConfig(models=tuple(models), symmetries=symmetries, seed=seed)
     run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=flags, threads=threads)
+    info = outcome.metrics
+    print(json.dumps(info, indent=1) if args.json else summary_line(info))
+    return 0
+
+
+#: the configuration flags of ``--stream`` (field → validator); the other align flags do not apply
+def _stream_flags() -> dict:
+    from ..groups.memory import parse_memory
+    from .options import seed_option
+
+    return {"models": lambda raw, flag: tuple(raw), "merge": _alpha, "seed": seed_option,
+            "max_memory": lambda raw, flag: parse_memory(raw)}
+
+
+def stream_config(args: argparse.Namespace):
+    """The configuration of a fresh ``--stream`` run (flags and ``--set`` over ``AlignStreamConfig()``).
+
+    Raises:
+        ConfigError: not two checkpoints, or a flag that does not apply to ``--stream``.
+    """
+    from ..errors import ConfigError
+    from ..kinds.align_stream import AlignStreamConfig
+    from .options import config_from_flags, given_flags
+
+    ignored = given_flags(args, {"preset": None, "data": None, "activation": None, "width": None, "points": None,
+                                 "cache_dir": None, "symmetries": None, "stages": None, "refine_steps": None,
+                                 "refine_lr": None, "refine_condition": None, "census_groups": None})
+    ignored = [f for f in ignored if f != "--set"]
+    if ignored:
+        raise ConfigError(f"--stream aligns two saved checkpoints by permutations only and measures distances; "
+                          f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to it. Drop "
+                          f"{'it' if len(ignored) == 1 else 'them'}, or align without --stream.")
+    args.models = list(args.models or ()) or None
+    cfg = config_from_flags(AlignStreamConfig(), args, _stream_flags())
+    cfg.validate()
+    return cfg
+
+
+def _stream(args: argparse.Namespace, threads: int) -> int:
+    """``--stream``: the ``align-stream`` run kind (:mod:`paramsym.kinds.align_stream`): B aligned to A
+    with both read one tensor at a time; aligned_b/ (and merged/) written shard by shard into --out DIR."""
+    from ..errors import ConfigError
+    from ..kinds.align_stream import KIND, summary_line
+    from .options import run_kind
+
+    cfg = None  # read back from the run directory when resuming
+    if args.resume is None:
+        if not args.out:
+            raise ConfigError("--stream writes the aligned checkpoint into a run directory: pass --out DIR (a new "
+                              "directory).")
+        cfg = stream_config(args)
+    else:
+        args.models = list(args.models or ()) or None  # none given: not a configuration flag
+    run, cfg, outcome = run_kind(args, kind=KIND, cfg=cfg, config_flags=_stream_flags(), threads=threads)
     info = outcome.metrics
     print(json.dumps(info, indent=1) if args.json else summary_line(info))
     return 0

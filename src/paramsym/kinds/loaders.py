@@ -126,6 +126,12 @@ def align_census() -> KindSpec:
     return KindSpec(align_census.AlignCensusConfig, align_census.run, align_census.render, managed=True)
 
 
+def align_stream() -> KindSpec:
+    from . import align_stream
+
+    return KindSpec(align_stream.AlignStreamConfig, align_stream.run, align_stream.render, managed=True)
+
+
 def align() -> KindSpec:
     from . import align as kind_align
 

@@ -97,6 +97,8 @@ KINDS: dict[str, RunKind] = {
                 "paramsym.kinds.loaders:align", True),
         RunKind("align-census", "two HF checkpoints of any traced architecture aligned over the census's groups "
                 "and merged", "paramsym align", "paramsym.kinds.loaders:align_census", True),
+        RunKind("align-stream", "two saved checkpoints aligned by weight matching and merged, read one tensor at a "
+                "time and written shard by shard", "paramsym align", "paramsym.kinds.loaders:align_stream", True),
         RunKind("sweep", "recipe search: candidates, the best continued, replication on fresh seeds",
                 "paramsym sweep", "paramsym.sweep.kind:kind_spec", True),
     )
