@@ -20,7 +20,13 @@ child, its CPU time and peak RSS, imports included):
 * ``align``: the scrambled copy aligned back to the original by weight matching over the spec's
   group with both read one tensor at a time (:func:`paramsym.alignment.streamed.match_streamed`),
   written shard by shard to ``DIR/<shape>.aligned``, and every stored tensor compared with the
-  original's (largest relative difference).
+  original's (largest relative difference);
+* ``align-cli``: the same through the command line, spec included —
+  ``paramsym align DIR DIR.scrambled --stream --merge 0.5 --out DIR.stream-run`` (the spec traced
+  from the headers and config in ``--spec-dtype``, the matching, ``aligned_b/`` and ``merged/``
+  written shard by shard; :mod:`paramsym.kinds.align_stream`), then ``aligned_b/`` compared with
+  the original tensor by tensor (largest relative difference; the run's own ``seconds`` and peak
+  estimate printed beside the measured wall time and peak RSS).
 
 It prints the table and the ratios against ``forward`` (wall and peak RSS) per shape, and the
 time of the spec per parameter from the smallest to the largest shape. The in-memory weighted
@@ -129,9 +135,11 @@ def _child(what: str, directory: str, dtype: str) -> None:
         from paramsym.census.rewrite import permute_checkpoint
         from paramsym.census.streaming import streamed_output
 
-        spec = json.loads((Path(directory).parent / f"{Path(directory).name}.spec.json").read_text())
+        spec = json.loads((Path(f"{directory}.spec") / "permutation_spec.json").read_text())  # the spec run's file
         scrambled = Path(f"{directory}.scrambled")
         if what == "scramble":
+            if scrambled.exists():
+                shutil.rmtree(scrambled)
             permute_checkpoint(directory, spec, random_perms(spec, torch.Generator().manual_seed(1)), scrambled)
             vocab = json.loads((Path(directory) / "config.json").read_text())["vocab_size"]
             ids = torch.randint(0, vocab, (2, 8), generator=torch.Generator().manual_seed(0))
@@ -145,11 +153,29 @@ def _child(what: str, directory: str, dtype: str) -> None:
             A, B = LazyTensors(read_checkpoint(directory)), LazyTensors(read_checkpoint(scrambled))
             perms, info = match_streamed(A, B, spec)
             aligned = Path(f"{directory}.aligned")
+            if aligned.exists():
+                shutil.rmtree(aligned)
             permute_checkpoint(scrambled, spec, perms, aligned)
             C = LazyTensors(read_checkpoint(aligned))
             worst = max(float((C[n].double() - A[n].double()).norm() / A[n].double().norm()) for n in A)
             out = {"sweeps": info["sweeps"], "distance_before": info["distance_before"],
                    "distance_after": info["distance_after"], "max_relative_weight_error": worst}
+    elif what == "align-cli":
+        from paramsym.census.stored import read_checkpoint
+        from paramsym.cli import main
+        from paramsym.models.checks import LazyTensors
+
+        run = Path(f"{directory}.stream-run")
+        if run.exists():
+            shutil.rmtree(run)
+        rc = main(["align", directory, f"{directory}.scrambled", "--stream", "--merge", "0.5", "--out", str(run),
+                   "--quiet", "--json", "--set", f"dtype={dtype}"])
+        rec = json.loads((run / "metrics.json").read_text())
+        A, C = LazyTensors(read_checkpoint(directory)), LazyTensors(read_checkpoint(run / "aligned_b"))
+        worst = max(float((C[n].double() - A[n].double()).norm() / A[n].double().norm()) for n in A)
+        out = {"rc": rc, "sweeps": rec["sweeps"], "distance_before": rec["distance_before"],
+               "distance_after": rec["distance_after"], "max_relative_weight_error": worst,
+               "run_seconds": rec["seconds"], "estimate": rec["estimate"]}
     else:
         import torch
         import transformers
@@ -183,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", help="where the checkpoints are written (DIR/<shape>; reused if present)")
     ap.add_argument("--shapes", default="tinyllama", help=f"comma-separated among {sorted(SHAPES)}")
     ap.add_argument("--what", default="headers,spec,forward", help="measurements, comma-separated, among headers, "
-                    "spec, forward, stream, scramble (after spec), align (after scramble); forward of a 7B checkpoint "
+                    "spec, forward, stream, scramble (after spec), align (after scramble), align-cli (after scramble: "
+                    "`paramsym align --stream --merge 0.5`, spec traced in --spec-dtype); forward of a 7B checkpoint "
                     "needs ~14 GB: leave it out on a shared 24 GB machine")
     ap.add_argument("--spec-dtype", default="float64", choices=["float64", "float32"],
                     help="dtype of the traced 2-layer copy (--dtype of the census)")
@@ -216,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {shape} | {r['params']:,} | {r['what']} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['rss_MiB']:.0f} |")
     for shape in dict.fromkeys(s for s, _ in rows):
         got = {r["what"]: r for s, r in rows if s == shape}
-        for what in ("spec", "stream", "scramble", "align"):
+        for what in ("spec", "stream", "scramble", "align", "align-cli"):
             if what in got and "forward" in got:
                 print(f"{shape}: {what} / forward: wall {got[what]['wall'] / got['forward']['wall']:.2f}, peak RSS "
                       f"{got[what]['rss_MiB'] / got['forward']['rss_MiB']:.2f}")
