@@ -7,9 +7,9 @@ its run directories by design, so only that pair is not refused.)
 
 The finished runs are real: each is made once through :func:`paramsym.cli.main` on its smallest
 budget (about a minute for all, plus ``experiment transformer``'s 20 s on the real all-MiniLM-L6-v2
-at two steps). ``align --census-groups`` (kind ``align-census``) aligns two tiny GPT-2 checkpoints
-when it is made a target; pointed at the others it is given the MLP files, refused before it reads
-them.
+at two steps). ``align --census-groups`` (kind ``align-census``) and ``align --stream`` (kind
+``align-stream``) align two tiny GPT-2 checkpoints when they are made targets; pointed at the
+others they are refused before they read them.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def _commands(out: str, inputs: dict[str, Path]) -> dict[str, tuple[str | None, 
         "sweep": ("sweep", ["sweep", str(ROOT / "examples" / "sweeps" / "tiny.yaml"), q, "--out", out]),
         "reproduce": ("reproduce", ["reproduce", "groups-d4-regular", "--quick", q, "--out", out]),
         "align --census-groups": ("align-census", ["align", hf_a, hf_b, "--census-groups", q, "--out", out]),
+        "align --stream": ("align-stream", ["align", hf_a, hf_b, "--stream", "--merge", "0.5", q, "--out", out]),
         "census --export": ("census-export", ["census", "--preset", "gpt2-tiny", "--export", "permutation-spec", q,
                                               "--out", out]),
         "attention build": ("attention-build", ["attention", "build", "--group", "C2", "--heads", "1", "--index", "0",
@@ -78,7 +79,7 @@ def _commands(out: str, inputs: dict[str, Path]) -> dict[str, tuple[str | None, 
 #: the commands made into finished targets (label -> the kind stored)
 TARGETS = ["discover", "experiment objectives", "experiment lifting", "experiment transformer", "attribute", "attention table", "attention count",
            "attention clusterings", "attention classify", "group", "census", "affine", "compensate", "teleport",
-           "teleport --action", "align", "align --census-groups", "sweep", "reproduce", "census --export",
+           "teleport --action", "align", "align --census-groups", "align --stream", "sweep", "reproduce", "census --export",
            "attention build"]
 
 
