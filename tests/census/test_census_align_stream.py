@@ -140,3 +140,22 @@ def test_bad_input_named_before_anything_is_written(tmp_path, capsys, monkeypatc
     capsys.readouterr()
     assert _align(a, b, run, "--merge", "1.5") == 2 and "--merge must be a number" in capsys.readouterr().err
     assert _align(a, b, run, "--points", "3") == 2 and "does not apply" in capsys.readouterr().err
+
+
+def test_resume_before_the_record_aligns_again_and_keeps_the_interrupted_outputs(tmp_path):
+    a, _ = _checkpoint("llama", tmp_path / "a", seed=4)
+    b, _ = _checkpoint("llama", tmp_path / "b", seed=5)
+    run = tmp_path / "run"
+    assert _align(a, b, run, "--merge", "0.25") == 0
+    first = json.loads((run / "metrics.json").read_text())
+    written = {d: _stored(run / d) for d in ("aligned_b", "merged")}
+    for f in ("alignment.json", "metrics.json", "report.md"):  # killed while writing the checkpoints
+        (run / f).unlink()
+    assert main(["align", "--resume", str(run), "--quiet"]) == 0
+    again = json.loads((run / "metrics.json").read_text())
+    assert {k: v for k, v in again.items() if k != "seconds"} == {k: v for k, v in first.items() if k != "seconds"}
+    for d, tensors in written.items():
+        stale = list(run.glob(f"{d}.stale-*"))
+        assert len(stale) == 1  # the interrupted attempt's output, moved aside, never deleted
+        now = _stored(run / d)
+        assert all(torch.equal(now[k], tensors[k]) for k in tensors)
