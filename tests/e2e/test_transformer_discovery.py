@@ -156,7 +156,8 @@ def test_held_out_units_run_and_are_marked_on_minilm(tmp_path, capsys) -> None:
 
     from paramsym.experiments.discovery.transformer.run import draw_units
 
-    cfg = dataclasses.replace(TransformerDiscoveryConfig.quick(), variants=["hybrid"], held_out=1, draw_seed=11)
+    cfg = dataclasses.replace(TransformerDiscoveryConfig.quick(), variants=["hybrid"], held_out=1, draw_seed=11,
+                              held_out_variants=["hybrid"])
     m = run(cfg, RunDir(tmp_path / "held"), progress=True)
     (layer, unit), = draw_units(cfg)
     label = f"L{layer}u{unit}"
