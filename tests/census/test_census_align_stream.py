@@ -140,6 +140,8 @@ def test_bad_input_named_before_anything_is_written(tmp_path, capsys, monkeypatc
     capsys.readouterr()
     assert _align(a, b, run, "--merge", "1.5") == 2 and "--merge must be a number" in capsys.readouterr().err
     assert _align(a, b, run, "--points", "3") == 2 and "does not apply" in capsys.readouterr().err
+    assert _align(a, b, run, "--census-groups") == 2 and "give one of them" in capsys.readouterr().err
+    assert not run.exists()
 
 
 def test_resume_before_the_record_aligns_again_and_keeps_the_interrupted_outputs(tmp_path):

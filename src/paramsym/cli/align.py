@@ -151,6 +151,11 @@ def _run(args: argparse.Namespace) -> int:
     from .options import resumes_kind, run_kind, threads_option
 
     threads = threads_option(args.threads) if args.threads is not None else 1
+    if args.census_groups and args.stream:
+        from ..errors import ConfigError
+
+        raise ConfigError("--census-groups (both models in memory, the census's whole group) and --stream (one tensor "
+                          "at a time, permutations only) are two ways to align checkpoints; give one of them.")
     if args.census_groups or resumes_kind(args, "align-census"):
         return _census_groups(args, threads)
     if args.stream or resumes_kind(args, "align-stream"):
