@@ -67,6 +67,11 @@ class AlignStreamConfig:
     seed: int = 0
     dtype: str = "float64"
 
+    @classmethod
+    def quick(cls) -> AlignStreamConfig:
+        """all-MiniLM-L6-v2 aligned with itself and merged at α = ½ (the identity and A are the answers)."""
+        return cls(models=("minilm", "minilm"), merge=0.5)
+
     def validate(self) -> None:
         if len(self.models) != 2:
             raise ConfigError(f"--stream aligns two checkpoints A B; received {len(self.models)}.")
