@@ -63,6 +63,8 @@ def _auto_class(cfg: Any):
     archs = list(getattr(cfg, "architectures", None) or [])
     if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in archs):
         return transformers.AutoModelForCausalLM
+    if any(a.endswith("ForImageClassification") for a in archs):  # ViT: its base class adds a pooler it lacks
+        return transformers.AutoModelForImageClassification
     return transformers.AutoModel
 
 
