@@ -6,13 +6,16 @@ computes the same function with every norm at unit gain and no bias:
 
 * **scale and bias** go into the readers: ``W N(x) + b = (W diag γ) n(x) + (W β + b)`` —
   ``W' = W diag γ``, ``b' = b + W β`` (a reader without a bias that needs one is given one:
-  GPT-2's LM head, StableLM's q/k/v; the only place ``β`` can go while the stream rotates);
+  GPT-2's LM head, StableLM's q/k/v; the only place ``β`` can go while the stream rotates); a
+  mixture-of-experts block's readers are its router and its expert bank, whose ``(E, 2h, D)``
+  parameter takes ``diag γ`` on every expert's input columns (Mixtral);
 * **LayerNorm → RMS norm.** A LayerNorm is ``n(x) = C x / rms(C x)`` with the centring
   ``C = I − 𝟙𝟙ᵀ/D``; an RMS norm is ``x / rms(x)``. The centring is **folded into the writers**
   (SliceGPT): every embedding row and every writer's output (weight rows, bias) is centred,
   ``E' = E C``, ``W_write' = C W_write``, ``b_write' = C b_write`` — and so is every other input
   writer (:attr:`~paramsym.census.tracing.Spaces.input_writers`: a Vision Transformer's patch
-  convolution along its output channels with its bias, its CLS token and position embeddings). The stream is a sum of those,
+  convolution along its output channels with its bias, its CLS token and position embeddings; an
+  expert bank's ``(E, D, h)`` output rows). The stream is a sum of those,
   so it lies in ``𝟙⊥`` and ``C x = x``: the LayerNorm's centring is the identity there and the
   module becomes an ``nn.RMSNorm`` (same ``ε``: ``var(x) = mean(x²)`` on ``𝟙⊥``). Centring is
   exact because every reader of the stream is a centred norm, which discards ``𝟙`` anyway.
@@ -22,6 +25,9 @@ computes the same function with every norm at unit gain and no bias:
   (:func:`paramsym.census.rotation.rotate_residual`). (The canonical weights are still a valid
   checkpoint of the LayerNorm class — on a centred stream LayerNorm at unit gain *is* the RMS
   norm — and so are their rotations by ``Q`` with ``Q 𝟙 = ±𝟙``; a general ``Q`` needs the RMS module.)
+  A **parameter-free** LayerNorm (OLMo) has nothing to fold: it becomes a parameter-free
+  ``nn.RMSNorm`` (its ``ε`` measured from its output where the module states none), the stream centred
+  as above;
 * **tied embeddings.** A tied LM head ``E`` reads the final norm; its scale can be folded only
   into an untied head, so with ``untie=False`` a tied model whose final scale is not 1 is
   refused (``untie=True`` gives the head its own copy ``E diag γ``). Centring ``E`` is harmless
@@ -33,10 +39,11 @@ leaves the outputs unchanged for every orthogonal ``M`` (``n(M x) = M n(x)``).
 Refusals (:class:`~paramsym.errors.SymmetryNotApplicableError`, naming the norm and why): a
 **post-norm** model (BERT, RoBERTa, DistilBERT: a norm's output is also the residual, so scaling
 it is not absorbed by its readers — probed by scaling each norm by a random ``d`` and its
-readers by ``1/d``); a norm whose output feeds no linear map (a base model's final norm — load
-it with its LM head; a width-``D`` q/k norm over a whole projection); centred and
-uncentred norms mixed on one stream; an unrecognised scale parametrisation; tied embeddings
-with ``untie=False`` as above; and a canonical model whose output moved beyond rounding.
+readers by ``1/d``); a norm whose output feeds no linear map (the post-norms of Gemma2 and OLMo2,
+added to the stream; a base model's final norm — load it with its LM head; a width-``D`` q/k norm
+over a whole projection); centred and uncentred norms mixed on one stream; an unrecognised scale
+parametrisation; a norm bias that would have to go into an expert bank (no bias there); tied
+embeddings with ``untie=False`` as above; and a canonical model whose output moved beyond rounding.
 """
 
 from __future__ import annotations
