@@ -150,7 +150,7 @@ def test_post_norm_architectures_are_refused_by_name(name):
 def test_parameter_free_layernorm_becomes_a_parameter_free_rms_norm_with_its_eps():
     """OLMo: nothing to fold; every norm becomes ``nn.RMSNorm`` without parameters and with OLMo's
     ε = 1e-5 (stated in its code only: measured), the writers are centred (the stream lies in 𝟙⊥),
-    and no parameter is added."""
+    and no parameter is added; a tied head (its final norm has no scale) needs no untying."""
     model = _model("olmo")
     canon = canonical_form(model, _inputs(model), untie=True)
     rms = [m for m in canon.modules() if isinstance(m, nn.RMSNorm)]
@@ -162,6 +162,12 @@ def test_parameter_free_layernorm_becomes_a_parameter_free_rms_norm_with_its_eps
     for i in range(model.config.num_hidden_layers):
         for w in ("self_attn.o_proj", "mlp.down_proj"):
             assert float(p[f"model.layers.{i}.{w}.weight"].sum(0).abs().max()) < 1e-12
+    # tied to its embedding, the head reads a final norm without scale: it stays tied without untie=True
+    model.lm_head.weight = model.model.embed_tokens.weight
+    inputs = _inputs(model)
+    tied = canonical_form(model, inputs)
+    assert tied.lm_head.weight is tied.model.embed_tokens.weight
+    assert _rel(_logits(tied, inputs, True), _logits(model, inputs, True)) <= _tols(model, inputs)[1]
 
 
 def test_mixtral_norm_scale_goes_into_the_router_and_every_expert():

@@ -189,7 +189,7 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
     _probe_pre_norm(new, inputs, output, sp, read, base, tied, head, name)
     if tied:
         final = [n for n, rs in read.items() if head in (mods[r] for r in rs)]
-        if any(not torch.all(gammas[n] == 1) for n in final):
+        if any(n in gammas and not torch.all(gammas[n] == 1) for n in final):  # a parameter-free norm: γ = 1
             raise SymmetryNotApplicableError(f"canonical form of {name}: the LM head is tied to the input embedding and "
                                              f"the final norm {final} has a scale ≠ 1, which only an untied head can "
                                              "absorb; pass untie=True (paramsym census --canonical always unties).")
