@@ -63,7 +63,7 @@ from .spaces import Spaces, derive_spaces
 from .tracing import is_centred, out_tensor, same_tensor
 from .verifying import PROBE_TOL
 
-__all__ = ["canonical_form", "canonical_tolerance", "readers_of", "weight_name"]
+__all__ = ["canonical_form", "canonical_tolerance", "norm_centring", "readers_of", "weight_name"]
 
 
 def canonical_tolerance(model: nn.Module, spaces: Spaces) -> float:
@@ -73,6 +73,15 @@ def canonical_tolerance(model: nn.Module, spaces: Spaces) -> float:
     ``L`` layers, width ``D`` (the fold is checked once, with nothing measured)."""
     dtype = compute_dtype(next(model.parameters()).dtype, spaces.float32_inside)
     return rounding_tolerance(dtype, len(spaces.layout.layers), spaces.hidden_size)
+
+
+def norm_centring(model: nn.Module, sp: Spaces) -> dict[str, bool]:
+    """Every norm over the stream (with parameters: traced; without, OLMo's: probed here by
+    :func:`~paramsym.census.tracing.is_centred`) → whether it centres (a LayerNorm, which the
+    canonical form replaces by an ``nn.RMSNorm``)."""
+    mods = dict(model.named_modules())
+    x = torch.randn(4, sp.hidden_size, generator=torch.Generator().manual_seed(0), dtype=next(model.parameters()).dtype)
+    return {**{n: info.centred for n, info in sp.norms.items()}, **{n: is_centred(mods[n], x) for n in sp.free_norms}}
 
 
 def weight_name(model: nn.Module, p: Tensor) -> str:
@@ -154,10 +163,9 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
                                          "final norm's scale can be folded into it.")
     if not sp.norms and not sp.free_norms:
         raise SymmetryNotApplicableError(f"canonical form of {name}: no norm over the residual stream was found.")
-    model_mods = dict(model.named_modules())
-    x0 = torch.randn(4, sp.hidden_size, generator=torch.Generator().manual_seed(0), dtype=next(model.parameters()).dtype)
-    free = {n: is_centred(model_mods[n], x0) for n in sp.free_norms}  # parameter-free norm → centred
-    centred = {info.centred for info in sp.norms.values()} | set(free.values())
+    kinds = norm_centring(model, sp)
+    free = {n: kinds[n] for n in sp.free_norms}  # parameter-free norm → centred
+    centred = set(kinds.values())
     if len(centred) > 1:
         raise SymmetryNotApplicableError(f"canonical form of {name}: the stream norms mix centred (LayerNorm) and "
                                          f"uncentred (RMS) ones {sorted([*sp.norms, *free])}; centring the stream would "
@@ -199,12 +207,12 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
             for r in read[n]:
                 _fold_into_reader(new, r, gammas[n], beta, sp, name)
             if info.centred:
-                _set_module(new, n, _rms_like(mods[n], params[info.weight], True, name))
+                _set_module(new, n, _rms_like(mods[n], sp.hidden_size, params[info.weight], True, name))
             else:
                 params[info.weight].fill_(1.0 - info.scale_offset)
         for n, c in free.items():  # nothing to fold; a parameter-free LayerNorm becomes a parameter-free RMS norm
             if c:
-                _set_module(new, n, _rms_like(mods[n], x0, False, name))
+                _set_module(new, n, _rms_like(mods[n], sp.hidden_size, next(new.parameters()), False, name))
         if centred == {True}:  # after the fold: a tied head's b + E β uses the uncentred E
             _centre_stream(new, sp, mods, params)
         got = output(new(**inputs))
@@ -298,12 +306,12 @@ def _fold_into_reader(model: nn.Module, reader: str, gamma: Tensor, beta: Tensor
     W.mul_(_along(gamma, ax, W.dim()))
 
 
-def _rms_like(ln: nn.Module, like: Tensor, affine: bool, name: str) -> nn.Module:
-    """An ``nn.RMSNorm`` with the LayerNorm's ``ε``, of width ``like.shape[-1]`` (device and dtype
-    of ``like``): at unit gain (``affine``), or without parameters (replacing a parameter-free one)."""
+def _rms_like(ln: nn.Module, width: int, like: Tensor, affine: bool, name: str) -> nn.Module:
+    """An ``nn.RMSNorm`` of ``width`` with the LayerNorm's ``ε`` (device and dtype of ``like``): at
+    unit gain (``affine``), or without parameters (replacing a parameter-free one)."""
     eps = getattr(ln, "eps", getattr(ln, "variance_epsilon", None))
-    eps = float(eps) if eps is not None else _measured_eps(ln, like.shape[-1], like.dtype, name)
-    return nn.RMSNorm(like.shape[-1], eps=eps, elementwise_affine=affine, device=like.device, dtype=like.dtype)
+    eps = float(eps) if eps is not None else _measured_eps(ln, width, like.dtype, name)
+    return nn.RMSNorm(width, eps=eps, elementwise_affine=affine, device=like.device, dtype=like.dtype)
 
 
 def _measured_eps(ln: nn.Module, width: int, dtype: torch.dtype, name: str) -> float:
