@@ -421,12 +421,13 @@ def breakdown(trainer: Trainer, fwd_bwd, reps_fb: int, rounds: int) -> None:
     def network():  # both fused passes, forward and backward (inputs fixed, so no group-matrix graph)
         a.zero_grad(set_to_none=True)
         q = a.step_quantities(d["theta"], d["theta_mu"], d["g1"], d["g2"], d["h"], infinitesimal=True, finite=True,
-                              shared=d["shared"])
-        sum(x.pow(2).sum() for x in (q.fields, q.fields_mu, q.transported, q.field_at_moved, q.direct, q.two_step)
-            ).backward()
+                              shared=d["shared"], residuals=tr.residuals)
+        outs = (q.moved, q.fields, q.fields_mu, q.transported, q.field_at_moved, q.direct, q.two_step, q.comp_residual,
+                q.trans_residual)
+        sum(x.pow(2).sum() for x in outs if x is not None).backward()
 
     q = a.step_quantities(d["theta"], d["theta_mu"], d["g1"], d["g2"], d["h"], infinitesimal=True, finite=True,
-                          shared=d["shared"])
+                          shared=d["shared"], residuals=tr.residuals)
     fields, moved = q.fields.detach().requires_grad_(), q.moved.detach().requires_grad_()
 
     def target_terms():  # L_inv's JVP of F (its primal F(θ) reused) and L_pres's F(a(g1, θ))
@@ -494,6 +495,8 @@ def bench(preset: str, extra: list[str], rounds: int, naive_reps: int, parts: bo
     term_err, grad_err = verify_baseline(trainer) if naive_reps else (float("nan"), float("nan"))
     prev_term_err, prev_grad_err = verify_previous(trainer)
     previous = copy.deepcopy(trainer)  # the previous step trains its own copy
+    before = copy.deepcopy(trainer)  # the step before this round (block form of the fused quantities)
+    before.residuals = False
 
     naive_action = copy.deepcopy(trainer.action)
     naive_opt = torch.optim.Adam(naive_action.parameters(), lr=cfg.train.lr)
@@ -508,20 +511,22 @@ def bench(preset: str, extra: list[str], rounds: int, naive_reps: int, parts: bo
     def slow_step():
         naive_step(trainer, naive_action, naive_opt, step_index)
 
-    steps = {"step": lambda: trainer.step(step_index), "prev": lambda: previous_step(previous, step_index)}
-    owners = {"step": trainer, "prev": previous}
+    steps = {"step": lambda: trainer.step(step_index), "before": lambda: before.step(step_index),
+             "prev": lambda: previous_step(previous, step_index)}
+    owners = {"step": trainer, "before": before, "prev": previous}
     # repetitions per timing window: about as long for the forward+backward as for the step
     t_fb, t_st = time_it(lambda: fwd_bwd(trainer), 5), time_it(steps["step"], 3)
     reps_fb, reps_st = max(5, round(10 * t_st / t_fb)), 10
-    times: dict[str, list[float]] = {"fwd_bwd": [], "step": [], "prev_fwd_bwd": [], "prev": [], "naive": []}
-    ratios: dict[str, list[float]] = {"step": [], "prev": []}
+    times: dict[str, list[float]] = {"fwd_bwd": [], "step": [], "before_fwd_bwd": [], "before": [], "prev_fwd_bwd": [],
+                                     "prev": [], "naive": []}
+    ratios: dict[str, list[float]] = {"step": [], "before": [], "prev": []}
     for _ in range(rounds):  # interleaved repetitions; each ratio from adjacent windows (fb, step, fb)
-        for key in ("step", "prev"):
+        for key in ("step", "before", "prev"):
             fb = lambda k=key: fwd_bwd(owners[k])  # noqa: E731
-            before, ts, after = time_it(fb, reps_fb), time_it(steps[key], reps_st), time_it(fb, reps_fb)
-            times["fwd_bwd" if key == "step" else "prev_fwd_bwd"] += [before, after]
+            t0, ts, t1 = time_it(fb, reps_fb), time_it(steps[key], reps_st), time_it(fb, reps_fb)
+            times["fwd_bwd" if key == "step" else f"{key}_fwd_bwd"] += [t0, t1]
             times[key].append(ts)
-            ratios[key].append(2 * ts / (before + after))
+            ratios[key].append(2 * ts / (t0 + t1))
         if naive_reps:
             times["naive"].append(time_it(slow_step, naive_reps))
     med = {k: statistics.median(v) for k, v in times.items() if v}
@@ -535,16 +540,20 @@ def bench(preset: str, extra: list[str], rounds: int, naive_reps: int, parts: bo
           f"gradient to {prev_grad_err:.1e} (relative)")
     print(f"   forward+backward of the action : {med['fwd_bwd'] * 1e3:8.2f} ms  (median)")
     print(f"   Trainer.step (hybrid)          : {med['step'] * 1e3:8.2f} ms  = {1 / med['step']:7.1f} steps/s")
+    print(f"   step before this round         : {med['before'] * 1e3:8.2f} ms  = {1 / med['before']:7.1f} steps/s  "
+          "(block form of the fused quantities: Trainer.residuals = False)")
     print(f"   previous step (kept here)      : {med['prev'] * 1e3:8.2f} ms  = {1 / med['prev']:7.1f} steps/s")
     if naive_reps:
         print(f"   naive per-sample baseline step : {med['naive'] * 1e3:8.2f} ms  = {1 / med['naive']:7.1f} steps/s")
-    rs, rp = statistics.median(ratios["step"]), statistics.median(ratios["prev"])
-    print(f"   (a) step / forward+backward     : {rs:6.1f}x  (previous step: {rp:.1f}x; aim <= 5x)  median of "
+    rs, rb, rp = (statistics.median(ratios[k]) for k in ("step", "before", "prev"))
+    print(f"   (a) step / forward+backward     : {rs:6.1f}x  (before this round: {rb:.1f}x; previous step: {rp:.1f}x; "
+          f"aim <= 5x)  median of "
           f"per-round ratios; ratio of the fastest windows {min(times['step']) / min(times['fwd_bwd']):.1f}x "
           f"(previous {min(times['prev']) / min(times['prev_fwd_bwd']):.1f}x)")
     if naive_reps:
         print(f"   (b) speed-up over the baseline  : {med['naive'] / med['step']:6.1f}x  more steps per second")
-    print(f"   (c) speed-up over the previous  : {med['prev'] / med['step']:6.2f}x  more steps per second")
+    print(f"   (c) speed-up over the previous  : {med['prev'] / med['step']:6.2f}x  more steps per second "
+          f"({med['before'] / med['step']:.2f}x over the step before this round)")
     spread = {k: (min(v) / med[k], max(v) / med[k]) for k, v in times.items() if v}
     print("   spread across rounds (min/median, max/median): "
           + ", ".join(f"{k} {a:.2f}-{b:.2f}" for k, (a, b) in spread.items()))
