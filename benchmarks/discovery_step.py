@@ -5,8 +5,10 @@ is noisy: compare the ratios, not the absolute times):
 
 (a) ``Trainer.step`` (the full hybrid objective, backward, clipping, Adam) over one forward +
     backward of the action network on the same batch (``act_many`` of B sampled elements on B
-    points, squared norm, backward), side by side with the same ratio of the previous step
-    (:func:`previous_losses`, kept here as the baseline) — issue 33's aim is a ratio ≤ 5×;
+    points, squared norm, backward), side by side with the same ratio of the step before this
+    round (``Trainer.residuals = False``: the fused quantities in block form; the same step as the
+    current one without reduced coordinates) and of the previous step (:func:`previous_losses`,
+    kept here as the baseline) — issue 33's aim is a ratio ≤ 5×;
 (b) steps per second of ``Trainer.step`` against a naive baseline that computes the same hybrid
     objective one sample at a time (see :func:`naive_losses`):
 
