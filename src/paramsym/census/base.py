@@ -145,8 +145,10 @@ def catalogue_candidate(module: str, view: View, make: Callable[[ParameterBlock]
                         note: str = "", kind: str | None = None, extra: dict[str, Any] | None = None,
                         discrete_order: str | None = None) -> Candidate:
     """A candidate applying one random element of the catalogue action ``make(block)`` (built on
-    the block of the view's virtual tensors) — ``g = action.random_elements(1, generator)[0]``,
-    ``θ_virtual ↦ action.act(g, θ_virtual)``, written back into the stored tensors.
+    the block of the view's virtual tensors) — ``g = action.random_compact(generator)`` (the
+    draw of ``random_elements(1, generator)[0]`` in the group's compact form: a permutation or a
+    diagonal, no ``s × s`` matrix), ``θ_virtual ↦ action.act_compact(g, θ_virtual)``, written back
+    into the stored tensors.
 
     The candidate's ``kind`` is the action's (e.g. ``hidden_permutation``), its dimension and
     order the action's (``discrete_order`` overrides the order's text, e.g. ``"96!"``). The
@@ -160,13 +162,12 @@ def catalogue_candidate(module: str, view: View, make: Callable[[ParameterBlock]
         vp = view.read(p)
         theta = block.gather(vp)
         act = action.to(theta.dtype)
-        g = act.random_elements(1, gen)[0]
-        eye = torch.eye(g.shape[0], dtype=g.dtype)
+        g = act.random_compact(gen)  # a permutation or a diagonal where the group has one: no s × s matrix
         for _ in range(32):  # a discrete group: verify a non-identity element (e.g. one of 2! head orders)
-            if action.order is None or action.order < 2 or not torch.equal(g, eye):
+            if action.order is None or action.order < 2 or not act.is_identity(g):
                 break
-            g = act.random_elements(1, gen)[0]
-        return view.write(p, block.scatter(act.act(g, theta), vp))
+            g = act.random_compact(gen)
+        return view.write(p, block.scatter(act.act_compact(g, theta), vp))
 
     return Candidate(module, kind or action.kind, int(action.dimension), view.moved(), transform,
                      discrete_order=None if action.order is None else (discrete_order or action.order_text),
