@@ -114,7 +114,9 @@ _T1 = dict(radius="ρ = 0.5, one factor", inputs="the scalar-sigmoid problem's c
                        "steps: 10,000 per run"))
 _PY = "Pythia-1B feedforward unit, k-token prefix, edits installed in float32"
 _TD_DEV = (
-    "model: all-MiniLM-L6-v2 (6 layers) for Pythia-1B; units L1, L3, L5 (largest feature RMS on a 16-token prefix)",
+    "model: all-MiniLM-L6-v2 (6 layers) for Pythia-1B; development units L1, L3, L5 (largest feature RMS on a 16-token "
+    "prefix) and three held-out units drawn at run time (layer and unit uniform, torch.Generator seed 20261205 fixed "
+    "before the run: L4u1456, L5u326, L3u1287; the direct map's two objectives, the flow on the development units)",
     "coordinates: the compensation span, q = 2N directions of the block's 12,673 (N = 16 prefix tokens), not all "
     "block entries",
     "compensators: k = 2N = 32 chosen by pivoted QR of the other units' features",

@@ -319,6 +319,16 @@ def test_rotate_axes_equals_the_census_rotation():
     assert torch.allclose(match_rotation(_params(ref), _params(folded), rot.axes), M, atol=1e-10)
 
 
+def test_rotation_is_refused_for_parameter_free_layernorms_as_for_gpt2():
+    """OLMo's parameter-free LayerNorms become RMS norms in the canonical form (as GPT-2's do), so a
+    rotated OLMo is no checkpoint of its class: refused by name, not aligned into a wrong file."""
+    from paramsym.errors import SymmetryNotApplicableError
+
+    for name in ("olmo", "gpt2"):
+        with pytest.raises(SymmetryNotApplicableError, match="LayerNorms"):
+            census_plan(tiny_model(name, causal_lm=True), symmetries=["permutation", "rotation"])
+
+
 def test_census_groups_cli_symmetries_and_bad_inputs(tmp_path, capsys):
     """--symmetries picks the groups; a group the model lacks, an --out that exists and a
     pickle-only checkpoint are refused by name with nothing written."""

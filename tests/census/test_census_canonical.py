@@ -1,6 +1,8 @@
 """The canonical form of pre-norm transformers (issue 35, item 1): norm scales/biases folded into the
 readers, LayerNorm centring into the writers, LayerNorm → RMS norm; outputs unchanged; the residual
-stream's O(D) then an exact symmetry; named refusals for post-norm, base and tied-without-untie models.
+stream's O(D) then an exact symmetry; named refusals for base and tied-without-untie models. Every
+architecture of the census zoo (pre-norm: logits kept, rotation exact; post-norm: refused by name) is
+in ``test_census_canonical_zoo.py``.
 
 References are independent of the code under test: the original HF model's own forward pass, and
 (for GPT-2) a rotation applied by hand through the parameter names.
@@ -14,18 +16,13 @@ from torch import nn
 
 from paramsym.census import census
 from paramsym.census.canonical import canonical_form
+from paramsym.census.precision import rounding_tolerance
 from paramsym.census.rotation import random_orthogonal
 from paramsym.census.walk import _output, default_inputs
 from paramsym.census.zoo import tiny_model
 from paramsym.errors import NonFiniteError, SymmetryNotApplicableError
 
 transformers = pytest.importorskip("transformers")
-
-PRE_NORM = ["llama", "mistral", "qwen2", "gemma", "phi3", "gpt2", "gpt_neox", "opt", "falcon", "stablelm"]
-POST_NORM = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM"}
-FLOAT32_INSIDE = {"llama", "mistral", "qwen2", "gemma", "phi3"}  # HF's RMSNorm computes in float32
-EPS32, EPS64 = torch.finfo(torch.float32).eps, torch.finfo(torch.float64).eps
-
 
 def _inputs(model):
     return default_inputs(model, torch.Generator().manual_seed(0))
@@ -35,39 +32,10 @@ def _rel(a, b):
     return float((a - b).detach().norm() / b.detach().norm())
 
 
-def _tol(model, eps):
-    """Rounding of the logits: each of the L + 1 norm–read–write blocks is a D-long inner product
-    (error ~ √D·eps relative), with a margin of 10."""
-    D = model.get_input_embeddings().embedding_dim
-    return 10 * (model.config.num_hidden_layers + 1) * D**0.5 * eps
-
-
-def _stream_norms(model):
-    D = model.get_input_embeddings().embedding_dim
-    return {n: m for n, m in model.named_modules()
-            if any(p.dim() == 1 and p.numel() == D for p in m.parameters(recurse=False)) and "norm" in type(m).__name__.lower()}
-
-
-@pytest.mark.parametrize("name", PRE_NORM)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_canonical_form_keeps_the_logits_and_normalises_every_norm(name, dtype):
-    model = tiny_model(name, causal_lm=True).to(dtype)
-    inputs = _inputs(model)
-    canon = canonical_form(model, inputs, _output, untie=True)
-    with torch.no_grad():
-        ref, got = model(**inputs).logits, canon(**inputs).logits
-    eps = EPS32 if dtype == torch.float32 or name in FLOAT32_INSIDE else EPS64
-    assert _rel(got, ref) <= _tol(model, eps)
-    # every stream norm now has unit gain and no bias: no LayerNorm left, RMS weights at the identity
-    norms = _stream_norms(canon)
-    assert norms and not any(isinstance(m, nn.LayerNorm) for m in norms.values())
-    offset = 1.0 if name == "gemma" else 0.0  # Gemma's scale is 1 + w
-    for m in norms.values():
-        assert getattr(m, "bias", None) is None and torch.all(m.weight + offset == 1)
-    # the readers really absorbed the scales (the original norms were 1 + N(0, 0.2²))
-    moved = [k for k, v in model.named_parameters() if k in dict(canon.named_parameters())
-             and not torch.equal(v, dict(canon.named_parameters())[k])]
-    assert len(moved) >= 4 * model.config.num_hidden_layers
+def _tol(model, dtype):
+    """Rounding of the logits, the census's one rule: each of the L + 1 norm–read–write blocks is a
+    D-long inner product (error ~ √D·ε relative), with a margin of 10."""
+    return rounding_tolerance(dtype, model.config.num_hidden_layers, model.get_input_embeddings().embedding_dim)
 
 
 def test_layernorm_stream_is_centred_and_the_original_class_still_computes_it():
@@ -86,7 +54,7 @@ def test_layernorm_stream_is_centred_and_the_original_class_still_computes_it():
             parent, _, leaf = n.rpartition(".")
             setattr(canon.get_submodule(parent), leaf, nn.LayerNorm(m.weight.numel(), eps=m.eps, dtype=torch.float64))
     with torch.no_grad():
-        assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, EPS64)
+        assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, torch.float64)
 
 
 def test_residual_rotation_is_exact_on_the_canonical_gpt2_only():
@@ -117,18 +85,18 @@ def test_residual_rotation_is_exact_on_the_canonical_gpt2_only():
     with torch.no_grad():
         ref = model(**inputs).logits
         rot = rotate(canon)
-        assert _rel(rot(**inputs).logits, ref) <= _tol(model, EPS64)
+        assert _rel(rot(**inputs).logits, ref) <= _tol(model, torch.float64)
         assert _rel(rotate(model)(**inputs).logits, ref) > 1e-2  # not a symmetry before the fold
     w0, w1 = canon.transformer.wte.weight, rot.transformer.wte.weight
     assert _rel(w1, w0) > 0.5  # Q really moved the parameters
 
 
-@pytest.mark.parametrize("name", ["gpt2", "gpt_neox", "llama", "falcon"])
+@pytest.mark.parametrize("name", ["gpt2", "gpt_neox", "llama", "falcon", "mixtral", "olmo"])
 def test_census_reports_the_residual_rotation_of_the_canonical_form(name):
     g = census(tiny_model(name, causal_lm=True)).to_json()["group"]["residual_rotation"]
     D = tiny_model(name).get_input_embeddings().embedding_dim
     assert g["group"] == f"O({D})" and g["dimension"] == D * (D - 1) // 2
-    assert g["verified"] and g["verified_error"] <= _tol(tiny_model(name, causal_lm=True), EPS32) and g["motion"] > 0.5
+    assert g["verified"] and g["verified_error"] <= _tol(tiny_model(name, causal_lm=True), torch.float32) and g["motion"] > 0.5
 
 
 def test_untie_is_a_named_option():
@@ -143,18 +111,9 @@ def test_untie_is_a_named_option():
     canon = canonical_form(model, inputs, _output)
     assert canon.lm_head.weight is canon.transformer.wte.weight and canon.lm_head.bias is not None
     with torch.no_grad():
-        assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, EPS64)
+        assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, torch.float64)
     untied = canonical_form(model, inputs, _output, untie=True)
     assert untied.lm_head.weight is not untied.transformer.wte.weight and not untied.config.tie_word_embeddings
-
-
-@pytest.mark.parametrize("name", sorted(POST_NORM))
-def test_post_norm_models_are_refused_by_name(name):
-    model = tiny_model(name, cls=POST_NORM[name]).double()
-    with pytest.raises(SymmetryNotApplicableError, match="post-norm"):
-        canonical_form(model, _inputs(model), _output, untie=True)
-    g = census(model).to_json()["group"]["residual_rotation"]
-    assert g["verified"] is False and "post-norm" in g["note"]
 
 
 def test_base_models_and_norms_the_tracer_cannot_place_are_refused():
@@ -198,7 +157,7 @@ def test_the_default_output_is_the_logits():
     inputs = _inputs(model)
     canon = exported(model, inputs, untie=True)
     with torch.no_grad():
-        assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, EPS32)
+        assert _rel(canon(**inputs).logits, model(**inputs).logits) <= _tol(model, torch.float32)
 
 
 def test_nan_weights_are_refused_by_name():

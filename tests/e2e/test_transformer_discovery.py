@@ -133,6 +133,11 @@ def test_held_out_draw_is_a_seeded_rule_fixed_before_the_run() -> None:
     assert all_units(paper)[:3] == [[1, None], [3, None], [5, None]] and len(all_units(paper)) == 6
     labels = {name.split("-")[0] for name in subrun_configs(paper)}
     assert {f"L{layer}u{unit}" for layer, unit in draw_units(paper)} <= labels
+    # the row's deviations name the same draw
+    from paramsym.paper_stats import STATS
+
+    said = " ".join(STATS["transformer-composition"].deviations)
+    assert str(PAPER_DRAW_SEED) in said and all(f"L{layer}u{unit}" in said for layer, unit in draw_units(paper))
 
 
 def test_held_out_needs_the_minilm_draw(tmp_path) -> None:
@@ -156,7 +161,8 @@ def test_held_out_units_run_and_are_marked_on_minilm(tmp_path, capsys) -> None:
 
     from paramsym.experiments.discovery.transformer.run import draw_units
 
-    cfg = dataclasses.replace(TransformerDiscoveryConfig.quick(), variants=["hybrid"], held_out=1, draw_seed=11)
+    cfg = dataclasses.replace(TransformerDiscoveryConfig.quick(), variants=["hybrid"], held_out=1, draw_seed=11,
+                              held_out_variants=["hybrid"])
     m = run(cfg, RunDir(tmp_path / "held"), progress=True)
     (layer, unit), = draw_units(cfg)
     label = f"L{layer}u{unit}"

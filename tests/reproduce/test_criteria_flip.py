@@ -70,6 +70,17 @@ def _td_units(*units):
     return {"per_seed": per, "rho": 0.5}
 
 
+def _flow_units(*units, held=()):
+    """Flow rows of several units (each passing at ``_td()``'s values except the keyword overrides given per unit:
+    ``random``, ``unc``, ``motion``, ``comp``); ``held``: labels drawn at run time."""
+    rows = []
+    for i, over in enumerate(units):
+        v = {"random": 130.0, "unc": 50.0, "motion": 0.00069, "comp": 0.00050, **over}
+        rows += _seed_rows(f"L{2 * i + 1}", v["random"], v["unc"], v["motion"], v["comp"])
+    return {"per_seed": {"hybrid": [], "flow": rows}, "rho": 0.5, **({"draw": {"seed": 1, "units": list(held)}}
+                                                                    if held else {})}
+
+
 def _flows(*rows):
     return {"flows": [dict(zip(("flow", "direction", "delta_start", "delta_end", "delta_predicted", "t_end"), r))
                       for r in rows]}
@@ -217,6 +228,11 @@ FLIPS = {
                                  _td_units({}, {"finite": 0.0040, "hybrid": 0.000586}, {}),
                                  # holds at the within-seed median, fails at the paper's p95
                                  _td(finite=0.003, hybrid=0.0014, finite_median=0.002, hybrid_median=0.0003)]),
+    # every bar of §6.3 at once on every unit, at the registry's statistics (composition: p95); no flow rows fail
+    "transformer-flow-action": (_flow_units({}, {"random": 129.5}, {"comp": 0.000584}, held=("L5",)),
+                                [_flow_units({}, {"random": 126.3}), _flow_units({"unc": 48.4}),
+                                 _flow_units({}, {}, {"motion": 0.000684}), _flow_units({"comp": 0.000586}),
+                                 {"per_seed": {"hybrid": []}, "rho": 0.5}]),
     "affine-dimensions": ({"a": {"dimension": 8, "expected": 8}, "b": {"dimension": 4, "expected": 4}},
                           [{"a": {"dimension": 8, "expected": 8}, "b": {"dimension": 3, "expected": 4}},
                            {"a": {"dimension": 7, "expected": 7}}]),

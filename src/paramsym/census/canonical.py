@@ -6,13 +6,16 @@ computes the same function with every norm at unit gain and no bias:
 
 * **scale and bias** go into the readers: ``W N(x) + b = (W diag γ) n(x) + (W β + b)`` —
   ``W' = W diag γ``, ``b' = b + W β`` (a reader without a bias that needs one is given one:
-  GPT-2's LM head, StableLM's q/k/v; the only place ``β`` can go while the stream rotates);
+  GPT-2's LM head, StableLM's q/k/v; the only place ``β`` can go while the stream rotates); a
+  mixture-of-experts block's readers are its router and its expert bank, whose ``(E, 2h, D)``
+  parameter takes ``diag γ`` on every expert's input columns (Mixtral);
 * **LayerNorm → RMS norm.** A LayerNorm is ``n(x) = C x / rms(C x)`` with the centring
   ``C = I − 𝟙𝟙ᵀ/D``; an RMS norm is ``x / rms(x)``. The centring is **folded into the writers**
   (SliceGPT): every embedding row and every writer's output (weight rows, bias) is centred,
   ``E' = E C``, ``W_write' = C W_write``, ``b_write' = C b_write`` — and so is every other input
   writer (:attr:`~paramsym.census.tracing.Spaces.input_writers`: a Vision Transformer's patch
-  convolution along its output channels with its bias, its CLS token and position embeddings). The stream is a sum of those,
+  convolution along its output channels with its bias, its CLS token and position embeddings; an
+  expert bank's ``(E, D, h)`` output rows). The stream is a sum of those,
   so it lies in ``𝟙⊥`` and ``C x = x``: the LayerNorm's centring is the identity there and the
   module becomes an ``nn.RMSNorm`` (same ``ε``: ``var(x) = mean(x²)`` on ``𝟙⊥``). Centring is
   exact because every reader of the stream is a centred norm, which discards ``𝟙`` anyway.
@@ -22,6 +25,9 @@ computes the same function with every norm at unit gain and no bias:
   (:func:`paramsym.census.rotation.rotate_residual`). (The canonical weights are still a valid
   checkpoint of the LayerNorm class — on a centred stream LayerNorm at unit gain *is* the RMS
   norm — and so are their rotations by ``Q`` with ``Q 𝟙 = ±𝟙``; a general ``Q`` needs the RMS module.)
+  A **parameter-free** LayerNorm (OLMo) has nothing to fold: it becomes a parameter-free
+  ``nn.RMSNorm`` (its ``ε`` measured from its output where the module states none), the stream centred
+  as above;
 * **tied embeddings.** A tied LM head ``E`` reads the final norm; its scale can be folded only
   into an untied head, so with ``untie=False`` a tied model whose final scale is not 1 is
   refused (``untie=True`` gives the head its own copy ``E diag γ``). Centring ``E`` is harmless
@@ -33,10 +39,11 @@ leaves the outputs unchanged for every orthogonal ``M`` (``n(M x) = M n(x)``).
 Refusals (:class:`~paramsym.errors.SymmetryNotApplicableError`, naming the norm and why): a
 **post-norm** model (BERT, RoBERTa, DistilBERT: a norm's output is also the residual, so scaling
 it is not absorbed by its readers — probed by scaling each norm by a random ``d`` and its
-readers by ``1/d``); a norm whose output feeds no linear map (a base model's final norm — load
-it with its LM head; a width-``D`` q/k norm over a whole projection); centred and
-uncentred norms mixed on one stream; an unrecognised scale parametrisation; tied embeddings
-with ``untie=False`` as above; and a canonical model whose output moved beyond rounding.
+readers by ``1/d``); a norm whose output feeds no linear map (the post-norms of Gemma2 and OLMo2,
+added to the stream; a base model's final norm — load it with its LM head; a width-``D`` q/k norm
+over a whole projection); centred and uncentred norms mixed on one stream; an unrecognised scale
+parametrisation; a norm bias that would have to go into an expert bank (no bias there); tied
+embeddings with ``untie=False`` as above; and a canonical model whose output moved beyond rounding.
 """
 
 from __future__ import annotations
@@ -51,11 +58,12 @@ from torch.func import functional_call
 
 from ..errors import NonFiniteError, SymmetryNotApplicableError
 from ..targets.base import model_output
-from .precision import compute_dtype, rounding_tolerance
+from .precision import compute_dtype, float64_throughout, rounding_tolerance
 from .spaces import Spaces, derive_spaces
+from .tracing import is_centred, out_tensor, same_tensor
 from .verifying import PROBE_TOL
 
-__all__ = ["canonical_form", "canonical_tolerance", "readers_of", "weight_name"]
+__all__ = ["canonical_form", "canonical_tolerance", "norm_centring", "readers_of", "weight_name"]
 
 
 def canonical_tolerance(model: nn.Module, spaces: Spaces) -> float:
@@ -67,6 +75,15 @@ def canonical_tolerance(model: nn.Module, spaces: Spaces) -> float:
     return rounding_tolerance(dtype, len(spaces.layout.layers), spaces.hidden_size)
 
 
+def norm_centring(model: nn.Module, sp: Spaces) -> dict[str, bool]:
+    """Every norm over the stream (with parameters: traced; without, OLMo's: probed here by
+    :func:`~paramsym.census.tracing.is_centred`) → whether it centres (a LayerNorm, which the
+    canonical form replaces by an ``nn.RMSNorm``)."""
+    mods = dict(model.named_modules())
+    x = torch.randn(4, sp.hidden_size, generator=torch.Generator().manual_seed(0), dtype=next(model.parameters()).dtype)
+    return {**{n: info.centred for n, info in sp.norms.items()}, **{n: is_centred(mods[n], x) for n in sp.free_norms}}
+
+
 def weight_name(model: nn.Module, p: Tensor) -> str:
     """The name under which ``model`` holds the parameter ``p`` ("" if it does not)."""
     for n, q in model.named_parameters():
@@ -76,8 +93,10 @@ def weight_name(model: nn.Module, p: Tensor) -> str:
 
 
 def readers_of(model: nn.Module, inputs: Mapping[str, Any], sp: Spaces) -> dict[str, list[str]]:
-    """Norm module → the reader modules whose input is its output, found on ``model`` (a copy of
-    the traced one: an untied LM head included) by one forward pass with hooks."""
+    """Norm module (with or without parameters) → the reader modules whose input is its output
+    (a linear map or an expert bank; the whole output, its token-0 slice or its tokens flattened:
+    a mixture-of-experts block's router and bank), found on ``model`` (a copy of the traced one:
+    an untied LM head included) by one forward pass with hooks."""
     mods = dict(model.named_modules())
     rec: dict[str, Tensor] = {}
     nrec: dict[str, Tensor] = {}
@@ -85,9 +104,10 @@ def readers_of(model: nn.Module, inputs: Mapping[str, Any], sp: Spaces) -> dict[
     def keep(store: dict[str, Tensor], name: str, t: Tensor) -> None:  # a hook returning None keeps the output
         store.setdefault(name, t.detach())
 
-    hooks = [mods[r].register_forward_hook(lambda m, a, o, r=r: keep(rec, r, a[0])) for r in sp.readers if r in mods]
+    hooks = [mods[r].register_forward_hook(lambda m, a, o, r=r: keep(rec, r, a[0]))
+             for r in [*sp.readers, *sp.banks] if r in mods]
     hooks += [mods[n].register_forward_hook(lambda m, a, o, n=n: keep(nrec, n, o[0] if isinstance(o, tuple) else o))
-              for n in sp.norms]
+              for n in [*sp.norms, *sp.free_norms]]
     try:
         with torch.no_grad():
             model(**inputs)
@@ -97,7 +117,7 @@ def readers_of(model: nn.Module, inputs: Mapping[str, Any], sp: Spaces) -> dict[
     out: dict[str, list[str]] = {}
     for r, x in rec.items():
         for n, y in nrec.items():
-            if (x.shape == y.shape and torch.equal(x, y)) or (x.dim() == y.dim() - 1 and torch.equal(x, y[:, 0])):
+            if same_tensor(x, y):
                 out.setdefault(n, []).append(r)
     return out
 
@@ -141,21 +161,15 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
         raise SymmetryNotApplicableError(f"canonical form of {name}: the model's output is a norm's output over the "
                                          "stream (a base model); load it with its LM head (head='causal-lm') so the "
                                          "final norm's scale can be folded into it.")
-    if sp.banks:
-        raise SymmetryNotApplicableError(f"canonical form of {name}: the expert banks {sp.banks[:2]} (3-D parameters, "
-                                         "mixture of experts) are not folded by the canonical form (not implemented: "
-                                         "only 2-D linear readers and writers are).")
-    if not sp.norms and sp.free_norms:
-        raise SymmetryNotApplicableError(f"canonical form of {name}: the stream norms {sp.free_norms[:2]} have no "
-                                         "parameters (OLMo); the canonical form is built by folding norm modules with "
-                                         "a scale, which these are not (not implemented for parameter-free norms).")
-    if not sp.norms:
+    if not sp.norms and not sp.free_norms:
         raise SymmetryNotApplicableError(f"canonical form of {name}: no norm over the residual stream was found.")
-    centred = {info.centred for info in sp.norms.values()}
+    kinds = norm_centring(model, sp)
+    free = {n: kinds[n] for n in sp.free_norms}  # parameter-free norm → centred
+    centred = set(kinds.values())
     if len(centred) > 1:
         raise SymmetryNotApplicableError(f"canonical form of {name}: the stream norms mix centred (LayerNorm) and "
-                                         f"uncentred (RMS) ones {sorted(sp.norms)}; centring the stream would change "
-                                         "what the RMS norms read.")
+                                         f"uncentred (RMS) ones {sorted([*sp.norms, *free])}; centring the stream would "
+                                         "change what the RMS norms read.")
     odd = [n for n, info in sp.norms.items() if info.scale_offset is None]
     if odd:
         raise SymmetryNotApplicableError(f"canonical form of {name}: the norms {odd} compute neither n(x)·w nor "
@@ -170,7 +184,7 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
         tied = False
     mods = dict(new.named_modules())
     read = readers_of(new, inputs, sp)
-    for n in sp.norms:
+    for n in [*sp.norms, *free]:
         if not read.get(n):
             raise SymmetryNotApplicableError(
                 f"canonical form of {name}: the norm {n} (width {sp.hidden_size}) feeds no linear map, so its scale has "
@@ -183,7 +197,7 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
     _probe_pre_norm(new, inputs, output, sp, read, base, tied, head, name)
     if tied:
         final = [n for n, rs in read.items() if head in (mods[r] for r in rs)]
-        if any(not torch.all(gammas[n] == 1) for n in final):
+        if any(n in gammas and not torch.all(gammas[n] == 1) for n in final):  # a parameter-free norm: γ = 1
             raise SymmetryNotApplicableError(f"canonical form of {name}: the LM head is tied to the input embedding and "
                                              f"the final norm {final} has a scale ≠ 1, which only an untied head can "
                                              "absorb; pass untie=True (paramsym census --canonical always unties).")
@@ -191,11 +205,14 @@ def canonical_form(model: nn.Module, inputs: Mapping[str, Any],
         for n, info in sp.norms.items():
             beta = params[info.bias].detach().clone() if info.bias else None
             for r in read[n]:
-                _fold_into_reader(new, mods[r], gammas[n], beta, sp, name)
+                _fold_into_reader(new, r, gammas[n], beta, sp, name)
             if info.centred:
-                _set_module(new, n, _rms_like(mods[n], params[info.weight], name))
+                _set_module(new, n, _rms_like(mods[n], sp.hidden_size, params[info.weight], True, name))
             else:
                 params[info.weight].fill_(1.0 - info.scale_offset)
+        for n, c in free.items():  # nothing to fold; a parameter-free LayerNorm becomes a parameter-free RMS norm
+            if c:
+                _set_module(new, n, _rms_like(mods[n], sp.hidden_size, next(new.parameters()), False, name))
         if centred == {True}:  # after the fold: a tied head's b + E β uses the uncentred E
             _centre_stream(new, sp, mods, params)
         got = output(new(**inputs))
@@ -225,9 +242,8 @@ def _probe_pre_norm(model, inputs, output, sp: Spaces, read, base, tied, head, n
         if info.bias:
             p[info.bias] = d * params[info.bias]
         for r in read[n]:
-            w = weight_name(model, mods[r].weight)
-            lay = sp.layouts.get(w, sp.layouts.get(sp.readers.get(r, ""), "out_in"))
-            p[w] = params[w] / (d[None, :] if lay == "out_in" else d[:, None])
+            w, ax = _read_axis(model, sp, r)
+            p[w] = params[w] / _along(d, ax, params[w].dim())
         with torch.no_grad():
             err = _rel(output(functional_call(model, p, (), dict(inputs))), base)
         if err > tol:
@@ -241,14 +257,29 @@ def _layout(model: nn.Module, sp: Spaces, weight: Tensor) -> str:
     return sp.layouts.get(weight_name(model, weight), "out_in")
 
 
+def _along(v: Tensor, axis: int, dim: int) -> Tensor:
+    """``v`` shaped to broadcast along ``axis`` of a ``dim``-dimensional tensor."""
+    return v.reshape([-1 if a == axis else 1 for a in range(dim)])
+
+
+def _read_axis(model: nn.Module, sp: Spaces, reader: str) -> tuple[str, int]:
+    """The weight through which the module ``reader`` reads the stream and its stream axis: a
+    linear map's input axis (``1`` for ``out_in``, ``0`` for ``in_out``), an expert bank's
+    ``(E, 2h, D)`` parameter's last axis."""
+    if reader in sp.banks:
+        return next((p, a) for p, a in sp.bank_axes().items() if p.startswith(reader + ".") and a == 2)
+    w = weight_name(model, model.get_submodule(reader).weight)
+    return w, 1 if sp.layouts.get(w, sp.layouts.get(sp.readers.get(reader, ""), "out_in")) == "out_in" else 0
+
+
 def _centre_stream(model: nn.Module, sp: Spaces, mods, params) -> None:
     """``E ↦ E C`` (embedding rows), ``W ↦ C W``, ``b ↦ C b`` (writers' outputs, a convolutional input
     embedding's output channels), ``P ↦ P C`` (parameters added to the stream: CLS token, position
     embeddings), ``C = I − 𝟙𝟙ᵀ/D``."""
     for e in sp.embeddings:
         params[e].sub_(params[e].mean(1, keepdim=True))
-    for n, ax in sp.input_writers.items():
-        params[n].sub_(params[n].mean(ax, keepdim=True))
+    for n, ax in {**sp.input_writers, **{p: a for p, a in sp.bank_axes().items() if a == 1}}.items():
+        params[n].sub_(params[n].mean(ax, keepdim=True))  # input writers; an expert bank's (E, D, h) output rows
     for w in sp.writers:
         mod = mods[w]
         ax = 0 if _layout(model, sp, mod.weight) == "out_in" else 1
@@ -257,29 +288,48 @@ def _centre_stream(model: nn.Module, sp: Spaces, mods, params) -> None:
             mod.bias.sub_(mod.bias.mean())
 
 
-def _fold_into_reader(model: nn.Module, mod: nn.Module, gamma: Tensor, beta: Tensor | None, sp: Spaces, name: str) -> None:
-    """``b ↦ b + W β`` (with the original ``W``; a bias created where there is none), then ``W ↦ W diag γ``."""
-    W = mod.weight
-    out_in = _layout(model, sp, W) == "out_in"
+def _fold_into_reader(model: nn.Module, reader: str, gamma: Tensor, beta: Tensor | None, sp: Spaces, name: str) -> None:
+    """``b ↦ b + W β`` (with the original ``W``; a bias created where there is none), then ``W ↦ W diag γ``
+    (along the stream axis: an expert bank's every expert at once)."""
+    mod = model.get_submodule(reader)
+    w, ax = _read_axis(model, sp, reader)
+    W = dict(model.named_parameters())[w]
     if beta is not None and bool(beta.any()):
-        shift = W @ beta if out_in else beta @ W
+        shift = torch.tensordot(W, beta, dims=([ax], [0]))
+        if reader in sp.banks or (getattr(mod, "bias", None) is None and not isinstance(mod, nn.Linear)):
+            raise SymmetryNotApplicableError(f"canonical form of {name}: the norm bias has to go into the reader "
+                                             f"{reader} ({type(mod).__name__}), which has no bias and is no nn.Linear.")
         if getattr(mod, "bias", None) is None:
-            if not isinstance(mod, nn.Linear):
-                raise SymmetryNotApplicableError(f"canonical form of {name}: the norm bias has to go into the reader "
-                                                 f"{type(mod).__name__}, which has no bias and is no nn.Linear.")
             mod.bias = nn.Parameter(shift.clone())
         else:
             mod.bias.add_(shift)
-    W.mul_(gamma[None, :] if out_in else gamma[:, None])
+    W.mul_(_along(gamma, ax, W.dim()))
 
 
-def _rms_like(ln: nn.Module, weight: Tensor, name: str) -> nn.Module:
-    """An ``nn.RMSNorm`` with the LayerNorm's ``ε`` at unit gain (same device and dtype)."""
+def _rms_like(ln: nn.Module, width: int, like: Tensor, affine: bool, name: str) -> nn.Module:
+    """An ``nn.RMSNorm`` of ``width`` with the LayerNorm's ``ε`` (device and dtype of ``like``): at
+    unit gain (``affine``), or without parameters (replacing a parameter-free one)."""
     eps = getattr(ln, "eps", getattr(ln, "variance_epsilon", None))
-    if eps is None:
+    eps = float(eps) if eps is not None else _measured_eps(ln, width, like.dtype, name)
+    return nn.RMSNorm(width, eps=eps, elementwise_affine=affine, device=like.device, dtype=like.dtype)
+
+
+def _measured_eps(ln: nn.Module, width: int, dtype: torch.dtype, name: str) -> float:
+    """The ``ε`` of a LayerNorm stating none (OLMo's parameter-free norm has it in its code): on
+    centred rows ``x`` of mean square ``v ≈ 10⁻⁶`` (where ``ε`` matters), ``n(x) = x / √(v + ε)``
+    has mean square ``v / (v + ε)``, so ``ε = v (1 / ms(n(x)) − 1)`` (computed in float64 throughout)."""
+    z = torch.randn(4, width, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    z -= z.mean(-1, keepdim=True)
+    x = (1e-3 * z / z.pow(2).mean(-1, keepdim=True).sqrt()).to(dtype)
+    with torch.no_grad():
+        y = out_tensor(float64_throughout(lambda: ln(x)))
+    if y is None or y.shape != x.shape:
         raise SymmetryNotApplicableError(f"canonical form of {name}: the LayerNorm {type(ln).__name__} states no ε "
-                                         "(eps / variance_epsilon); the RMS norm replacing it needs the same ε.")
-    return nn.RMSNorm(weight.numel(), eps=float(eps), elementwise_affine=True, device=weight.device, dtype=weight.dtype)
+                                         "(eps / variance_epsilon) and its ε could not be measured; the RMS norm "
+                                         "replacing it needs the same ε.")
+    xc = x.double() - x.double().mean(-1, keepdim=True)
+    v = xc.pow(2).mean(-1)
+    return max(float((v * (1 / y.double().pow(2).mean(-1) - 1)).mean()), 0.0)
 
 
 def _set_module(model: nn.Module, path: str, mod: nn.Module) -> None:

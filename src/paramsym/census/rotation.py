@@ -9,7 +9,8 @@ untied) every stream norm is such a norm, and
     E' = E Mᵀ (embedding rows),  W_read' = W_read Mᵀ,  W_write' = M W_write,  b_write' = M b_write
 
 (and ``M`` along the stream axis of the other input writers: a ViT's patch convolution's output
-channels and bias, its CLS token and position embeddings)
+channels and bias, its CLS token and position embeddings; and of a mixture of experts' banks:
+every expert's input columns and output rows)
 leaves the outputs unchanged (the computational invariance behind rotation-based compression
 and quantisation, SliceGPT/QuaRot): the stream ``x`` becomes ``M x`` everywhere, every reader
 sees ``W Mᵀ M n(x)``. The group is ``O(D)``, dimension ``D(D−1)/2``. It is a symmetry of the
@@ -75,14 +76,16 @@ def rotate_canonical(model: nn.Module, sp: Spaces, M: Tensor) -> nn.Module:
     are the same) with its stream rotated in place by ``M``: ``E ↦ E Mᵀ``, ``W_read ↦ W_read Mᵀ``,
     ``W_write ↦ M W_write``, ``b_write ↦ M b_write``, and ``M`` along the stream axis of every other
     input writer (a patch convolution's output channels and bias, a CLS token's and position
-    embeddings' rows). Returns ``model``."""
+    embeddings' rows) and of every expert bank (each expert's input columns and output rows).
+    Returns ``model``."""
     mods = dict(model.named_modules())
     params = dict(model.named_parameters())
     M = M.to(next(iter(params.values())).dtype)
     with torch.no_grad():
         for e in sp.embeddings:
             params[e].copy_(params[e] @ M.T)
-        for n, ax in sp.input_writers.items():  # patch convolution's output channels, CLS, position rows
+        for n, ax in {**sp.input_writers, **sp.bank_axes()}.items():  # patch convolution's output channels, CLS,
+            # position rows; an expert bank's input columns (W Mᵀ) and output rows (M W): M along the stream axis
             params[n].copy_(torch.tensordot(M, params[n].movedim(ax, 0), dims=1).movedim(0, ax))
         for r in sp.readers:
             W = mods[r].weight

@@ -30,7 +30,7 @@ from ..models.adapters import ModelLayout, Projection
 from .precision import float64_throughout
 
 __all__ = ["NormInfo", "Spaces", "Roles", "trace_roles", "head_count", "activation_name", "scale_form", "ScaleForm", "dataflow",
-           "pre_norm", "projection", "common_prefix", "first_tensor", "out_tensor"]
+           "is_centred", "same_tensor", "pre_norm", "projection", "common_prefix", "first_tensor", "out_tensor"]
 
 _HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads")
 _ACT_KEYS = ("hidden_act", "hidden_activation", "activation_function", "activation")
@@ -100,6 +100,12 @@ class Spaces:
         outputs are exact only to float32 rounding."""
         return self.islands or any(n.float32_inside for n in self.norms.values())
 
+    def bank_axes(self) -> dict[str, int]:
+        """Expert-bank parameter → its stream axis: ``2`` for the ``(E, 2h, D)`` bank reading the
+        stream (each expert's input columns), ``1`` for the ``(E, D, h)`` one writing it (output rows)."""
+        pre = tuple(b + "." for b in self.banks)
+        return {n: a for n, a in self.stream if n.startswith(pre)} if pre else {}
+
     def stream_axes(self) -> dict[str, list[int]]:
         """Parameter name → its axes indexed by the residual stream."""
         out: dict[str, list[int]] = {}
@@ -150,6 +156,16 @@ def _close(a: Tensor, b: Tensor) -> bool:
     """Equal to rounding: 1e-9 relative in float64, 1e-5 in lower precision."""
     tol = 1e-9 if b.dtype == torch.float64 else 1e-5
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=tol, atol=tol * (1 + float(b.detach().abs().max()))))
+
+
+def is_centred(mod: nn.Module, x: Tensor) -> bool:
+    """Whether the norm module ``mod`` centres its input (a LayerNorm): its output on ``x`` does not
+    change under ``x ↦ x + 1.5·𝟙`` (to :func:`_close` at ``x``'s precision: ``x + 1.5`` is rounded
+    in it), computed in float64 throughout (a norm computing in float32 inside, Cohere's or OLMo's,
+    is still centred)."""
+    with torch.no_grad():
+        y1, y2 = (out_tensor(float64_throughout(lambda z=z: mod(z))) for z in (x, x + 1.5))
+    return y1 is not None and y2 is not None and _close(y2.to(x.dtype), y1.to(x.dtype))
 
 
 class ScaleForm(NamedTuple):
@@ -352,9 +368,7 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
                 layouts[canon["weight"]] = lay
                 continue
         if W.dim() == 1 and x.is_floating_point() and x.shape[-1] == W.shape[0] and y.shape == x.shape:
-            with torch.no_grad():  # in float64 throughout: a norm computing in float32 inside (Cohere) is still centred
-                y1, y2 = (out_tensor(float64_throughout(lambda z=z, m=mod: m(z))) for z in (x, x + 1.5))
-            centred = y1 is not None and y2 is not None and _close(y2, y1)
+            centred = is_centred(mod, x)
             form = scale_form(mod, W, b, centred)
             info = NormInfo(name, canon["weight"], canon.get("bias"), centred, W.shape[0],
                             x.dtype == torch.float64 and form.float32_inside, form.offset)
@@ -371,7 +385,7 @@ def trace_roles(model: nn.Module, inputs: Mapping[str, Any], output: Callable[[A
         norm_outs = {**{n: norms[n][1] for n in stream_norms}, **free_outs}
         readers, writers, reader_norm, direct = _place(linears, norm_outs, states, D)
         outs = [linears[r][3] for r in readers]
-        inside = {n for n in stream_norms if any(_same(records[n][0], y) for y in outs)}
+        inside = {n for n in stream_norms if any(same_tensor(records[n][0], y) for y in outs)}
         if not inside & set(stream_norms):
             break
     for name in sorted(set(linears) - set(readers) - set(writers)):
@@ -431,7 +445,7 @@ def _layers(mods: dict[str, nn.Module]) -> list[str]:
     return [f"{prefix}.{i}" if prefix else str(i) for i in range(len(lst))]
 
 
-def _same(x: Tensor, y: Tensor) -> bool:
+def same_tensor(x: Tensor, y: Tensor) -> bool:
     """``x`` is ``y`` (bit for bit), or its token-0 slice, or its tokens flattened (OPT, MoE blocks)."""
     if x.shape == y.shape:
         return torch.equal(x, y)
@@ -477,11 +491,11 @@ def _place(linears, norm_outs: dict[str, Tensor], states: list[Tensor], D: int):
     itself — ``direct``) and writers (the other linear maps with ``D`` outputs)."""
     readers, writers, reader_norm, direct = {}, {}, {}, set()
     for name, (canon, _lay, x, y) in linears.items():
-        src = next((n for n, o in norm_outs.items() if x is o or _same(x, o)), None)
+        src = next((n for n, o in norm_outs.items() if x is o or same_tensor(x, o)), None)
         if src is not None:
             readers[name] = canon["weight"]
             reader_norm[name] = src
-        elif x.shape[-1] == D and any(_same(x, h) for h in states):
+        elif x.shape[-1] == D and any(same_tensor(x, h) for h in states):
             readers[name] = canon["weight"]
             direct.add(name)
         elif y.shape[-1] == D:

@@ -105,7 +105,7 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
     from ..alignment.arch import hf_architecture
     from ..alignment.checkpoints import spec_groups
     from ..alignment.orthogonal import CanonicalPair
-    from ..census.canonical import canonical_form
+    from ..census.canonical import canonical_form, norm_centring
     from ..census.permspec import spec_from_spaces
     from ..census.spaces import derive_spaces
     from ..census.walk import _output
@@ -129,7 +129,7 @@ def canonical_pair(model_a: nn.Module, model_b: nn.Module, inputs: Tensor | Mapp
     # the census's permutation groups (GQA key/value heads, fused tensors); O(D) holds the stream's own
     groups = [g for g in spec_groups(spec_from_spaces(spc, pa, sub_blocks=True), pa) if g.kind != "residual_permutation"]
     return CanonicalPair(arch, pa, pb, axes, {"tied": tied, "hidden_size": sp.hidden_size,
-                                              "centred": any(i.centred for i in sp.norms.values()),
+                                              "centred": any(norm_centring(work[0], sp).values()),
                                               "stream_tensors": len(axes), "groups": [g.name for g in groups]},
                          groups)
 

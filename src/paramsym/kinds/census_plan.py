@@ -32,6 +32,7 @@ def census_plan(model, seed: int = 0, symmetries=None) -> dict:
     import torch
 
     from ..alignment.checkpoints import StreamRotation
+    from ..census.canonical import norm_centring
     from ..census.permspec import spec_from_spaces
     from ..census.rotation import rotate_residual
     from ..census.spaces import derive_spaces
@@ -55,7 +56,7 @@ def census_plan(model, seed: int = 0, symmetries=None) -> dict:
     spec = spec_from_spaces(sp, {k: v.detach() for k, v in model.named_parameters()}, sub_blocks=True)
     plan = {"spec": spec, "attention": [], "rotation": None, "symmetries": ["permutation"]}
     if asked is not None and "rotation" in asked:
-        centred = sorted(n for n, info in sp.norms.items() if info.centred)
+        centred = sorted(n for n, c in norm_centring(work, sp).items() if c)  # OLMo's parameter-free ones too
         if centred:  # the canonical form swaps LayerNorm for nn.RMSNorm: not a checkpoint of this class once rotated
             raise SymmetryNotApplicableError(
                 f"--symmetries rotation does not apply to this {type(model).__name__} yet: its stream norms {centred[:2]}… "

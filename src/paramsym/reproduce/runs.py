@@ -284,7 +284,7 @@ RUNS: dict[str, RunSpec] = {
               "≈ 30 min (10 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
               "took ≈ 5 min at low load)", config=_experiment_config("discovery.table1.run", _objectives_cfg)),
         _spec("lifting", "paramsym experiment lifting --seeds 10,11,12,13,14 --unit-beta equal-field", _lifting,
-              "10 runs × 5,000 steps, ≈ 210 CPU s each (≈ 35 CPU min; protocol v2: 1,184 s wall, 1,067 CPU s for all ten on one thread, code 60559f4)",
+              "10 runs × 5,000 steps, ≈ 45 CPU s each since the faster step (protocol v3: 622 s wall, 457 CPU s for all ten on one thread under load, code ab887be; v2: 1,184 s wall, 1,067 CPU s, code 60559f4)",
               config=_experiment_config("discovery.lifting.run", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
               "27 sub-runs (3 units × hybrid, finite, flow × 3 seeds), 164–249 CPU s each (≈ 93 CPU min; protocol v3: "

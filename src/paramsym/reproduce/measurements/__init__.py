@@ -40,6 +40,7 @@ _RUN_ORDER = ("action-checks", "teleport-presets", "teleport-digits", "align-dig
 _CLAIM_ORDER = ("actions-verdict", "teleport-booth", "teleport-rosenbrock", "teleport-regression-mlp",
     "teleport-digits-mlp", "align-digits-mlp", "compensation-models", "teleport-grad-norm",
     "align-modadd-transformer", "teleport-learned", "census-mergekit", "align-rebasin", "transformer-learned-objectives",
+    "transformer-flow-action",
     "align-transformer-pairs")
 _RUNS = {r.name: r for area in _AREAS for r in getattr(area, "RUNS", ())}
 _CLAIMS = {c.id: c for area in _AREAS for c in area.CLAIMS} | {c.id: c for c in transformer.MEASUREMENT_CLAIMS}

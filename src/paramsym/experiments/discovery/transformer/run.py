@@ -115,9 +115,16 @@ class TransformerDiscoveryConfig:
     #: with ``draw_seed``; no recipe was developed on them, and they are judged with the same variants and seeds
     held_out: int = 0
     draw_seed: int = 0
+    #: the variants trained on the held-out units (those of ``variants`` the paper's claims judge by default:
+    #: the direct map's two objectives; the flow stays on the development units)
+    held_out_variants: list[str] = field(default_factory=lambda: ["hybrid", "finite"])
     #: typed overrides of every sub-run's DiscoverConfig (after the recipe, seed and steps);
     #: ``objective.beta`` here replaces the per-unit rule
     overrides: DiscoverOverrides = field(default_factory=DiscoverOverrides)
+
+    def variants_of(self, held_out: bool) -> list[str]:
+        """The variants trained on a unit: ``variants``, or on a held-out unit those also in ``held_out_variants``."""
+        return [v for v in self.variants if not held_out or v in self.held_out_variants]
 
     def seeds_of(self, variant: str) -> list[int]:
         """The seeds of ``variant`` (``flow_seeds`` for ``flow`` when given, else ``seeds``)."""
@@ -162,6 +169,9 @@ class TransformerDiscoveryConfig:
         if not self.seeds or self.samples < 1:
             raise ConfigError(f"seeds must be nonempty and samples ≥ 1; received seeds={self.seeds}, "
                               f"samples={self.samples}.")
+        if self.held_out and not set(self.held_out_variants) <= set(self.variants):
+            raise ConfigError(f"held_out_variants must be a subset of variants {self.variants}; received "
+                              f"{self.held_out_variants}.")
         if not (isinstance(self.held_out, int) and 0 <= self.held_out <= 64 and isinstance(self.draw_seed, int)):
             raise ConfigError(f"held_out must be an integer in 0..64 (units drawn at run time) and draw_seed an "
                               f"integer; received held_out={self.held_out!r}, draw_seed={self.draw_seed!r}.")
@@ -298,10 +308,11 @@ def subrun_configs(cfg: TransformerDiscoveryConfig, betas: dict[str, float] | No
     preset's, ``minilm-ffn-unit``; a problem of one's own has its own, :func:`subrun_config`).
     """
     out = {}
+    held = {unit_label(*u) for u in draw_units(cfg)}
     for layer, unit in all_units(cfg):
         label = unit_label(layer, unit)
         beta = None if betas is None else betas.get(label)
-        for variant in cfg.variants:
+        for variant in cfg.variants_of(label in held):
             objective, extra = _objective(variant)
             for seed in cfg.seeds_of(variant):
                 out[f"{label}-{variant}-seed{seed}"] = subrun_config(
@@ -391,7 +402,7 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
         if hit:
             raise ConfigError(f"draw_seed {cfg.draw_seed} drew development unit(s) {hit}; choose another draw_seed "
                               "before any run.")
-        draw = {"seed": cfg.draw_seed, "units": [unit_label(*u) for u in drawn],
+        draw = {"seed": cfg.draw_seed, "units": [unit_label(*u) for u in drawn], "variants": cfg.variants_of(True),
                 "rule": f"{cfg.held_out} distinct [layer, unit], layer uniform on 0..{MINILM_LAYERS - 1}, unit uniform "
                         f"on 0..{MINILM_WIDTH - 1} (torch.randint, Generator seeded with draw_seed)"}
         if progress:
@@ -402,13 +413,16 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
         plan_subrun(out.path / name, dcfg, reuse)
     infos: dict[str, dict[str, Any]] = {}
     timing: dict[str, dict[str, Any]] = {}
-    per_all: dict[str, dict[str, list[dict[str, Any]]]] = {label: {v: [] for v in cfg.variants} for label in problems}
+    per_all: dict[str, dict[str, list[dict[str, Any]]]] = {label: {v: [] for v in cfg.variants_of(label in held)}
+                                                           for label in problems}
     installers = {label: Installer(pr.target) for label, pr in problems.items()}
     # variant-major: every unit's direct-map objectives before the (costlier) flow, so an interrupted run
     # has whole objectives to resume from
     for variant in cfg.variants:
         objective, extra = _objective(variant)
         for label, pr in problems.items():
+            if variant not in per_all[label]:
+                continue
             for seed in cfg.seeds_of(variant):
                 name = f"{label}-{variant}-seed{seed}"
                 action, info = train_learned(pr, objective, out=RunDir(out.path / name), seed=seed, steps=cfg.steps,
@@ -431,13 +445,14 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
                            "problem": pr.description, "per_seed": per,
                            "median": {v: _medians(rows) for v, rows in per.items()}}
     write_subruns(out.path, infos)
-    summary = {v: {k: float(np.median([u["median"][v][k] for u in per_unit.values()])) for k in SUMMARY_KEYS}
+    summary = {v: {k: float(np.median([u["median"][v][k] for u in per_unit.values() if v in u["median"]]))
+                   for k in SUMMARY_KEYS}
                for v in cfg.variants}
     first = next(iter(problems.values()))
     metrics = {"kind": KIND, "preset": PRESET, "problem": first.description, "problem_info": first.info,
                "rho": cfg.rho, "beta": betas[next(iter(betas))], "beta_rule": betas[next(iter(betas))] is not None,
                "per_unit": per_unit,
-               "per_seed": {v: [r for u in per_unit.values() for r in u["per_seed"][v]] for v in cfg.variants},
+               "per_seed": {v: [r for u in per_unit.values() for r in u["per_seed"].get(v, [])] for v in cfg.variants},
                "median": summary, "paper": PAPER, **({"draw": draw} if draw else {})}
     out.write_json("timing.json", timing)
     return metrics
