@@ -88,22 +88,32 @@ def _take(t, ax, n, perm):
         [shape[ax]] + [s for i, s in enumerate(shape) if i != ax]).movedim(0, ax)
 
 
+def _apply_entry(t, ax, entry, spec, perms):
+    """Axis ``ax`` of ``t`` permuted by one axis entry of the file (independent of the exporter)."""
+    if entry is None:
+        return t
+    if isinstance(entry, dict):  # per slice of another axis: unbind there, each slice by its own entry, stack
+        s = entry["per_slice_of_axis"]
+        assert set(entry) == {"per_slice_of_axis", "entries"} and len(entry["entries"]) == t.shape[s] and s != ax
+        return torch.stack([_apply_entry(x, ax - (ax > s), e, spec, perms)
+                            for x, e in zip(torch.unbind(t, dim=s), entry["entries"])], dim=s)
+    if isinstance(entry, list):
+        parts = torch.split(t, [int(size) for _, size in entry], dim=ax)
+        return torch.cat([p if q is None else _take(p, ax, int(spec["perms"][q]), perms[q])
+                          for p, (q, _) in zip(parts, entry)], dim=ax)
+    return _take(t, ax, int(spec["perms"][entry]), perms[entry])
+
+
 def _apply_file(state, spec, rng):
     """Apply one random permutation per ID through the file's data only (independent code:
     split the axis into (n, m/n), take, merge; a sub-block entry [[ID or null, size], ...] is
-    torch.split into its slices, each permuted alone, and concatenated back)."""
+    torch.split into its slices, each permuted alone, and concatenated back; a per-slice entry
+    {"per_slice_of_axis": s, "entries": [...]} unbinds axis s and applies entry k to slice k)."""
     perms = {k: torch.from_numpy(rng.permutation(int(n))) for k, n in spec["perms"].items()}
     out = {}
     for name, t in state.items():
-        for ax, pid in enumerate(spec["axes"].get(name, [None] * t.dim())):
-            if pid is None:
-                continue
-            if isinstance(pid, list):
-                parts = torch.split(t, [int(size) for _, size in pid], dim=ax)
-                t = torch.cat([p if q is None else _take(p, ax, int(spec["perms"][q]), perms[q])
-                               for p, (q, _) in zip(parts, pid)], dim=ax)
-            else:
-                t = _take(t, ax, int(spec["perms"][pid]), perms[pid])
+        for ax, entry in enumerate(spec["axes"].get(name, [None] * t.dim())):
+            t = _apply_entry(t, ax, entry, spec, perms)
         out[name] = t
     return out, perms
 

@@ -158,6 +158,8 @@ def test_experiment_sub_runs_resolve_as_before() -> None:
         d.pop("overrides")
         if name.startswith("lifting"):
             assert d.pop("unit_beta") is None  # added (issue 17, item 5): None keeps the recipe's β
+        if name.startswith("transformer"):  # added (issue 33): no held-out draw by default
+            assert (d.pop("held_out"), d.pop("draw_seed"), d.pop("held_out_variants")) == (0, 0, ["hybrid", "finite"])
         if name == "lifting":
             assert d["rhos"] == LIFTING_RHOS[1]
             d["rhos"] = LIFTING_RHOS[0]

@@ -4,7 +4,7 @@ the total with respect to every trainable parameter (network weights and learned
 
 The reference evaluates each term by its formula ([Discovery] §5.1–5.2), one sample at a time,
 with ``torch.func.jvp`` of the action's single-sample ``act`` and of the target: nothing of the
-fused path (no ``step_quantities``, no shared rows, no reused outputs).
+fused path (no ``step_quantities``, no shared rows, no reused outputs, nothing in reduced coordinates).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch.func import jvp
 
+from paramsym.actions.learned import LearnedAction
 from paramsym.config import apply_overrides
 from paramsym.discovery import objectives as O
 from paramsym.discovery.config import DiscoverConfig
@@ -20,13 +21,28 @@ from paramsym.discovery.problems import build_problem
 from paramsym.discovery.train import Trainer
 
 
-def _trainer(preset: str, r: int, variant: str) -> Trainer:
+def _isometric_basis(p: int) -> torch.Tensor:
+    """``p × p/2`` columns of a Hadamard matrix / 2 (entries ±1/2 and 0, rows shuffled): orthonormal exactly
+    in float32, so the float32-stored basis is exact and the residual form equals the block form to rounding."""
+    h = torch.ones(1, 1, dtype=torch.float64)
+    while h.shape[0] < p // 2:
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)])
+    E = torch.cat([h / h.shape[0] ** 0.5, torch.zeros(p - h.shape[0], h.shape[0], dtype=torch.float64)])
+    return E[torch.randperm(p, generator=torch.Generator().manual_seed(1))]
+
+
+def _trainer(preset: str, r: int, variant: str, basis: bool = False) -> Trainer:
     problem = build_problem(preset)
     cfg = apply_overrides(DiscoverConfig.for_preset(preset), [
         f"objective.variant={variant}", f"group.generators={r}", "action.width=32", "train.batch=8",
         "objective.gamma_transport=0.7", "objective.gamma_finite=1.3", "objective.lambda_scale=0.5",
         "objective.lambda_div=0.25", "objective.invariance_weight=3"])
     tr = Trainer(problem, cfg, problem.scales(cfg.objective.beta, torch.Generator().manual_seed(0)))
+    if basis:  # reduced coordinates: the trainer's step takes the residual form (nothing only squared is expanded)
+        a = tr.action
+        tr.action = LearnedAction(a.group, a.p, theta_center=a.theta_center, theta_scale=float(a.theta_scale[0]),
+                                  out_scale=float(a.out_scale), width=32, basis=_isometric_basis(a.p),
+                                  generator=torch.Generator().manual_seed(3))
     tr.action.double()
     tr.target = problem.target.to(torch.float64)
     return tr
@@ -51,12 +67,16 @@ def _reference(tr: Trainer, theta_mu, theta, g1, g2, h) -> dict[str, torch.Tenso
             "scale": O.scale_penalty(fields_mu, sc), "div": O.diversity_penalty(fields_mu)}
 
 
-@pytest.mark.parametrize("preset, r", [("sigmoid-scalar", 1), ("linear2x2", 4)])
+@pytest.mark.parametrize("preset, r, basis", [("sigmoid-scalar", 1, False), ("linear2x2", 4, False), ("linear2x2", 2, True)])
 @pytest.mark.parametrize("variant", ["hybrid", "infinitesimal", "finite"])
-def test_objective_and_gradient_equal_the_per_term_reference(preset: str, r: int, variant: str) -> None:
+def test_objective_and_gradient_equal_the_per_term_reference(preset: str, r: int, basis: bool, variant: str) -> None:
     torch.set_num_threads(1)
-    tr = _trainer(preset, r, variant)
+    tr = _trainer(preset, r, variant, basis)
     b = tr.batch(step=tr.cfg.train.steps // 2)  # the main stage: products of several factors
+    if basis:  # the fused step really takes the residual form here
+        q = tr.action.step_quantities(b.theta, b.theta_mu, b.g1, b.g2, b.h, infinitesimal=True, finite=True,
+                                      shared=b.shared, residuals=True)
+        assert q.direct is None and q.comp_residual is not None and q.fields_mu.shape[-1] == tr.action.q < tr.action.p
     assert b.theta.dtype == torch.float64 and b.g1.requires_grad  # gradients reach the learned generators
     assert torch.equal(b.theta[:b.shared], b.theta_mu[:b.shared]) and 0 < b.shared < len(b.theta_mu)
     got = tr.objective(b)

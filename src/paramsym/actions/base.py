@@ -48,6 +48,13 @@ class StepQuantities:
     Entries not requested are ``None``. Built by
     :func:`paramsym.discovery.objectives.step_quantities` (generic) or an action's own fused
     ``step_quantities`` method (:class:`~paramsym.actions.learned.LearnedAction`).
+
+    Residual form (a fused method asked for ``residuals=True``, on an action in reduced coordinates
+    ``E`` with orthonormal columns): ``comp_residual`` ``= Eᵀ(direct − two_step)`` and
+    ``trans_residual`` ``= Eᵀ(transported − field_at_moved)`` replace those four block vectors (left
+    ``None``), and ``fields_mu`` is ``Eᵀ v`` (n, r, q). The losses and regularisers only use norms and
+    inner products of these, which ``E`` preserves (``‖E y‖ = ‖y‖``), so nothing is expanded to the block
+    that is only differenced and squared.
     """
 
     fields_mu: Tensor
@@ -57,6 +64,8 @@ class StepQuantities:
     two_step: Tensor | None = None
     transported: Tensor | None = None
     field_at_moved: Tensor | None = None
+    comp_residual: Tensor | None = None
+    trans_residual: Tensor | None = None
 
 
 class GroupAction(nn.Module, abc.ABC):

@@ -315,7 +315,7 @@ class LearnedAction(GroupAction):
 
     # -- fused training step --------------------------------------------------------------------
     def step_quantities(self, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor, *,
-                        infinitesimal: bool, finite: bool, shared: int = 0) -> StepQuantities:
+                        infinitesimal: bool, finite: bool, shared: int = 0, residuals: bool = False) -> StepQuantities:
         """All quantities of one training step in two batched network passes.
 
         Same values as :func:`paramsym.discovery.objectives.step_quantities` (tested), but each
@@ -330,6 +330,9 @@ class LearnedAction(GroupAction):
             shared: the first ``shared`` rows of ``theta_mu`` are the first rows of ``theta`` (the
                 trainer's batch: half μ points, half moved points); with ``infinitesimal`` their
                 fields are those of ``theta``, not evaluated a second time.
+            residuals: with reduced coordinates, the residual form of
+                :class:`~paramsym.actions.base.StepQuantities` (only the moved points and the fields
+                at θ are expanded to the block; equal to the block form up to ``E``'s orthonormality).
         """
         if self.kind == "flow":
             return self._flow_step_quantities(theta, theta_mu, g1, g2, h, infinitesimal=infinitesimal, finite=finite)
@@ -355,19 +358,33 @@ class LearnedAction(GroupAction):
                             [t_in, mu_in, t_in] + ([t_in] if finite else []), dgs, rows)
         y_I, _, y_g1, y_g21 = y.split([n, m, n, n if finite else 0])
         sizes = [n, n if finite else 0, n * r if infinitesimal else 0, m * r, n if infinitesimal else 0]
-        d_g1, d_g21, f_I, f_mu, transported = self.expand(torch.cat([y_g1 - y_I, y_g21 - y_I[:len(y_g21)], dy])).split(sizes)
+        reduced = residuals and self.basis is not None
+        if reduced:  # expand only what the target sees: the moved points and the fields at θ
+            z_g1, z_g21, z_I, z_mu, z_tr = torch.cat([y_g1 - y_I, y_g21 - y_I[:len(y_g21)], dy]).split(sizes)
+            d_g1, f_I = self.expand(torch.cat([z_g1, z_I])).split([n, len(z_I)])
+            fields_I, f_mu = z_I.reshape(n, r if infinitesimal else 0, self.q), z_mu.reshape(m, r, self.q)
+        else:
+            d_g1, d_g21, f_I, f_mu, transported = self.expand(torch.cat([y_g1 - y_I, y_g21 - y_I[:len(y_g21)], dy])).split(sizes)
+            f_mu = f_mu.reshape(m, r, p)
         moved = theta + d_g1
-        q = StepQuantities(fields_mu=f_mu.reshape(m, r, p), moved=moved)
+        q = StepQuantities(fields_mu=f_mu, moved=moved)
         if infinitesimal:
             q.fields = f_I.reshape(n, r, p)
-            q.fields_mu = torch.cat([q.fields[:k], q.fields_mu]) if k else q.fields_mu
-            q.transported = transported
-        if finite:
+            if not reduced:
+                fields_I, q.transported = q.fields, transported
+            q.fields_mu = torch.cat([fields_I[:k], q.fields_mu]) if k else q.fields_mu
+        if finite and not reduced:
             q.direct = theta + d_g21
         # pass 2 at a(g1, θ): I (n) with the tangent h (infinitesimal), g2 (n, finite)
         moved_in = self._theta_in(moved)
         y, dy = self._batch([eye.expand(n, s, s)] + ([g2] if finite else []), [moved_in] + ([moved_in] if finite else []),
                             [h] if infinitesimal else [], [at(0, n)] if infinitesimal else [])
+        if reduced:
+            if finite:
+                q.comp_residual = z_g21 - z_g1 - (y[n:] - y[:n])
+            if infinitesimal:
+                q.trans_residual = z_tr - dy
+            return q
         parts = ([y[n:] - y[:n]] if finite else []) + ([dy] if infinitesimal else [])
         out = self.expand(torch.cat(parts)).split([n] * len(parts)) if parts else []
         if finite:

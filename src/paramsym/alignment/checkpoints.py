@@ -39,17 +39,29 @@ from .orthogonal import match_group
 __all__ = ["StreamRotation", "spec_groups", "align_to", "align_checkpoints", "save_pretrained_params"]
 
 
-def _blocks(entry, length: int) -> list[tuple[int, int, str | None]]:
-    """``(start, size, ID)`` slices of a permutation-spec axis entry: ``None``, a plain ID (the whole
-    axis), or a fused axis's sub-blocks ``[[ID or None, size], ...]`` (the census's format, read
-    here as data so the areas stay independent)."""
+def _parts(entry, shape: tuple[int, ...], ax: int) -> list[tuple[tuple[int, int] | None, int, int, str | None]]:
+    """``(slice, start, size, ID)`` parts of a permutation-spec axis entry on axis ``ax`` of a tensor
+    of ``shape``: ``None``, a plain ID (the whole axis), a fused axis's sub-blocks ``[[ID or None,
+    size], ...]``, or per-slice entries ``{"per_slice_of_axis": s, "entries": [entry per slice]}``
+    (``slice`` = ``(s, k)``: the part lies in slice ``k`` along axis ``s``; ``None``: in every
+    slice) — the census's format, read here as data so the areas stay independent."""
+    if isinstance(entry, dict):
+        s = int(entry["per_slice_of_axis"])
+        return [((s, k), *p[1:]) for k, e in enumerate(entry["entries"]) for p in _parts(e, shape, ax)]
     if entry is None or isinstance(entry, str):
-        return [(0, length, entry)]
+        return [(None, 0, shape[ax], entry)]
     out, start = [], 0
     for bid, size in entry:
-        out.append((start, int(size), bid))
+        out.append((None, start, int(size), bid))
         start += int(size)
     return out
+
+
+def _part(t: Tensor, ax: int, slc: tuple[int, int] | None, start: int, size: int) -> Tensor:
+    """The part of ``t`` that :func:`_parts` names, its axis ``ax`` moved to the front."""
+    if slc is not None:
+        t, ax = t.select(slc[0], slc[1]), ax - (ax > slc[0])
+    return t.narrow(ax, start, size).movedim(ax, 0)
 
 
 def spec_groups(spec, params: Mapping[str, Tensor]) -> list[UnitGroup]:
@@ -60,10 +72,10 @@ def spec_groups(spec, params: Mapping[str, Tensor]) -> list[UnitGroup]:
         for name, ids in spec.axes.items():
             for ax, q in enumerate(ids):
                 t = params[name]
-                for start, size, bid in _blocks(q, t.shape[ax]):
+                for slc, start, size, bid in _parts(q, tuple(t.shape), ax):
                     if bid != pid:
                         continue
-                    idx = torch.arange(t.numel()).reshape(t.shape).movedim(ax, 0)[start:start + size]
+                    idx = _part(torch.arange(t.numel()).reshape(t.shape), ax, slc, start, size)
                     members.append(Member(name, idx.reshape(n, size // n, -1).reshape(n, -1), "in"))
         kind = "residual_permutation" if pid == "P_res" else ("head_permutation" if "heads" in pid else "hidden_permutation")
         groups.append(UnitGroup(pid, kind, int(n), tuple(members)))

@@ -16,8 +16,8 @@ is B with the current permutations of every other ID applied — each tensor rea
 dropped while ``S`` accumulates. The assignment is solved exactly
 (:func:`~paramsym.alignment.matching.assign`, the one step of both implementations). The spec is
 data (``{"perms": {ID: n}, "axes": {name: [entry per axis]}}``, an entry ``None``, an ID or
-sub-blocks ``[[ID or None, size], ...]``: the census's export format, read here without importing
-the census).
+sub-blocks ``[[ID or None, size], ...]`` or per-slice entries ``{"per_slice_of_axis": s,
+"entries": [...]}``: the census's export format, read here without importing the census).
 
 Order: in each sweep the IDs are visited widest first (most tensors: the residual stream, whose
 ``S`` includes the embeddings and norms that no other ID moves, so a scrambled copy's stream is
@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from ..errors import ArchitectureMismatchError, ConfigError
-from .checkpoints import _blocks
+from .checkpoints import _part, _parts
 from .matching import assign
 
 __all__ = ["match_streamed", "permute_tensor", "streamed_distance"]
@@ -49,10 +49,15 @@ def _shape(m: Mapping[str, Tensor], name: str) -> tuple[int, ...]:
 
 def permute_tensor(t: Tensor, entries: list, perms: Mapping[str, Tensor], skip: str | None = None) -> Tensor:
     """``t`` with ``perms`` applied on every axis its spec ``entries`` name (``skip``: an ID left
-    alone); new unit ``i`` of a slice is its old unit ``perm[i]``."""
+    alone); new unit ``i`` of a slice is its old unit ``perm[i]`` (a per-slice entry: slice by slice)."""
     for ax, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            s = int(entry["per_slice_of_axis"])
+            t = torch.stack([permute_tensor(t.select(s, k), [None] * (ax - (ax > s)) + [e], perms, skip)
+                             for k, e in enumerate(entry["entries"])], dim=s)
+            continue
         idx = None
-        for start, size, pid in _blocks(entry, t.shape[ax]):
+        for _, start, size, pid in _parts(entry, tuple(t.shape), ax):
             if pid is None or pid == skip or pid not in perms:
                 continue
             p = perms[pid]
@@ -103,19 +108,19 @@ def match_streamed(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec: Mappi
                                         f"{_shape(b, wrong[0])}; alignment needs two checkpoints of the same size.")
     sizes = {k: int(v) for k, v in dict(spec["perms"]).items()}
     axes = dict(spec["axes"])
-    carriers: dict[str, list[tuple[str, int, int, int]]] = {p: [] for p in sizes}
+    carriers: dict[str, list[tuple[str, int, tuple[int, int] | None, int, int]]] = {p: [] for p in sizes}
     for name, entries in axes.items():
         if name not in a:
             raise ConfigError(f"the permutation spec names {name!r}, which the checkpoints do not store.")
         shape = _shape(a, name)
         for ax, entry in enumerate(entries):
-            for start, size, pid in _blocks(entry, shape[ax]):
+            for slc, start, size, pid in _parts(entry, shape, ax):
                 if pid is None:
                     continue
                 if pid not in sizes or size % sizes[pid]:
                     raise ConfigError(f"axis {ax} of {name!r}: a slice of {size} carries {pid!r} (size "
                                       f"{sizes.get(pid)}); expected a multiple of the ID's size.")
-                carriers[pid].append((name, ax, start, size))
+                carriers[pid].append((name, ax, slc, start, size))
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     perms = {p: torch.arange(n) for p, n in sizes.items()}
     info: dict[str, Any] = {"perms": len(sizes), "distance_before": streamed_distance(a, b, spec), "changed": []}
@@ -126,10 +131,10 @@ def match_streamed(a: Mapping[str, Tensor], b: Mapping[str, Tensor], spec: Mappi
         for pid in sorted(shuffled, key=lambda p: -len(carriers[p])):
             n = sizes[pid]
             S = torch.zeros(n, n, dtype=torch.float64)
-            for name, ax, start, size in carriers[pid]:
-                ta = a[name].to(dtype).narrow(ax, start, size).movedim(ax, 0).reshape(n, -1)
-                tb = permute_tensor(b[name].to(dtype), axes[name], perms, skip=pid)
-                tb = tb.narrow(ax, start, size).movedim(ax, 0).reshape(n, -1)
+            for name, ax, slc, start, size in carriers[pid]:
+                ta = _part(a[name].to(dtype), ax, slc, start, size).reshape(n, -1)
+                tb = _part(permute_tensor(b[name].to(dtype), axes[name], perms, skip=pid), ax, slc, start, size)
+                tb = tb.reshape(n, -1)
                 S += (ta @ tb.T).double()
             new = assign(S.numpy(), perms[pid])
             if new is not None:

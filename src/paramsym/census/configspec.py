@@ -12,7 +12,7 @@ and the stored tensor names — not on the weights' values. :func:`spec_without_
    file* on that copy (random elements of every permutation, as the weighted export does);
 4. extends the spec from layer 1 to every layer (names and IDs renumbered; layers 0 and 1 must
    agree, else the layers differ and the weighted export is needed), checks every axis against
-   the full model's shapes (:func:`~paramsym.census.permspec.axis_blocks`), and names the
+   the full model's shapes (:func:`~paramsym.census.permspec.axis_parts`), and names the
    checkpoint's stored tensors (same name and shape; else the one unmatched stored tensor of
    that shape — GPT-NeoX's ``embed_out.weight``; a name transformers renames on loading under
    its stored name; otherwise a named error). Expert banks the checkpoint stores per expert
@@ -40,7 +40,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..groups.memory import check_memory, format_bytes
-from .permspec import PermutationSpec, axis_blocks, spec_from_spaces, verify_spec
+from .permspec import PER_SLICE, PermutationSpec, axis_parts, spec_from_spaces, verify_spec
 from .stored import (
     expert_pieces,
     from_pieces,
@@ -63,6 +63,8 @@ def _auto_class(cfg: Any):
     archs = list(getattr(cfg, "architectures", None) or [])
     if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in archs):
         return transformers.AutoModelForCausalLM
+    if any(a.endswith("ForImageClassification") for a in archs):  # ViT: its base class adds a pooler it lacks
+        return transformers.AutoModelForImageClassification
     return transformers.AutoModel
 
 
@@ -104,6 +106,8 @@ def _extend(spec: dict[str, Any], layer_prefix: str, L: int) -> dict[str, Any]:
         def one(pid: Any) -> Any:
             m = _ID.match(pid) if isinstance(pid, str) else None
             return f"{m.group(1)}_{j}" if m else pid
+        if isinstance(entry, dict):  # per-slice entries (a stacked expert bank)
+            return {PER_SLICE: entry[PER_SLICE], "entries": [renumber(e, j) for e in entry["entries"]]}
         return [[one(b[0]), b[1]] for b in entry] if isinstance(entry, list) else one(entry)
 
     per_layer: dict[int, dict[str, list]] = {}
@@ -215,7 +219,7 @@ def spec_without_weights(directory: str | Path, *, seed: int = 0, max_memory: in
             raise ConfigError(f"the extended spec names {name!r}, which the full {type(full).__name__} "
                               f"{'lacks' if name not in shapes else f'has with shape {shapes[name]}'}.")
         for ax, entry in enumerate(axes):
-            for _, size, pid in axis_blocks(entry, shapes[name][ax], f"axis {ax} of {name!r}"):
+            for _, _, size, pid in axis_parts(entry, tuple(shapes[name]), ax, f"axis {ax} of {name!r}"):
                 if pid is not None and size % int(data["perms"][pid]):
                     raise ConfigError(f"axis {ax} of {name!r} ({size}) is no multiple of {pid}'s {data['perms'][pid]}.")
     names = stored_names(full, stored, pieces)

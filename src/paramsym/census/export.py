@@ -107,6 +107,10 @@ def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpe
 
     Axis spaces come from ``spec`` (residual, FFN units) and from the attention layout (query/key
     and value/output spaces with ``head_split``), restricted to ``nn.Linear``-layout tensors.
+
+    Raises:
+        ConfigError: ``spec`` has a per-slice axis (a stacked expert bank's per-expert groups),
+            which one space per tensor axis cannot state.
     """
     cfg = getattr(model, "config", None)
     params = dict(model.named_parameters())
@@ -124,6 +128,12 @@ def mergekit_architecture(model: nn.Module, spaces: Spaces, spec: PermutationSpe
 
     for name, ids in spec.axes.items():
         for ax, pid in enumerate(ids):
+            if isinstance(pid, dict):  # per-slice entries: no field of MergeKit's says "one space per slice"
+                raise ConfigError(f"--export mergekit-0.0: axis {ax} of {name!r} {tuple(params[name].shape)} is permuted "
+                                  f"per slice of axis {pid.get('per_slice_of_axis')} (a stacked expert bank: one "
+                                  f"permutation per expert, {sorted(axis_ids(pid))[:2]}...), which MergeKit 0.0's "
+                                  "input_space/output_space (one space per axis of a tensor) cannot state; use --export "
+                                  "permutation-spec, whose per-slice entries state it.")
             if isinstance(pid, list):  # a fused axis: one space per axis cannot say it (module docstring)
                 bad_spaces |= {sp for q in axis_ids(pid) if (sp := space(q)) is not None}
             elif pid is not None and space(pid) is not None:

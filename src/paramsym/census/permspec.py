@@ -32,10 +32,22 @@ IDs: ``P_res`` (the residual stream, size ``D``), ``P_ffn_<i>`` (layer ``i``'s F
 sub-blocks cannot express (units that are not blocks of consecutive slices in the same pattern)
 is left out of the spec entirely (listed in ``omitted``), never half written.
 
+**Per-slice axes.** An axis entry may also be an object
+``{"per_slice_of_axis": s, "entries": [entry_0, ..., entry_{n-1}]}`` (``n`` = the length of axis
+``s``, which no ID permutes: its entry is ``null``): slice ``k`` of the tensor along axis ``s``
+has its own entry ``entry_k`` (``null``, an ID or sub-blocks, by the rules above) on this axis,
+which keeps its index in the whole tensor. A stacked expert bank states one permutation per
+expert this way: Mixtral's ``experts.gate_up_proj`` ``(E, 2h, D)`` has axis 1
+``{"per_slice_of_axis": 0, "entries": [[["P_ffn_e0_i", h], ["P_ffn_e0_i", h]], ...]}`` and its
+``down_proj`` ``(E, D, h)`` axis 2 ``{"per_slice_of_axis": 0, "entries": ["P_ffn_e0_i", ...]}``.
+MergeKit's formats have no such field (its export refuses a spec that needs it, by name);
+:func:`axis_parts` reads every form.
+
 **Experts.** A mixture of experts (Mixtral) keeps each expert's FFN in a slice of a 3-D bank
 ``(E, 2h, D)`` / ``(E, D, h)``; a permutation of one expert's units acts on a slice along axis 0
-and rows along axis 1, which no axis entry states, so on the loaded names those groups are
-omitted. Given the checkpoint's per-expert tensors (``pieces``:
+and rows along axis 1: one ``P_ffn_e<e>_<i>`` per expert, on per-slice axes of the banks (above;
+``sub_blocks=False``: omitted, as readers of the single-ID form expect). Given the checkpoint's
+per-expert tensors (``pieces``:
 :func:`paramsym.census.stored.expert_pieces`), the spec names those stored 2-D tensors instead of
 the banks and states one group per expert per layer, ``P_ffn_e<e>_<i>`` (S_h): the rows of that
 expert's ``w1`` and ``w3`` (gate, up) and the columns of its ``w2`` (down); the stream axis of
@@ -63,12 +75,14 @@ from .stored import Piece
 if TYPE_CHECKING:  # annotation only: spaces imports the finders, which import this module
     from .spaces import Spaces
 
-__all__ = ["AxisEntry", "PermutationSpec", "axis_blocks", "axis_ids", "spec_from_spaces", "apply_spec", "random_perms",
-           "verify_spec"]
+__all__ = ["AxisEntry", "PER_SLICE", "PermutationSpec", "axis_blocks", "axis_ids", "axis_parts", "per_slice", "spec_from_spaces",
+           "apply_spec", "random_perms", "verify_spec"]
 
 Params = dict[str, Tensor]
-#: one axis of a tensor: ``None``, a permutation ID, or sub-blocks ``[[ID or None, size], ...]``
-AxisEntry = str | None | list
+#: one axis of a tensor: ``None``, a permutation ID, sub-blocks ``[[ID or None, size], ...]``, or
+#: per-slice entries ``{"per_slice_of_axis": s, "entries": [...]}``
+AxisEntry = str | None | list | dict
+PER_SLICE = "per_slice_of_axis"
 
 
 @dataclass
@@ -80,12 +94,17 @@ class PermutationSpec:
     omitted: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"perms": dict(self.perms),
-                "axes": {k: [[list(b) for b in e] if isinstance(e, list) else e for e in v] for k, v in self.axes.items()}}
+        return {"perms": dict(self.perms), "axes": {k: [_entry_json(e) for e in v] for k, v in self.axes.items()}}
 
     def log10_order(self) -> float:
         """``log10 ∏ n_p!`` — the order of the product of the spec's symmetric groups."""
         return sum(math.lgamma(n + 1) for n in self.perms.values()) / math.log(10)
+
+
+def _entry_json(e: AxisEntry) -> Any:
+    if isinstance(e, dict):
+        return {PER_SLICE: int(e[PER_SLICE]), "entries": [_entry_json(x) for x in e["entries"]]}
+    return [list(b) for b in e] if isinstance(e, list) else e
 
 
 def _rows_axis(p: Projection) -> int:
@@ -101,8 +120,12 @@ def axis_blocks(entry: AxisEntry, length: int, where: str = "") -> list[tuple[in
     ``None`` or a plain ID, the listed slices for a sub-block entry.
 
     Raises:
-        ShapeError: a malformed sub-block list, or sizes that do not sum to the axis length.
+        ShapeError: a malformed sub-block list, or sizes that do not sum to the axis length; a
+            per-slice entry (its slices need the tensor's shape: :func:`axis_parts`).
     """
+    if isinstance(entry, dict):
+        raise ShapeError(f"permutation spec: {where or 'an axis'} has a per-slice entry ({PER_SLICE!r}); read it with "
+                         "axis_parts(entry, shape, axis), which knows the tensor's shape.")
     if entry is None or isinstance(entry, str):
         return [(0, length, entry)]
     out, start = [], 0
@@ -123,7 +146,45 @@ def axis_ids(entry: AxisEntry) -> set[str]:
         return set()
     if isinstance(entry, str):
         return {entry}
+    if isinstance(entry, dict):
+        return set().union(*(axis_ids(e) for e in entry.get("entries", [])))
     return {b[0] for b in entry if b[0] is not None}
+
+
+def per_slice(entry: Mapping[str, Any], shape: tuple[int, ...], axis: int, where: str = "") -> tuple[int, list]:
+    """``(s, [entry_k])`` of a per-slice entry on ``axis`` of a tensor of ``shape`` (module docstring).
+
+    Raises:
+        ShapeError: ``s`` not another axis of the tensor, a count of entries other than its
+            length, a nested per-slice entry, or keys other than the two of the form.
+    """
+    s, entries = entry.get(PER_SLICE), entry.get("entries")
+    if set(entry) != {PER_SLICE, "entries"} or not isinstance(s, int) or isinstance(s, bool) or \
+            not isinstance(entries, list):
+        raise ShapeError(f"permutation spec: {where or 'an axis'} has {dict(entry)!r}; expected "
+                         f'{{"{PER_SLICE}": axis, "entries": [entry per slice]}}.')
+    if not (0 <= s < len(shape)) or s == axis:
+        raise ShapeError(f"permutation spec: {where or 'an axis'} is given per slice of axis {s}; expected another axis "
+                         f"of the tensor's {len(shape)} (shape {tuple(shape)}).")
+    if len(entries) != shape[s] or any(isinstance(e, dict) for e in entries):
+        raise ShapeError(f"permutation spec: {where or 'an axis'} lists {len(entries)} per-slice entries for the "
+                         f"{shape[s]} slices of axis {s}; expected one plain entry (null, ID or sub-blocks) per slice.")
+    return s, entries
+
+
+def axis_parts(entry: AxisEntry, shape: tuple[int, ...], axis: int, where: str = ""
+               ) -> list[tuple[tuple[int, int] | None, int, int, str | None]]:
+    """Every ``(slice, start, size, ID or None)`` of ``axis``'s entry in a tensor of ``shape``:
+    ``slice`` is ``None`` (the part spans every slice) or ``(s, k)`` (slice ``k`` along axis ``s``
+    of a per-slice entry); ``start``/``size`` cut ``axis`` as in :func:`axis_blocks`.
+
+    Raises:
+        ShapeError: a malformed entry (:func:`axis_blocks`, :func:`per_slice`).
+    """
+    if not isinstance(entry, dict):
+        return [(None, *b) for b in axis_blocks(entry, shape[axis], where)]
+    s, entries = per_slice(entry, shape, axis, where)
+    return [((s, k), *b) for k, e in enumerate(entries) for b in axis_blocks(e, shape[axis], f"{where} (slice {k})")]
 
 
 def _segments(groups: list[list[int]], length: int) -> list[tuple[int, int]] | None:
@@ -191,12 +252,13 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
         return [next((q.stored, r - q.start) for q in pieces[bank] if q.expert == e and q.start <= r < q.start + q.size)
                 for r in rows]
 
-    claims: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
+    # (tensor, axis, slice): slice None (the whole tensor) or (s, k): slice k along axis s (a stacked bank's expert)
+    claims: dict[tuple[str, int, tuple[int, int] | None], list[tuple[int, int, str]]] = {}
     perms: dict[str, int] = {}
     omitted: list[str] = []
 
-    def put(name: str, axis: int, start: int, size: int, pid: str) -> None:
-        have = claims.setdefault((name, axis), [])
+    def put(name: str, axis: int, start: int, size: int, pid: str, slc: tuple[int, int] | None = None) -> None:
+        have = claims.setdefault((name, axis, slc), [])
         for s0, n0, p0 in have:
             if s0 < start + size and start < s0 + n0 and (s0, n0, p0) != (start, size, pid):
                 raise ShapeError(f"permutation spec: axis {axis} of {name!r} is claimed by {p0} (slice {s0}:{s0 + n0}) and "
@@ -205,19 +267,19 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
             have.append((start, size, pid))
 
     def register(pid: str, size: int, rows: dict, what: str, fused: str) -> None:
-        """Group ``pid`` (S_size) on every ``(tensor, axis)`` of ``rows`` when each axis cuts into
-        slices of contiguous unit blocks (one slice covering the axis unless ``sub_blocks``);
-        otherwise record it as omitted (``what`` sits in ``fused``)."""
-        cuts = {(n, a): _segments(grp, shapes[n][a]) for (n, a), grp in rows.items()}
-        whole = {k: c is not None and c == [(0, shapes[k[0]][k[1]])] for k, c in cuts.items()}
+        """Group ``pid`` (S_size) on every ``(tensor, axis[, slice])`` of ``rows`` when each axis
+        cuts into slices of contiguous unit blocks (one slice covering a whole axis unless
+        ``sub_blocks``); otherwise record it as omitted (``what`` sits in ``fused``)."""
+        cuts = {k: _segments(grp, shapes[k[0]][k[1]]) for k, grp in rows.items()}
+        whole = {k: c is not None and len(k) == 2 and c == [(0, shapes[k[0]][k[1]])] for k, c in cuts.items()}
         if all(c is not None for c in cuts.values()) and (sub_blocks or all(whole.values())):
-            for (n, a), segs in cuts.items():
+            for k, segs in cuts.items():
                 for s0, n0 in segs:
-                    put(n, a, s0, n0, pid)
+                    put(k[0], k[1], s0, n0, pid, k[2] if len(k) == 3 else None)
             perms[pid] = size
         else:
             why = "not consecutive blocks of one tensor axis" if not all(c is not None for c in cuts.values()) else \
-                "sub-blocks of a fused axis (sub_blocks=False)"
+                "sub-blocks of a fused axis or per-slice entries (sub_blocks=False)"
             omitted.append(f"{pid} (S_{size}): {what} are {why} ({fused})")
 
     D = spaces.hidden_size
@@ -247,9 +309,16 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
                 (dn, _), = piece_rows(x.down.weight, x.down.offset // (x.down.shape[0] * x.down.shape[1]), [0])
                 per[(dn, 1)] = [[u] for u in range(h)]
                 register(f"P_ffn_e{e}_{i}", h, per, f"the units of expert {e} of {x.module}", "stored expert tensors")
-        elif layer.experts:  # one permutation per expert on a slice of a 3-D axis: not a block rule of the format
-            omitted.append(f"P_ffn_{i} (S_{h} per expert, {len(layer.experts)} experts): the units of each expert of "
-                           f"{ffn.module.rsplit('.', 1)[0]} permute a slice of a 3-D bank, which no axis entry states")
+        elif layer.experts:  # stacked banks: one permutation per expert on its slice along axis 0 (per-slice entries)
+            for e, x in enumerate(layer.experts):
+                per = {}
+                for proj in [x.up] + ([x.gate] if x.gate else []):
+                    slc = (0, proj.offset // (proj.shape[0] * proj.shape[1]))
+                    for u, r in enumerate(proj.features or range(proj.shape[0])):
+                        per.setdefault((proj.weight, 1 + _rows_axis(proj), slc), [[] for _ in range(h)])[u].append(r)
+                slc = (0, x.down.offset // (x.down.shape[0] * x.down.shape[1]))
+                per[(x.down.weight, 1 + _cols_axis(x.down), slc)] = [[u] for u in range(h)]
+                register(f"P_ffn_e{e}_{i}", h, per, f"the units of expert {e} of {x.module}", "a stacked expert bank")
         for proj in [] if layer.experts else [ffn.up] + ([ffn.gate] if ffn.gate else []):
             feats = list(proj.features) if proj.features is not None else list(range(proj.stored_out))
             for name, ax in ((proj.weight, _rows_axis(proj)),) + (((proj.bias, 0),) if proj.bias else ()):
@@ -278,14 +347,12 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
                 rows[(name, 0)] = [list(range(g * per, (g + 1) * per)) for g in range(Hkv)]
         rows[(att.o.weight, _cols_axis(att.o))] = [list(range(g * G * d, (g + 1) * G * d)) for g in range(Hkv)]
         register(f"P_heads_{i}", Hkv, rows, f"the heads of {att.module}", "a fused [Q | K | V] tensor")
-    axes: dict[str, list[AxisEntry]] = {n: [None] * len(sh) for n, sh in shapes.items()}
-    for (name, ax), segs in claims.items():
-        m = shapes[name][ax]
+    def entry_of(segs: list[tuple[int, int, str]], m: int) -> AxisEntry:
         segs = sorted(segs)
         if len(segs) == 1 and segs[0][:2] == (0, m):
-            axes[name][ax] = segs[0][2]
-            continue
-        entry, pos = [], 0
+            return segs[0][2]
+        entry: list = []
+        pos = 0
         for s0, n0, pid in segs:
             if s0 > pos:
                 entry.append([None, s0 - pos])
@@ -293,7 +360,24 @@ def spec_from_spaces(spaces: Spaces, params: Mapping[str, Tensor], sub_blocks: b
             pos = s0 + n0
         if pos < m:
             entry.append([None, m - pos])
-        axes[name][ax] = entry
+        return entry
+
+    axes: dict[str, list[AxisEntry]] = {n: [None] * len(sh) for n, sh in shapes.items()}
+    by_axis: dict[tuple[str, int], dict[tuple[int, int] | None, list[tuple[int, int, str]]]] = {}
+    for (name, ax, slc), segs in claims.items():
+        by_axis.setdefault((name, ax), {})[slc] = segs
+    for (name, ax), per_slc in by_axis.items():
+        m = shapes[name][ax]
+        if None in per_slc and len(per_slc) == 1:
+            axes[name][ax] = entry_of(per_slc[None], m)
+            continue
+        slice_axes = {k[0] for k in per_slc if k is not None}
+        s = min(slice_axes)
+        if None in per_slc or len(slice_axes) > 1 or (name, s) in by_axis:
+            raise ShapeError(f"permutation spec: axis {ax} of {name!r} is claimed both whole and per slice, or per slice "
+                             f"of several axes or of a permuted axis ({sorted(per_slc, key=str)[:3]}).")
+        axes[name][ax] = {PER_SLICE: s, "entries": [entry_of(per_slc[(s, k)], m) if (s, k) in per_slc else None
+                                                    for k in range(shapes[name][s])]}
     return PermutationSpec(perms, axes, omitted)
 
 
@@ -309,35 +393,43 @@ def random_perms(spec: PermutationSpec | Mapping[str, Any], generator: torch.Gen
     return out
 
 
+def _permute_axis(t: Tensor, ax: int, entry: AxisEntry, perms: Mapping[str, Tensor], where: str) -> Tensor:
+    """``t`` with the permutations of ``entry`` applied on axis ``ax`` (a per-slice entry: slice
+    by slice along its axis, stacked back)."""
+    if isinstance(entry, dict):
+        s, entries = per_slice(entry, tuple(t.shape), ax, where)
+        return torch.stack([_permute_axis(t.select(s, k), ax - (ax > s), e, perms, f"{where} (slice {k})")
+                            for k, e in enumerate(entries)], dim=s)
+    m = t.shape[ax]
+    idx = torch.arange(m)
+    for start, size, pid in axis_blocks(entry, m, where):
+        if pid is None or pid not in perms:
+            continue
+        p = perms[pid]
+        n = p.numel()
+        if size % n:
+            raise ShapeError(f"permutation spec: {where} has a slice of length {size}, not a multiple of {pid}'s size {n}.")
+        b = size // n
+        idx[start:start + size] = start + (p[:, None] * b + torch.arange(b)[None, :]).reshape(-1)
+    return t.index_select(ax, idx)
+
+
 def apply_spec(params: Mapping[str, Tensor], spec: PermutationSpec | Mapping[str, Any],
                perms: Mapping[str, Tensor]) -> Params:
-    """Apply ``perms`` through the spec alone (module docstring for the block convention and
-    sub-blocks); IDs without a permutation in ``perms`` are left alone.
+    """Apply ``perms`` through the spec alone (module docstring for the block convention,
+    sub-blocks and per-slice entries); IDs without a permutation in ``perms`` are left alone.
 
     Raises:
         ShapeError: a slice whose length is not a multiple of its permutation's size, or
-            malformed sub-blocks.
+            malformed sub-blocks or per-slice entries.
     """
     axes = spec.axes if isinstance(spec, PermutationSpec) else spec["axes"]
     out = dict(params)
     for name, entries in axes.items():
         t = out[name]
         for ax, entry in enumerate(entries):
-            if not axis_ids(entry) & set(perms):
-                continue
-            m = t.shape[ax]
-            idx = torch.arange(m)
-            for start, size, pid in axis_blocks(entry, m, f"axis {ax} of {name!r}"):
-                if pid is None or pid not in perms:
-                    continue
-                p = perms[pid]
-                n = p.numel()
-                if size % n:
-                    raise ShapeError(f"permutation spec: axis {ax} of {name!r} has a slice of length {size}, not a multiple "
-                                     f"of {pid}'s size {n}.")
-                b = size // n
-                idx[start:start + size] = start + (p[:, None] * b + torch.arange(b)[None, :]).reshape(-1)
-            t = t.index_select(ax, idx)
+            if axis_ids(entry) & set(perms):
+                t = _permute_axis(t, ax, entry, perms, f"axis {ax} of {name!r}")
         out[name] = t
     return out
 

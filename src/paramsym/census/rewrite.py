@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from ..errors import CheckpointError, ConfigError, OutputFileError, ShapeError
-from .permspec import apply_spec, axis_blocks
+from .permspec import apply_spec, axis_parts
 from .stored import read_checkpoint
 
 __all__ = ["permute_checkpoint"]
@@ -62,7 +62,7 @@ def _check(spec: Mapping[str, Any], perms: Mapping[str, Tensor], stored: Mapping
             raise ShapeError(f"the permutation spec gives {name!r} {len(axes)} axes; the checkpoint stores it with shape "
                              f"{shape}; nothing written.")
         for ax, entry in enumerate(axes):
-            for _, size, pid in axis_blocks(entry, shape[ax], f"axis {ax} of {name!r}"):
+            for _, _, size, pid in axis_parts(entry, tuple(shape), ax, f"axis {ax} of {name!r}"):
                 if pid is not None and (pid not in sizes or size % int(sizes[pid])):
                     raise ShapeError(f"axis {ax} of {name!r}: a slice of length {size} carries {pid!r}, which the spec "
                                      f"{'lacks' if pid not in sizes else f'sizes {sizes[pid]}'}; nothing written.")

@@ -152,6 +152,10 @@ def plan_stream(directory: str | Path, max_memory: int | None = None) -> StreamP
     from ..models.adapters import require_eager
 
     stored, cfg, cls, meta, _, key, L, n_small = meta_checkpoint(d)
+    main = getattr(meta, "main_input_name", "input_ids")
+    if main != "input_ids":
+        raise UnsupportedModelError(f"--stream verifies a token model's decoder layers on token ids; {type(meta).__name__} "
+                                    f"takes {main!r}: take its census without --stream (it is loaded whole).")
     require_eager(meta)  # expert banks: the per-expert loop (the grouped kernels have no float64)
     pieces = expert_pieces(meta, stored)  # Mixtral's banks, stored per expert (names and shapes)
     stored_as = stored_names(meta, stored, pieces)

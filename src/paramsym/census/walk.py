@@ -175,11 +175,16 @@ class CensusResult:
 
 
 def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8, batch: int = 2) -> dict[str, Tensor]:
-    """Random token ids (and an all-ones attention mask) for an HF model's verification (one sequence
-    for a sequence-classification head without a pad token, which transformers refuses to batch).
+    """Random probe inputs for an HF model's verification, by its ``main_input_name``: token ids
+    (``input_ids``, uniform over the vocabulary, with an all-ones attention mask; one sequence for
+    a sequence-classification head without a pad token, which transformers refuses to batch) or
+    images (``pixel_values``: ``batch × num_channels × image_size × image_size`` standard normal
+    entries, the config's sizes; ``tokens`` unused), drawn from ``generator``.
 
     Raises:
         ConfigError: ``tokens`` < 1 or beyond the model's positions (``max_position_embeddings``).
+        UnsupportedModelError: a model whose main input is neither (audio ``input_values``, ...),
+            or an image model whose config gives no ``image_size``/``num_channels``.
         TooLargeError: the float64 attention scores (``batch x heads x tokens^2`` per layer)
             exceed the default memory budget (2 GiB).
     """
@@ -192,6 +197,15 @@ def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"batch must be an integer >= 1; received {batch!r}.")
     cfg = model.config
+    heads = int(getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None) or 1)
+    main = getattr(model, "main_input_name", "input_ids")
+    if main == "pixel_values":
+        return _images(model, generator, batch, heads)
+    if main != "input_ids":
+        raise UnsupportedModelError(
+            f"the census probes a model with random token ids (input_ids) or images (pixel_values); "
+            f"{type(model).__name__} (model_type {cfg.model_type!r}) takes {main!r}, which the census cannot draw. Pass "
+            "inputs= (a batch the model accepts) to paramsym.census.census from Python.")
     if batch > 1 and getattr(cfg, "pad_token_id", None) is None and type(model).__name__.endswith("ForSequenceClassification"):
         batch = 1  # transformers refuses batches > 1 in a classification head that cannot find the last token
     limit = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
@@ -200,12 +214,28 @@ def default_inputs(model: nn.Module, generator: torch.Generator, tokens: int = 8
     if isinstance(limit, int) and tokens > limit:
         raise ConfigError(f"tokens (--tokens) {tokens} exceeds the model's {limit} positions "
                           f"(max_position_embeddings); use at most {limit}.")
-    heads = int(getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None) or 1)
     check_memory(dense_bytes(batch, heads, tokens, tokens), f"the attention scores of {batch} sequences of {tokens} tokens",
                  None, "Use fewer --tokens.")
     vocab = int(getattr(model.config, "vocab_size", 100))
     ids = torch.randint(0, vocab, (batch, tokens), generator=generator)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def _images(model: nn.Module, generator: torch.Generator, batch: int, heads: int) -> dict[str, Tensor]:
+    """``pixel_values`` of the config's image size and channels (:func:`default_inputs`)."""
+    cfg = model.config
+    size, channels, patch = (getattr(cfg, k, None) for k in ("image_size", "num_channels", "patch_size"))
+    hw = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
+    if len(hw) != 2 or not all(isinstance(v, int) and v > 0 for v in (*hw, channels)):
+        raise UnsupportedModelError(
+            f"{type(model).__name__} takes pixel_values, but its config gives image_size {size!r} and num_channels "
+            f"{channels!r}; the census draws images of those sizes (positive integers). Pass inputs= to "
+            "paramsym.census.census from Python.")
+    pw = tuple(patch) if isinstance(patch, (list, tuple)) else (patch, patch)
+    seq = hw[0] // pw[0] * (hw[1] // pw[1]) + 1 if all(isinstance(v, int) and v > 0 for v in pw) else hw[0] * hw[1]
+    check_memory(dense_bytes(batch, heads, seq, seq), f"the attention scores of {batch} images of {seq} patches", None,
+                 "Give a smaller model (image_size, patch_size).")
+    return {"pixel_values": torch.randn(batch, channels, *hw, generator=generator)}
 
 
 def _unrecognised(model: nn.Module, covered: set[str]) -> list[dict[str, Any]]:

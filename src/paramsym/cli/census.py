@@ -11,7 +11,10 @@
     paramsym census --resume DIR
 
 The run kind ``census`` (:mod:`paramsym.kinds.census`). ``--model`` takes a directory
-written by ``save_pretrained`` (loaded with ``attn_implementation="eager"``, never downloading).
+written by ``save_pretrained`` (loaded with ``attn_implementation="eager"``, never downloading; a
+text model as its base model, an image classifier such as ``ViTForImageClassification`` with its
+head; probed with seeded token ids or ``pixel_values`` of the config's size,
+:func:`paramsym.census.walk.default_inputs`).
 ``--json`` prints ``symmetries`` (a list of ``{module, kind, dimension, verified_error, ...}``),
 ``total_dimension``, ``attention_dimension``, ``parameters``, ``symmetric_fraction``, how
 dimensions are summed (``counting``) and ``seconds``. ``--out DIR`` keeps the run directory
@@ -50,7 +53,8 @@ def register(subparsers) -> None:
     src.add_argument("--model", default=None, help="a model directory written by save_pretrained (nothing is downloaded)")
     src.add_argument("--preset", default=None, help="a built-in model (see `paramsym list`)")
     p.add_argument("--dtype", choices=["float64", "float32"], default=None, help="verification dtype (default float64)")
-    p.add_argument("--tokens", default=None, help="tokens per verification sequence, >= 2 (2 sequences; default 8)")
+    p.add_argument("--tokens", default=None, help="tokens per verification sequence, >= 2 (2 sequences; default 8; "
+                   "image models: unused, images of the config's size)")
     p.add_argument("--layout", choices=["auto", "derived", "adapter"], default=None,
                    help="where an HF model's spaces come from: auto (the architecture adapter where one exists, else "
                    "traced; default), derived (traced from the model), adapter (adapters only, no residual stream)")

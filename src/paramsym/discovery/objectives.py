@@ -71,14 +71,19 @@ def invariance_and_output(target: TargetFn, theta: Tensor, fields: Tensor, scale
     return dF.pow(2).sum(-1).mean() / scales.s_F**2, out[::r]
 
 
+def motion_loss(residual: Tensor, scales: Scales) -> Tensor:
+    """``mean ‖residual‖² / (s_θ β)²`` over the batch (rows of ``residual``): transport and composition."""
+    return residual.pow(2).sum(-1).mean() / scales.motion**2
+
+
 def transport_loss(transported: Tensor, field_at_moved: Tensor, scales: Scales) -> Tensor:
     """``mean ‖D_g a(g,θ)[h g] − v_h(a(g,θ))‖² / (s_θ β)²``."""
-    return (transported - field_at_moved).pow(2).sum(-1).mean() / scales.motion**2
+    return motion_loss(transported - field_at_moved, scales)
 
 
 def composition_loss(direct: Tensor, two_step: Tensor, scales: Scales) -> Tensor:
     """``mean ‖a(g2 g1, θ) − a(g2, a(g1, θ))‖² / (s_θ β)²``."""
-    return (direct - two_step).pow(2).sum(-1).mean() / scales.motion**2
+    return motion_loss(direct - two_step, scales)
 
 
 def preservation_loss(target: TargetFn, theta: Tensor, moved: Tensor, scales: Scales, base: Tensor | None = None
@@ -112,12 +117,13 @@ def preservation(action: GroupAction, target: TargetFn, theta: Tensor, g: Tensor
 
 def step_quantities(
     action: GroupAction, theta: Tensor, theta_mu: Tensor, g1: Tensor, g2: Tensor, h: Tensor,
-    *, infinitesimal: bool, finite: bool, shared: int = 0,
+    *, infinitesimal: bool, finite: bool, shared: int = 0, residuals: bool = False,
 ) -> StepQuantities:
     """:class:`StepQuantities` by the generic :class:`GroupAction` methods.
 
     ``shared`` (the first rows of ``theta_mu`` that are rows of ``theta``) lets a fused version
-    reuse fields; here every field is evaluated, so it changes nothing.
+    reuse fields, and ``residuals`` lets it return the residual form; here every field is evaluated
+    and every quantity is a block vector, so neither changes anything.
 
     Actions may provide a fused ``step_quantities`` method with the same signature and values
     (the :class:`~paramsym.actions.learned.LearnedAction` does; tested against this one).

@@ -145,6 +145,11 @@ class StepBatch:
 class Trainer:
     """Optimises ``action`` (and its learned generators) on ``problem`` with ``cfg``."""
 
+    #: ask a fused ``step_quantities`` for the residual form (reduced coordinates: the composition and
+    #: transport residuals and the regularisers' fields stay in ``Eᵀ`` coordinates); ``False`` gives the
+    #: block form, the step before that change (kept for benchmarks/discovery_step.py)
+    residuals: bool = True
+
     def __init__(self, problem: DiscoveryProblem, cfg: DiscoverConfig, scales: O.Scales, device: str = "cpu"):
         self.problem = problem
         self.cfg = cfg
@@ -218,7 +223,8 @@ class Trainer:
         """All loss terms of the batch ``b`` and their total (the configured variant and weights).
 
         The network quantities come from the action's fused ``step_quantities`` (one evaluation
-        per network input, the regulariser points shared with θ), and ``F(θ)`` is evaluated once:
+        per network input, the regulariser points shared with θ; in reduced coordinates the residual
+        form, :class:`~paramsym.actions.base.StepQuantities`), and ``F(θ)`` is evaluated once:
         the invariance term's forward-mode pass returns it, and the preservation term reuses it.
         """
         cfg, sc, a = self.cfg, self.scales, self.action
@@ -227,7 +233,7 @@ class Trainer:
         args = (b.theta, b.theta_mu, b.g1, b.g2, b.h)
         fused = getattr(a, "step_quantities", None)
         if fused is not None:
-            q = fused(*args, infinitesimal=inf, finite=fin, shared=b.shared)
+            q = fused(*args, infinitesimal=inf, finite=fin, shared=b.shared, residuals=self.residuals)
         else:
             q = O.step_quantities(a, *args, infinitesimal=inf, finite=fin)
         zero = b.theta.new_zeros(())
@@ -235,9 +241,11 @@ class Trainer:
         base = None
         if inf:
             out["inv"], base = O.invariance_and_output(self.target, b.theta, q.fields, sc)
-            out["trans"] = O.transport_loss(q.transported, q.field_at_moved, sc)
+            out["trans"] = (O.transport_loss(q.transported, q.field_at_moved, sc) if q.trans_residual is None
+                            else O.motion_loss(q.trans_residual, sc))
         if fin:
-            out["comp"] = O.composition_loss(q.direct, q.two_step, sc)
+            out["comp"] = (O.composition_loss(q.direct, q.two_step, sc) if q.comp_residual is None
+                           else O.motion_loss(q.comp_residual, sc))
             out["pres"] = O.preservation_loss(self.target, b.theta, q.moved, sc, base=base)
         out["scale"] = O.scale_penalty(q.fields_mu, sc)
         out["div"] = O.diversity_penalty(q.fields_mu)

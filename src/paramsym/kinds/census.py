@@ -85,7 +85,7 @@ def run(cfg: CensusConfig, out, *, progress: bool = False) -> dict[str, Any]:
 
     cfg.validate()
     model = build_preset(cfg.preset, cfg.seed) if cfg.preset else load_model(  # --canonical: with its LM head
-        cfg.model, head="checkpoint" if cfg.canonical else "base", quiet=True, argument="--model",
+        cfg.model, head="checkpoint" if cfg.canonical else "image-or-base", quiet=True, argument="--model",
         hint=f"Or use --preset NAME ({sorted(PRESETS)}).")
     dtype = torch.float64 if cfg.dtype == "float64" else torch.float32
     inputs, gen = None, torch.Generator().manual_seed(cfg.seed)

@@ -52,7 +52,7 @@ PICKLE_SUFFIXES: tuple[str, ...] = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pi
 TOKENIZER_FILES: tuple[str, ...] = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
                                     "sentencepiece.bpe.model")
 
-Head = Literal["base", "causal-lm", "auto", "checkpoint"]
+Head = Literal["base", "causal-lm", "auto", "checkpoint", "image-or-base"]
 
 
 def _first_line(exc: BaseException) -> str:
@@ -138,6 +138,9 @@ def _auto_class(source: str, head: Head, argument: str):
     archs = list(cfg.architectures or [])
     if head == "checkpoint" and len(archs) == 1 and isinstance(getattr(transformers, archs[0], None), type):
         return getattr(transformers, archs[0])  # the class the checkpoint was saved from (its tensor names)
+    if head == "image-or-base":  # an image classifier's base class may add tensors it lacks (ViTModel's pooler)
+        return transformers.AutoModelForImageClassification if any(
+            a.endswith("ForImageClassification") for a in archs) else transformers.AutoModel
     if any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in archs):
         return transformers.AutoModelForCausalLM
     if any(a.endswith("ForImageClassification") for a in archs):
@@ -156,7 +159,10 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
             (causal-LM when ``config.architectures`` names an LM head, image classifier when it names
             one, e.g. ``ViTForImageClassification``) or ``"checkpoint"`` (the one
             class ``config.architectures`` names, when ``transformers`` has it — the checkpoint's own
-            tensor names, e.g. ``BertForMaskedLM``; else as ``"auto"``).
+            tensor names, e.g. ``BertForMaskedLM``; else as ``"auto"``) or ``"image-or-base"`` (the
+            image classifier when ``config.architectures`` names one — a saved
+            ``ViTForImageClassification``, whose base ``ViTModel`` would add a pooler the checkpoint
+            lacks — else ``AutoModel``: the census's choice).
         quiet: silence the loading progress bars and warnings (:func:`quiet_loading`).
         argument: how the user named the model (``"--model"``, ``"A"``), used in error messages.
         hint: what else the user may give, appended to an :class:`InputFileError` about an
@@ -171,8 +177,9 @@ def load_model(path_or_name: str | os.PathLike, *, head: Head = "base", quiet: b
             dtype (:func:`paramsym.models.checks.check_loaded`).
         NonFiniteError: NaN or infinite weights.
     """
-    if head not in ("base", "causal-lm", "auto", "checkpoint"):
-        raise InputFileError(f"head must be 'base', 'causal-lm', 'auto' or 'checkpoint'; received {head!r}.")
+    if head not in ("base", "causal-lm", "auto", "checkpoint", "image-or-base"):
+        raise InputFileError(f"head must be 'base', 'causal-lm', 'auto', 'checkpoint' or 'image-or-base'; received "
+                             f"{head!r}.")
     try:
         return _load(path_or_name, head, quiet, argument)
     except InputFileError as exc:
