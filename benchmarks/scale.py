@@ -35,6 +35,15 @@ parameter measured in the issue); their memory estimate (``loading_estimate``) i
 ``--max-memory`` check.
 
     OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/scale.py --dir /tmp/scale [--shapes tinyllama,llama2-7b]
+
+``--per-layer`` measures instead the streamed census's cost of **one decoder layer** per parameter
+at each shape's widths, on 2-layer checkpoints (``DIR/<shape>.2layers``; a 2-layer model at
+Llama-2-7B's widths is 0.67 B parameters, 1.3 GB), beside an older tree's (``--baseline-src``),
+and prints the ratio of CPU time per parameter of the widest shape to the narrowest:
+
+    git archive <commit> src | tar -x -C /tmp/base
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/scale.py --dir /tmp/scale --per-layer \\
+        --shapes tinyllama,llama2-7b --baseline-src /tmp/base/src
 """
 
 from __future__ import annotations
@@ -61,14 +70,16 @@ SHAPES = {
 SHARD_BYTES = 1 << 30
 
 
-def write_checkpoint(shape: str, directory: Path, seed: int = 0) -> int:
-    """Write the random sharded bf16 checkpoint; returns its parameter count. Nothing is held whole:
-    the names and shapes come from a model on the meta device, each shard is filled and saved alone."""
+def write_checkpoint(shape: str, directory: Path, seed: int = 0, layers: int | None = None) -> int:
+    """Write the random sharded bf16 checkpoint (``layers``: that many decoder layers at the shape's
+    widths instead of its own depth); returns its parameter count. Nothing is held whole: the names
+    and shapes come from a model on the meta device, each shard is filled and saved alone."""
     import torch
     import transformers
     from safetensors.torch import save_file
 
-    cfg = transformers.LlamaConfig(**SHAPES[shape], architectures=["LlamaForCausalLM"], torch_dtype="bfloat16")
+    widths = dict(SHAPES[shape], **({"num_hidden_layers": int(layers)} if layers else {}))
+    cfg = transformers.LlamaConfig(**widths, architectures=["LlamaForCausalLM"], torch_dtype="bfloat16")
     with torch.device("meta"):
         meta = transformers.LlamaForCausalLM(cfg)
     shapes = [(n, tuple(t.shape)) for n, t in meta.state_dict().items()]
@@ -102,7 +113,11 @@ def write_checkpoint(shape: str, directory: Path, seed: int = 0) -> int:
 
 def _child(what: str, directory: str, dtype: str) -> None:
     if what == "write":
-        write_checkpoint(dtype, Path(directory))  # dtype carries the shape name here
+        shape, _, layers = dtype.partition(":")  # dtype carries the shape name (and a depth) here
+        write_checkpoint(shape, Path(directory), layers=int(layers) if layers else None)
+        return
+    if what == "layer":
+        print("RESULT " + json.dumps(_layer_cost(directory)))
         return
     t0 = time.perf_counter()
     out: dict = {}
@@ -190,11 +205,63 @@ def _child(what: str, directory: str, dtype: str) -> None:
     print("RESULT " + json.dumps(out))
 
 
-def measure(what: str, directory: Path, dtype: str = "float64") -> dict:
-    """Run one measurement in a fresh process; its wall time, CPU time and peak RSS (``os.wait4``)."""
+def _cpu() -> float:
+    import resource
+
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+class _LayerDone(Exception):
+    """Raised when layer 1 is about to be read: layer 0 is measured (:func:`_layer_cost`)."""
+
+
+def _layer_cost(directory: str) -> dict:
+    """The weighted streamed census of ``directory`` run up to its decoder layer 1, with the CPU
+    time (user + system) and wall time of layer 0 taken apart: from the read of layer 0 to the read
+    of layer 1 (its tensors read and converted, the finders' candidates built, each verified on the
+    layer's update, the next hidden state) — the cost that repeats per layer, without the one-off
+    parts (imports, headers, the traced 2-layer template, the embeddings). Layer 0's entries are
+    reported (verified, error / tolerance). Runs whatever ``paramsym`` is first on the path
+    (``--baseline-src``: an older tree, e.g. ``main``'s)."""
+    import paramsym.census.streaming as st
+    import paramsym.census.walk as walk
+
+    marks: list[tuple[float, float]] = []
+    entries: list = []
+    load, verify = st._load_layer, walk.verify_candidate
+
+    def timed(plan, layers, i):
+        marks.append((_cpu(), time.perf_counter()))
+        if i == 1:
+            raise _LayerDone
+        return load(plan, layers, i)
+
+    def verified(*args, **kwargs):
+        entries.append(verify(*args, **kwargs))
+        return entries[-1]
+
+    st._load_layer, walk.verify_candidate = timed, verified
+    try:
+        st.streaming_census(directory)
+    except _LayerDone:
+        pass
+    (c0, w0), (c1, w1) = marks[0], marks[1]
+    plan = st.plan_stream(directory)
+    return {"layer_cpu": c1 - c0, "layer_wall": w1 - w0, "layer_params": plan.layer_params[0],
+            "entries": len(entries), "all_verified": all(e.verified for e in entries),
+            "max_error_over_tolerance": max(e.verified_error / e.tolerance for e in entries), "src": st.__file__}
+
+
+def measure(what: str, directory: Path, dtype: str = "float64", src: str | None = None) -> dict:
+    """Run one measurement in a fresh process; its wall time, CPU time and peak RSS (``os.wait4``).
+    ``src``: a source tree put first on the child's ``PYTHONPATH`` (the code measured)."""
     t0 = time.perf_counter()
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen([sys.executable, __file__, "--child", what, str(directory), dtype], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+                            stderr=subprocess.DEVNULL, text=True, env=env)
     stdout = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -202,6 +269,47 @@ def measure(what: str, directory: Path, dtype: str = "float64") -> dict:
     line = next((ln for ln in stdout.splitlines() if ln.startswith("RESULT ")), None)
     res = json.loads(line[7:]) if line else {"error": f"exit {proc.returncode}"}
     return {"what": what, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_MiB": usage.ru_maxrss / 1024, **res}
+
+
+def per_layer(directory: Path, shapes: list[str], baseline: str | None, rounds: int = 1) -> int:
+    """The streamed census's cost per decoder layer (:func:`_layer_cost`) at each shape's widths,
+    on 2-layer checkpoints (``DIR/<shape>.2layers``, written if absent), this tree's code and
+    ``baseline``'s measured side by side, interleaved ``rounds`` times (the least CPU time kept).
+    Prints CPU nanoseconds per layer parameter and the ratio of the widest shape to the narrowest —
+    1 when the cost per parameter does not grow with the width."""
+    codes = [("after", str(Path(__file__).resolve().parents[1] / "src"))] + ([("before", baseline)] if baseline else [])
+    for shape in shapes:
+        d = directory / f"{shape}.2layers"
+        if not d.exists():
+            subprocess.run([sys.executable, __file__, "--child", "write", str(d), f"{shape}:2"], check=True)
+    best: dict[tuple[str, str], dict] = {}
+    for _ in range(max(int(rounds), 1)):
+        for shape in shapes:
+            for code, src in codes:
+                r = measure("layer", directory / f"{shape}.2layers", src=src)
+                if "layer_cpu" not in r:
+                    raise SystemExit(f"{shape} ({code}, {src}): the child failed: {r}")
+                print(f"{shape:10s} {code:6s} layer 0: CPU {r['layer_cpu']:7.1f} s  wall {r['layer_wall']:7.1f} s  "
+                      f"{r['layer_params']:,} parameters  entries {r['entries']} verified {r['all_verified']}  "
+                      f"peak RSS {r['rss_MiB']:.0f} MiB", flush=True)
+                if (shape, code) not in best or r["layer_cpu"] < best[shape, code]["layer_cpu"]:
+                    best[shape, code] = r
+    print("\n| shape | layer parameters | code | layer CPU s | layer wall s | CPU ns / parameter | max error / tolerance "
+          "| peak RSS MiB (run to layer 1) |\n|---|---:|---|---:|---:|---:|---:|---:|")
+    for (shape, code), r in best.items():
+        print(f"| {shape} | {r['layer_params']:,} | {code} | {r['layer_cpu']:.1f} | {r['layer_wall']:.1f} | "
+              f"{1e9 * r['layer_cpu'] / r['layer_params']:.0f} | {r['max_error_over_tolerance']:.1e} | {r['rss_MiB']:.0f} |")
+    lo, hi = shapes[0], shapes[-1]
+    for code, _ in codes:
+        if lo != hi:
+            a, b = best[lo, code], best[hi, code]
+            print(f"{code}: CPU per parameter {hi} / {lo}: "
+                  f"{(b['layer_cpu'] / b['layer_params']) / (a['layer_cpu'] / a['layer_params']):.2f}")
+    if baseline:
+        for shape in shapes:
+            print(f"{shape}: layer CPU after / before: "
+                  f"{best[shape, 'after']['layer_cpu'] / best[shape, 'before']['layer_cpu']:.2f}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,6 +322,13 @@ def main(argv: list[str] | None = None) -> int:
                     "needs ~14 GB: leave it out on a shared 24 GB machine")
     ap.add_argument("--spec-dtype", default="float64", choices=["float64", "float32"],
                     help="dtype of the traced 2-layer copy (--dtype of the census)")
+    ap.add_argument("--per-layer", action="store_true", help="measure the streamed census's cost of one decoder "
+                    "layer per parameter on 2-layer checkpoints at each shape's widths (DIR/<shape>.2layers), instead "
+                    "of the whole-model measurements")
+    ap.add_argument("--baseline-src", help="with --per-layer: a source tree measured beside this one (e.g. "
+                    "`git archive main src | tar -x -C /tmp/base`, then /tmp/base/src)")
+    ap.add_argument("--rounds", type=int, default=1, help="with --per-layer: interleaved repetitions (the least CPU "
+                    "time of each is kept: the machine's other load only adds)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -221,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.dir:
         ap.error("--dir DIR is required")
+    if args.per_layer:
+        return per_layer(Path(args.dir), args.shapes.split(","), args.baseline_src, args.rounds)
     rows = []
     for shape in args.shapes.split(","):
         d = Path(args.dir) / shape

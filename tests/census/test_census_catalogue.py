@@ -175,3 +175,33 @@ def test_affine_solver_finds_80_on_the_biased_attention_block():
     res = solve_affine(target, ansatz, AffineSolverConfig(samples=AFFINE_PRESETS["attention-d8h2-bias"].fields["samples"]),
                        generator=torch.Generator().manual_seed(1))
     assert res.dimension == 80 and res.gap > 1e6
+
+
+def test_view_of_ordered_pieces_reads_a_view_and_writes_as_the_gather_does():
+    """An ordered piece (a whole ``nn.Linear`` weight as stored) is read without a copy and written
+    as a slice; the values agree with the same positions gathered and scattered."""
+    from paramsym.census.base import Piece
+    from paramsym.models.adapters import Projection
+
+    g = torch.Generator().manual_seed(0)
+    params = {"up.weight": torch.randn(6, 4, generator=g, dtype=torch.float64),
+              "up.bias": torch.randn(6, generator=g, dtype=torch.float64),
+              "down.weight": torch.randn(4, 6, generator=g, dtype=torch.float64)}
+    up, down = Projection("up.weight", "up.bias", "out_in", (6, 4)), Projection("down.weight", None, "out_in", (4, 6))
+    fast = View({"V": [View.weight(up), View.bias(up, column=True)], "U": [View.weight(down)]})
+    assert all(p.positions is None for ps in fast.pieces.values() for p in ps)  # no int64 positions held
+    rows = up.row_positions(torch.arange(6))  # the positions written out independently
+    assert torch.equal(rows, torch.arange(24).reshape(6, 4))
+    slow = View({"V": [Piece("up.weight", rows), Piece("up.bias", torch.arange(6)[:, None])],
+                 "U": [Piece("down.weight", torch.arange(24).reshape(4, 6))]})
+    assert fast.moved() == slow.moved() == {"up.weight": 24, "up.bias": 6, "down.weight": 24}
+    a, b = fast.read(params), slow.read(params)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert torch.equal(a["V"], torch.cat([params["up.weight"], params["up.bias"][:, None]], dim=1))
+    assert fast.read(params)["U"].data_ptr() == params["down.weight"].data_ptr()  # a view, not a copy
+    new = {k: v + torch.randn(v.shape, generator=g, dtype=v.dtype) for k, v in a.items()}
+    wa, wb = fast.write(params, new), slow.write(params, new)
+    assert all(torch.equal(wa[k], wb[k]) for k in params)
+    assert torch.equal(wa["down.weight"], new["U"]) and not torch.equal(wa["up.weight"], params["up.weight"])
+    assert torch.equal(wa["up.bias"], new["V"][:, 4])
+    assert torch.equal(params["down.weight"], b["U"])  # the input is not written into

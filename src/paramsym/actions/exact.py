@@ -10,7 +10,15 @@ Every catalogue action is a :class:`~paramsym.actions.base.GroupAction` (``act(g
   ``log10_order`` (``order`` can be astronomically large, e.g. ``3072!``);
 * :meth:`ExactAction.random_elements`: ``n`` random group elements as ``(n, s, s)`` matrices,
   cheap even when the Lie algebra's basis would be too large to store (a census verifies an
-  action by applying one such element and measuring the output change).
+  action by applying one such element and measuring the output change);
+* :meth:`ExactAction.random_compact` / :meth:`ExactAction.act_compact`: one random element in the
+  group's **compact form** and its action — a permutation ``perm`` (long, ``(s,)``) for the
+  permutation groups, a diagonal ``d`` (``(s,)``) for the diagonal groups (rescalings, norm
+  scales, sign flips), the dense matrix otherwise. The compact element is drawn from the same
+  random numbers as ``random_elements(1, ·)[0]`` and ``act_compact(c, θ) == act(dense(c), θ)``
+  entry for entry, but no ``s × s`` matrix is built and the action is indexing or an entrywise
+  product, O(p) — what lets a census of a 7B-wide layer verify its FFN's ``S_F`` and ``{±1}^F``
+  (``F = 11008``) without ``F × F`` matrices (issue 34).
 
 The group (:class:`~paramsym.groups.lie.MatrixLieGroup`, needed by the verdict) is built on first
 use from :meth:`ExactAction._basis`, in the dtype of the action (``action.double()`` before or
@@ -131,6 +139,32 @@ class ExactAction(GroupAction):
         grp = self.group
         return grp.matrices(grp.sample(n, rho, exact_factors=1, generator=generator)).to(self._probe.dtype)
 
+    #: the compact form of the elements: ``"dense"`` (an ``s × s`` matrix), ``"permutation"`` or ``"diagonal"``
+    compact: str = "dense"
+
+    def random_compact(self, generator: torch.Generator | None = None) -> Tensor:
+        """One random element in the compact form (module docstring): the same draws as
+        ``random_elements(1, generator)[0]``, which is :meth:`dense` of the result."""
+        return self.random_elements(1, generator)[0]
+
+    def act_compact(self, c: Tensor, theta: Tensor) -> Tensor:
+        """``act(dense(c), θ)`` for a compact element ``c`` (subclasses: by indexing or entrywise)."""
+        return self.act(c, theta)
+
+    def dense(self, c: Tensor) -> Tensor:
+        """The ``s × s`` matrix of a compact element: ``permutation_matrix(c)``, ``diag(c)`` or ``c``."""
+        if self.compact == "permutation":
+            return permutation_matrix(c.tolist(), self._probe.dtype)
+        return torch.diag(c) if self.compact == "diagonal" else c
+
+    def is_identity(self, c: Tensor) -> bool:
+        """Whether the compact element ``c`` is the identity (O(s), no ``s × s`` matrix for the compact forms)."""
+        if self.compact == "permutation":
+            return bool(torch.equal(c, torch.arange(c.numel(), device=c.device)))
+        if self.compact == "diagonal":
+            return bool((c == 1).all())
+        return bool(torch.equal(c, torch.eye(c.shape[0], dtype=c.dtype, device=c.device)))
+
     def extra_repr(self) -> str:
         return f"kind={self.kind}, p={self.p}, dimension={self.dimension}, order={self.order_text}"
 
@@ -142,16 +176,36 @@ class DiagonalScalingAction(ExactAction):
     and implement ``act``."""
 
     size: int
+    compact = "diagonal"
 
     def _basis(self, dtype: torch.dtype) -> Tensor:
         return diagonal_basis(self.size, dtype)
 
+    def random_diagonals(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
+        """The diagonals ``(n, size)`` of :meth:`random_elements`: ``exp(t a)`` entrywise, ``a`` a
+        Gaussian unit direction, ``|t|`` uniform in ``[0.2ρ, ρ]`` with a random sign."""
+        t = torch.randn(n, self.size, generator=generator, dtype=self._probe.dtype)
+        a = t / t.norm(dim=-1).clamp_min(1e-300)[:, None]
+        return torch.exp(_radius(n, rho, generator, t.dtype)[:, None] * a)
+
     def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
         """``random_exp(diag t)`` with the exponential of the diagonal taken entrywise (the same
         draws; no ``size × size`` matrix exponential)."""
-        t = torch.randn(n, self.size, generator=generator, dtype=self._probe.dtype)
-        a = t / t.norm(dim=-1).clamp_min(1e-300)[:, None]
-        return torch.diag_embed(torch.exp(_radius(n, rho, generator, t.dtype)[:, None] * a))
+        return torch.diag_embed(self.random_diagonals(n, generator, rho))
+
+    def random_compact(self, generator: torch.Generator | None = None) -> Tensor:
+        return self.random_diagonals(1, generator)[0]
+
+    def act(self, g: Tensor, theta: Tensor) -> Tensor:
+        """``act_diagonal(diag(g), θ)``: only the diagonal of ``g`` is read."""
+        return self.act_diagonal(torch.diagonal(g), theta)
+
+    def act_compact(self, c: Tensor, theta: Tensor) -> Tensor:
+        return self.act_diagonal(c, theta)
+
+    def act_diagonal(self, d: Tensor, theta: Tensor) -> Tensor:
+        """The action of ``diag(d)`` (subclasses: entrywise products)."""
+        raise NotImplementedError
 
 
 def _radius(n: int, rho: float, generator: torch.Generator | None, dtype: torch.dtype) -> Tensor:

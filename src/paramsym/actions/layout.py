@@ -65,6 +65,8 @@ def locate(block: ParameterBlock, name: str, positions: Tensor | None = None, cl
     numel = 1
     for s in e.shape:
         numel *= s
+    if positions is None and (e.stored_index is None or e.whole):  # the whole tensor, stored whole: one slice
+        return slice(e.offset, e.offset + numel)
     pos = torch.arange(numel) if positions is None else torch.as_tensor(positions, dtype=torch.long).reshape(-1)
     if e.stored_index is None or e.whole:
         idx = e.offset + pos
@@ -114,6 +116,11 @@ def refuse_untouched(cls: str, block: ParameterBlock, moved: Sequence[Loc], hint
 
     The message names the tensors holding the untouched coordinates.
     """
+    if all(isinstance(loc, slice) for loc in moved):  # slices: disjoint and covering θ by their ends (O(#slices))
+        spans = sorted((loc.start, loc.stop) for loc in moved)
+        if spans and spans[0][0] == 0 and spans[-1][1] == block.size and \
+                all(a[1] == b[0] for a, b in zip(spans, spans[1:])):
+            return
     cover = torch.zeros(block.size, dtype=torch.long)
     for loc in moved:
         if isinstance(loc, slice):

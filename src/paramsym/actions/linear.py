@@ -326,8 +326,9 @@ class RescalingAction(DiagonalScalingAction):
         if group is not None:
             self.group = group
 
-    def act(self, g: Tensor, theta: Tensor) -> Tensor:
-        d = torch.diagonal(g).to(theta.dtype)
+    def act_diagonal(self, d: Tensor, theta: Tensor) -> Tensor:
+        """``(diag(d) V, d ⊙ b, U diag(d)⁻¹)`` entrywise."""
+        d = d.to(theta.dtype)
         w_in = theta[self.in_sl].reshape(self.in_shape) * d[:, None]
         w_out = theta[self.out_sl].reshape(self.out_shape) / d[None, :]
         parts = [(self.in_sl, w_in.reshape(-1)), (self.out_sl, w_out.reshape(-1))]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
 from torch import Tensor, nn
 
 from ..errors import ActionError, ShapeError
@@ -89,8 +88,9 @@ class NormScaleAction(DiagonalScalingAction):
                               "weight (elementwise_affine=False?); there is no scale to move.")
         return cls(block, f"{norm_name}.weight", later)
 
-    def act(self, g: Tensor, theta: Tensor) -> Tensor:
-        d = torch.diagonal(g).to(theta.dtype)
+    def act_diagonal(self, d: Tensor, theta: Tensor) -> Tensor:
+        """``(d ⊙ γ, d ⊙ β, W_k diag(d)⁻¹)`` entrywise."""
+        d = d.to(theta.dtype)
         parts = [(self.g_loc, theta[self.g_loc] * d)]
         if self.b_loc is not None:
             parts.append((self.b_loc, theta[self.b_loc] * d))

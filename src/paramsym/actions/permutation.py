@@ -37,9 +37,22 @@ from .linear import _layer_pair
 
 
 class _Discrete(ExactAction):
+    compact = "permutation"
+
     def random_elements(self, n: int, generator: torch.Generator | None = None, rho: float = 0.5) -> Tensor:
         """``n`` uniformly random permutation matrices (``rho`` is ignored)."""
         return random_permutations(n, self.size, generator, self._probe.dtype)
+
+    def random_compact(self, generator: torch.Generator | None = None) -> Tensor:
+        """One uniformly random ``perm`` (the draw of ``random_elements(1, generator)[0]``, whose
+        matrix is ``permutation_matrix(perm)``)."""
+        return torch.randperm(self.size, generator=generator)
+
+    def act_compact(self, c: Tensor, theta: Tensor) -> Tensor:
+        return self.act_permutation(c, theta)
+
+    def act_permutation(self, perm: Tensor, theta: Tensor) -> Tensor:
+        raise NotImplementedError
 
 
 def as_permutation(g: Tensor) -> Tensor | None:
@@ -78,6 +91,17 @@ class _UnitAction(_Discrete):
         parts = [(self.u_sl, (U @ g.T).reshape(-1)), (self.v_sl, (g @ V).reshape(-1))]
         if self.b_sl is not None:
             parts.append((self.b_sl, g @ theta[self.b_sl]))
+        return replace(theta, parts)
+
+    def act_diagonal(self, d: Tensor, theta: Tensor) -> Tensor:
+        """``act(diag(d), θ)`` entrywise: ``(d ⊙ V rows, d ⊙ b, U columns ⊙ d)`` (``gᵀ = g`` for a
+        diagonal ``g``; each entry is one old entry times ``d_j``, as in the dense product)."""
+        d = d.to(theta.dtype)
+        U = theta[self.u_sl].reshape(self.u_shape)
+        V = theta[self.v_sl].reshape(self.v_shape)
+        parts = [(self.u_sl, (U * d[None, :]).reshape(-1)), (self.v_sl, (V * d[:, None]).reshape(-1))]
+        if self.b_sl is not None:
+            parts.append((self.b_sl, theta[self.b_sl] * d))
         return replace(theta, parts)
 
 
@@ -127,6 +151,7 @@ class SignFlipAction(_UnitAction):
     """
 
     kind = "sign_flip"
+    compact = "diagonal"
 
     @staticmethod
     def _order(h: int) -> int:
@@ -136,6 +161,13 @@ class SignFlipAction(_UnitAction):
         """``n`` uniformly random ``diag(±1)`` matrices (``rho`` is ignored)."""
         signs = torch.randint(0, 2, (n, self.size), generator=generator).to(self._probe.dtype) * 2 - 1
         return torch.diag_embed(signs)
+
+    def random_compact(self, generator: torch.Generator | None = None) -> Tensor:
+        """The signs ``(±1,)*h`` of one random element (the draw of ``random_elements(1, generator)[0]``)."""
+        return torch.randint(0, 2, (1, self.size), generator=generator)[0].to(self._probe.dtype) * 2 - 1
+
+    def act_compact(self, c: Tensor, theta: Tensor) -> Tensor:
+        return self.act_diagonal(c, theta)
 
 
 class HeadPermutationAction(_Discrete):

@@ -16,6 +16,7 @@ catalogue action) and the census only describes *where* it lies in a model.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -72,10 +73,31 @@ class SymmetryFinder(Protocol):
 
 @dataclass(frozen=True)
 class Piece:
-    """Flat ``positions`` (any shape) of the stored tensor ``name``."""
+    """Flat ``positions`` (any shape) of the stored tensor ``name``; :meth:`ordered` (``positions``
+    ``None``, ``shape`` given): its first ``prod(shape)`` entries in order, shaped ``shape`` (a whole
+    ``nn.Linear`` weight or bias as stored) — read as a view and written as a slice, with no
+    ``int64`` positions held (8 bytes per parameter per candidate)."""
 
     name: str
-    positions: Tensor
+    positions: Tensor | None
+    shape: tuple[int, ...] | None = None
+
+    @classmethod
+    def ordered(cls, name: str, shape: tuple[int, ...]) -> Piece:
+        return cls(name, None, tuple(int(s) for s in shape))
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape of the piece's values."""
+        return tuple(self.positions.shape) if self.positions is not None else self.shape
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.dims)
+
+    def flat_positions(self) -> Tensor:
+        """The flat positions (built for an ordered piece)."""
+        return self.positions if self.positions is not None else torch.arange(self.size).reshape(self.shape)
 
 
 class View:
@@ -93,23 +115,34 @@ class View:
     @staticmethod
     def weight(proj: Projection) -> Piece:
         """The canonical ``W`` (``out × in``) of a projection."""
+        if proj.layout == "out_in" and proj.features is None and proj.offset == 0:  # W as stored
+            return Piece.ordered(proj.weight, proj.shape)
         return Piece(proj.weight, proj.row_positions(torch.arange(proj.out_features)))
 
     @staticmethod
     def bias(proj: Projection, column: bool = False) -> Piece:
         """The projection's bias ``(out,)`` (``(out, 1)`` with ``column=True``)."""
+        if proj.features is None:
+            return Piece.ordered(proj.bias, (proj.out_features, 1) if column else (proj.out_features,))
         pos = proj.bias_positions(torch.arange(proj.out_features))
         return Piece(proj.bias, pos[:, None] if column else pos)
 
     @staticmethod
     def whole(name: str, params: Mapping[str, Tensor]) -> Piece:
-        return Piece(name, torch.arange(params[name].numel()).reshape(params[name].shape))
+        return Piece.ordered(name, tuple(params[name].shape))
 
     # -- reading and writing ---------------------------------------------------------------
+    @staticmethod
+    def _take(p: Piece, params: Mapping[str, Tensor]) -> Tensor:
+        flat = params[p.name].reshape(-1)
+        return flat[p.positions] if p.positions is not None else flat[:p.size].reshape(p.shape)
+
     def read(self, params: Mapping[str, Tensor]) -> Params:
+        """The virtual tensors (an ordered piece is a view of the stored tensor, not a copy: treat
+        the result as read-only)."""
         out = {}
         for name, pieces in self.pieces.items():
-            vals = [params[p.name].reshape(-1)[p.positions] for p in pieces]
+            vals = [self._take(p, params) for p in pieces]
             out[name] = vals[0] if len(vals) == 1 else torch.cat(vals, dim=1)
         return out
 
@@ -121,12 +154,19 @@ class View:
                 if len(pieces) == 1:
                     part = value
                 else:
-                    width = p.positions.shape[1]
+                    width = p.dims[1]
                     part, col = value[:, col : col + width], col + width
+                whole = p.positions is None and p.size == params[p.name].numel()
+                if whole and p.name not in flats:  # the whole tensor, in order: no copy of the old one
+                    flats[p.name] = part.reshape(-1).to(params[p.name].dtype)
+                    continue
                 flat = flats.get(p.name)
                 if flat is None:
                     flat = flats[p.name] = params[p.name].reshape(-1).clone()
-                flat[p.positions.reshape(-1)] = part.reshape(-1).to(flat.dtype)
+                if p.positions is None:
+                    flat[:p.size] = part.reshape(-1).to(flat.dtype)
+                else:
+                    flat[p.positions.reshape(-1)] = part.reshape(-1).to(flat.dtype)
         new = dict(params)
         for n, flat in flats.items():
             new[n] = flat.reshape(params[n].shape)
@@ -137,7 +177,7 @@ class View:
         out: dict[str, int] = {}
         for pieces in self.pieces.values():
             for p in pieces:
-                out[p.name] = out.get(p.name, 0) + int(p.positions.numel())
+                out[p.name] = out.get(p.name, 0) + p.size
         return out
 
 
@@ -145,8 +185,10 @@ def catalogue_candidate(module: str, view: View, make: Callable[[ParameterBlock]
                         note: str = "", kind: str | None = None, extra: dict[str, Any] | None = None,
                         discrete_order: str | None = None) -> Candidate:
     """A candidate applying one random element of the catalogue action ``make(block)`` (built on
-    the block of the view's virtual tensors) — ``g = action.random_elements(1, generator)[0]``,
-    ``θ_virtual ↦ action.act(g, θ_virtual)``, written back into the stored tensors.
+    the block of the view's virtual tensors) — ``g = action.random_compact(generator)`` (the
+    draw of ``random_elements(1, generator)[0]`` in the group's compact form: a permutation or a
+    diagonal, no ``s × s`` matrix), ``θ_virtual ↦ action.act_compact(g, θ_virtual)``, written back
+    into the stored tensors.
 
     The candidate's ``kind`` is the action's (e.g. ``hidden_permutation``), its dimension and
     order the action's (``discrete_order`` overrides the order's text, e.g. ``"96!"``). The
@@ -160,13 +202,12 @@ def catalogue_candidate(module: str, view: View, make: Callable[[ParameterBlock]
         vp = view.read(p)
         theta = block.gather(vp)
         act = action.to(theta.dtype)
-        g = act.random_elements(1, gen)[0]
-        eye = torch.eye(g.shape[0], dtype=g.dtype)
+        g = act.random_compact(gen)  # a permutation or a diagonal where the group has one: no s × s matrix
         for _ in range(32):  # a discrete group: verify a non-identity element (e.g. one of 2! head orders)
-            if action.order is None or action.order < 2 or not torch.equal(g, eye):
+            if action.order is None or action.order < 2 or not act.is_identity(g):
                 break
-            g = act.random_elements(1, gen)[0]
-        return view.write(p, block.scatter(act.act(g, theta), vp))
+            g = act.random_compact(gen)
+        return view.write(p, block.scatter(act.act_compact(g, theta), vp))
 
     return Candidate(module, kind or action.kind, int(action.dimension), view.moved(), transform,
                      discrete_order=None if action.order is None else (discrete_order or action.order_text),

@@ -430,12 +430,18 @@ def verify_candidate(c: Any, params: Mapping[str, Tensor], forward: Any, precisi
     with torch.no_grad():
         new = c.transform(params, gen)
     err, exact_err, floor = precision.check(forward(new), lambda new=new: precision.exact(new), c.expected)
-    num = sum(float((new[n] - params[n]).pow(2).sum()) for n in c.moved)
-    den = sum(float(params[n].pow(2).sum()) for n in c.moved)
+    num = sum(_square(new[n] - params[n]) for n in c.moved)
+    den = sum(_square(params[n]) for n in c.moved)
     motion = (num / den) ** 0.5 if den > 0 else num**0.5  # absolute where the moved weights are 0 (zero biases)
     tol_c = max(tol, c.tolerance or 0.0) + floor
     return CensusEntry(c.module, c.kind, c.dimension, err, motion, err <= tol_c and motion > 0,
                        sum(c.moved.values()), c.discrete_order, c.log10_order, c.note, c.extra, tol_c, exact_err)
+
+
+def _square(t: Tensor) -> float:
+    """``‖t‖²`` as one dot product (no squared copy of ``t``)."""
+    flat = t.reshape(-1)
+    return float(torch.dot(flat, flat))
 
 
 def _refused(layout: Any, spaces: Any = None) -> list[dict[str, Any]]:

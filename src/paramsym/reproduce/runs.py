@@ -287,9 +287,10 @@ RUNS: dict[str, RunSpec] = {
               "10 runs × 5,000 steps, ≈ 45 CPU s each since the faster step (protocol v3: 622 s wall, 457 CPU s for all ten on one thread under load, code ab887be; v2: 1,184 s wall, 1,067 CPU s, code 60559f4)",
               config=_experiment_config("discovery.lifting.run", _lifting_cfg)),
         _spec("transformer", "paramsym experiment transformer", _transformer,
-              "27 sub-runs (3 units × hybrid, finite, flow × 3 seeds), 164–249 CPU s each (≈ 93 CPU min; protocol v3: "
-              "5,660 s summed over the sub-runs, which ran on two one-thread processes at once (elapsed wall not "
-              "recorded), code d30b7d3; docs/discovery.md)",
+              "45 sub-runs (3 development units × hybrid, finite, flow × 3 seeds; 3 held-out units drawn at run time × "
+              "hybrid, finite × 3 seeds), 92–151 CPU s each (≈ 89 CPU min; protocol v3 with the held-out draw: 5,319 CPU s "
+              "summed over the sub-runs, which ran in the run's process and four side processes of the same code at once, "
+              "02:20–03:43 UTC, code ab887be; docs/discovery.md)",
               config=_experiment_config("discovery.transformer.run", _transformer_cfg)),
         _spec("compensation", "paramsym compensate --model minilm --layer 3 --unit 7 --tokens 16 --json",
               _compensation, "≈ 15 s (closed form)", exact=True),

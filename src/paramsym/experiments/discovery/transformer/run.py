@@ -429,7 +429,8 @@ def compute(cfg: TransformerDiscoveryConfig, out: RunDir, progress: bool = True,
                                              overrides=_with_beta(cfg, betas[label]) | extra, progress=progress,
                                              reuse=reuse)
                 infos[name] = {k: info.get(k) for k in ("reused", "stale", "stale_reason", "seconds", "cpu_seconds",
-                                                        "code_version", "config_hash", "moved_to") if k in info}
+                                                        "date_utc", "code_version", "config_hash", "moved_to")
+                               if k in info}
                 timing[name] = {"train_cpu_seconds": info["cpu_seconds"], "train_wall_seconds": info["wall_seconds"],
                                 "train_seconds": info["train_seconds"]}
                 ev = whole_model_evaluation(pr, action, samples=cfg.samples, rho=cfg.rho, seed=cfg.eval_seed,
