@@ -56,8 +56,9 @@ def test_the_six_rows_say_what_they_are_and_stale_rows_say_so():
     for cid, r in STORE.items():
         if r.get("config_hash") and r.get("run"):
             assert r["stale"] is (r["config_hash"] != config_hash(run_config(r["run"], r["budget"] == "quick"))), cid
-    # rows made before issue 33's new configuration keys are stale; the lifting run of protocol v3 is current
-    assert STORE["table1-fits"]["stale"] is True and STORE["lifting-subnetwork-ratio"]["stale"] is False
+    # a row whose configuration is not the one this code runs is stale, with the reason named
+    old = annotate({"table1-fits": {**STORE["table1-fits"], "config_hash": "0" * 16, "stale": False}})["table1-fits"]
+    assert old["stale"] is True and "differs from the configuration this code runs" in old["stale_reason"]
 
 
 def test_transformer_composition_is_judged_at_the_stored_p95():

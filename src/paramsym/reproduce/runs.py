@@ -281,8 +281,8 @@ RUNS: dict[str, RunSpec] = {
     r.name: r
     for r in (
         _spec("objectives", "paramsym experiment objectives --seeds 1,2,3,4,5", _objectives,
-              "≈ 30 min (10 runs × 10,000 steps, ≈ 3 min each: `make run` measured 2 min 55 s for one; here one seed "
-              "took ≈ 5 min at low load)", config=_experiment_config("discovery.table1.run", _objectives_cfg)),
+              "≈ 11 min (10 runs × 10,000 steps, ≈ 1 min each since the faster step: `make run` measures ≈ 65 s for "
+              "one; 2026-12-05, code 867508c: 645 s wall, 643 CPU s on one thread beside another run)", config=_experiment_config("discovery.table1.run", _objectives_cfg)),
         _spec("lifting", "paramsym experiment lifting --seeds 10,11,12,13,14 --unit-beta equal-field", _lifting,
               "10 runs × 5,000 steps, ≈ 45 CPU s each since the faster step (protocol v3: 622 s wall, 457 CPU s for all ten on one thread under load, code ab887be; v2: 1,184 s wall, 1,067 CPU s, code 60559f4)",
               config=_experiment_config("discovery.lifting.run", _lifting_cfg)),
