@@ -10,7 +10,7 @@ The paper's thresholds (``P_TD_*``) are shared with the closed-form compensation
 from __future__ import annotations
 
 import math
-import statistics
+from collections import Counter
 from typing import Any
 
 from ....claims import MINILM, REL, Block, Claim, D, Measured, Printed, pct
@@ -221,17 +221,12 @@ def _td_flow(r):
     """The flow action (a group action by construction; hybrid objective) against all of the paper's bars at once,
     per unit at the registry's statistics (ratios and motion: medians over seeds of the within-seed medians;
     stored composition: median over seeds of the within-seed p95)."""
-    rows = r["per_seed"].get("flow") or []
-    units: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        units.setdefault(str(row.get("unit") or ""), []).append(row)
-
-    def med(us: list[dict[str, Any]], key: str) -> float:
-        return float(statistics.median(x[key] for x in us))
-
-    per = {label: {"ratio_random": med(us, "ratio_random"), "ratio_uncompensated": med(us, "ratio_uncompensated"),
-                   "motion_median": med(us, "motion_median"), "composition_error_p95": med(us, "composition_error_p95"),
-                   "seeds": len(us)} for label, us in units.items()}
+    stat = {"ratio_random": _td_units(r, "transformer-drift-random-learned", "flow"),
+            "ratio_uncompensated": _td_units(r, "transformer-drift-uncompensated-learned", "flow"),
+            "motion_median": _td_units(r, "transformer-motion", "flow"),
+            "composition_error_p95": _td_units(r, "transformer-composition", "flow", "composition_error_p95")}
+    seeds = Counter(str(row.get("unit") or "") for row in r["per_seed"].get("flow") or [])
+    per = {label: {**{k: v[label] for k, v in stat.items()}, "seeds": n} for label, n in seeds.items()}
     ok = bool(per) and all(P_TD_RANDOM.at_least(v["ratio_random"]) and P_TD_UNC.at_least(v["ratio_uncompensated"])
                            and P_TD_MOTION.at_least(v["motion_median"])
                            and P_TD_COMP_HYBRID.at_most(v["composition_error_p95"]) for v in per.values())
